@@ -1,0 +1,63 @@
+// The client's connection to GT: one per process, created on first use (connecting to
+// GT_ADDRESS / gt::connect, or spawning the embedded default). Ops are fire-and-forget: emit()
+// queues an instruction and returns at once; a background I/O thread coalesces queued
+// instructions into frames. Only fetch/synchronize/stats wait for the dispatcher.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "libgtcore/op_attrs.h"
+#include "libgtcore/ops.h"
+#include "libgtcore/shape.h"
+
+namespace gt::detail {
+
+struct HostTensor {
+  TensorMeta meta;
+  std::string bytes;  // row-major, meta.nbytes() long
+};
+
+struct WorkerStatsInfo {
+  uint32_t worker_id = 0;
+  std::string device;
+  uint64_t tensors = 0, bytes = 0, ops_executed = 0, errors = 0, peak_bytes = 0,
+           reserved_bytes = 0, sessions = 0;
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // The process-wide session, connected (or spawned) on first use. Throws gt::Error when it
+  // cannot connect.
+  static Session& get();
+  // Connects the process-wide session to an explicit address ("host:port" or "unix:/path").
+  // Must be called before the first op; throws if a session already exists elsewhere.
+  static void connect(const std::string& address);
+  // Tears the process-wide session down (also done at exit).
+  static void shutdown();
+
+  // Queues one op with new result id (returned; 0 for in-place ops, which write inputs[0]).
+  // The caller has already run infer_meta. Blocks only when the send window is full.
+  virtual uint64_t emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) = 0;
+  // Queues a free of `id` (called when the last client handle dies).
+  virtual void free(uint64_t id) = 0;
+
+  // Sync points. They throw gt::Error naming the failing op and its message.
+  virtual HostTensor fetch(uint64_t id) = 0;
+  virtual void synchronize() = 0;
+  virtual std::vector<WorkerStatsInfo> worker_stats() = 0;
+
+  // Counter-based RNG state: every random op consumes one counter value.
+  virtual uint64_t seed() const = 0;
+  virtual uint64_t next_rng_counter() = 0;
+  virtual void manual_seed(uint64_t seed) = 0;
+
+  virtual uint64_t session_id() const = 0;
+};
+
+}  // namespace gt::detail

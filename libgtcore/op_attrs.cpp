@@ -1,0 +1,99 @@
+#include "libgtcore/op_attrs.h"
+
+namespace gt {
+
+OpAttrs make_shape_dtype(const Shape& s, DType dt) {
+  OpAttrs a;
+  a.shape = s;
+  a.has_shape = true;
+  a.dtype = dt;
+  return a;
+}
+
+OpAttrs make_full(const Shape& s, DType dt, double value) {
+  OpAttrs a = make_shape_dtype(s, dt);
+  a.push_real(value);
+  return a;
+}
+
+OpAttrs make_arange(double start, double stop, double step, DType dt) {
+  OpAttrs a;
+  a.dtype = dt;
+  a.push_real(start);
+  a.push_real(stop);
+  a.push_real(step);
+  return a;
+}
+
+OpAttrs make_random(const Shape& s, DType dt, uint64_t seed, uint64_t counter) {
+  OpAttrs a = make_shape_dtype(s, dt);
+  a.push_int(static_cast<int64_t>(seed));
+  a.push_int(static_cast<int64_t>(counter));
+  return a;
+}
+
+OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral) {
+  OpAttrs a;
+  a.push_int(static_cast<int64_t>(side));
+  a.push_int(scalar_is_integral ? 1 : 0);
+  a.push_real(scalar);
+  return a;
+}
+
+OpAttrs make_reduce(int64_t dim, bool keepdim) {
+  OpAttrs a;
+  a.push_int(dim);
+  a.push_int(keepdim ? 1 : 0);
+  return a;
+}
+
+OpAttrs make_reshape(const Shape& s) {
+  OpAttrs a;
+  a.shape = s;
+  a.has_shape = true;
+  return a;
+}
+
+OpAttrs make_permute(std::span<const int64_t> perm) {
+  OpAttrs a;
+  for (int64_t p : perm) a.push_int(p);
+  return a;
+}
+
+OpAttrs make_axis(int64_t axis) {
+  OpAttrs a;
+  a.push_int(axis);
+  return a;
+}
+
+OpAttrs make_cast(DType dt) {
+  OpAttrs a;
+  a.dtype = dt;
+  return a;
+}
+
+Result<SliceSpec> resolve_slice(int64_t n, std::optional<int64_t> start_o,
+                                std::optional<int64_t> stop_o, int64_t step) {
+  if (step == 0) return invalid_argument("slice step cannot be zero");
+  SliceSpec s;
+  s.step = step;
+  auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
+  int64_t start, stop;
+  if (step > 0) {
+    start = start_o ? (*start_o < 0 ? *start_o + n : *start_o) : 0;
+    stop = stop_o ? (*stop_o < 0 ? *stop_o + n : *stop_o) : n;
+    start = clamp(start, 0, n);
+    stop = clamp(stop, 0, n);
+    s.count = stop > start ? (stop - start + step - 1) / step : 0;
+  } else {
+    start = start_o ? (*start_o < 0 ? *start_o + n : *start_o) : n - 1;
+    stop = stop_o ? (*stop_o < 0 ? *stop_o + n : *stop_o) : -1;
+    start = clamp(start, -1, n - 1);
+    stop = clamp(stop, -1, n - 1);
+    s.count = start > stop ? (start - stop + (-step) - 1) / (-step) : 0;
+  }
+  s.start = s.count > 0 ? start : 0;
+  return s;
+}
+
+}  // namespace gt

@@ -1,0 +1,77 @@
+// OpAttrs: the attributes of one instruction, in a fixed-capacity form (no heap on the hot path).
+// The client builds them with the make_* helpers; shape rules and kernels read them through the
+// typed accessors. Everything here is data that crossed a process boundary: rules validate it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+#include "libgtcore/dtype.h"
+#include "libgtcore/shape.h"
+
+namespace gt {
+
+inline constexpr int kMaxInts = 2 * kMaxRank + 2;
+inline constexpr int kMaxReals = 4;
+inline constexpr int64_t kAllDims = std::numeric_limits<int64_t>::min();
+
+// Where a binary op's scalar operand sits, if it has one.
+enum class ScalarSide : int64_t { kNone = 0, kRight = 1, kLeft = 2 };
+
+struct OpAttrs {
+  Shape shape;
+  bool has_shape = false;
+  DType dtype = DType::kFloat32;
+  std::array<int64_t, kMaxInts> ints{};
+  int n_ints = 0;
+  std::array<double, kMaxReals> reals{};
+  int n_reals = 0;
+  std::string_view data;  // host bytes for from_host / host_chunk (not owned)
+
+  void push_int(int64_t v) { ints[n_ints++] = v; }
+  void push_real(double v) { reals[n_reals++] = v; }
+  int64_t int_at(int i, int64_t dflt = 0) const { return i < n_ints ? ints[i] : dflt; }
+  double real_at(int i, double dflt = 0) const { return i < n_reals ? reals[i] : dflt; }
+
+  // kBinary
+  ScalarSide scalar_side() const { return static_cast<ScalarSide>(int_at(0)); }
+  bool scalar_is_integral() const { return int_at(1) != 0; }
+  double scalar() const { return real_at(0); }
+  // kReduce
+  bool reduce_all() const { return int_at(0, kAllDims) == kAllDims; }
+  int64_t reduce_dim() const { return int_at(0, kAllDims); }
+  bool keepdim() const { return int_at(1) != 0; }
+  // kRandom
+  uint64_t seed() const { return static_cast<uint64_t>(int_at(0)); }
+  uint64_t counter() const { return static_cast<uint64_t>(int_at(1)); }
+  // kSlice: per dim d, start = ints[2d], step = ints[2d+1]; extents in shape
+  int64_t slice_start(int d) const { return int_at(2 * d); }
+  int64_t slice_step(int d) const { return int_at(2 * d + 1, 1); }
+  // kAxis
+  int64_t axis() const { return int_at(0); }
+  // kHostChunk
+  int64_t chunk_offset() const { return int_at(0); }
+};
+
+// Builders (client side).
+OpAttrs make_shape_dtype(const Shape& s, DType dt);
+OpAttrs make_full(const Shape& s, DType dt, double value);
+OpAttrs make_arange(double start, double stop, double step, DType dt);
+OpAttrs make_random(const Shape& s, DType dt, uint64_t seed, uint64_t counter);
+OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral);
+OpAttrs make_reduce(int64_t dim, bool keepdim);  // dim = kAllDims for all elements
+OpAttrs make_reshape(const Shape& s);
+OpAttrs make_permute(std::span<const int64_t> perm);
+OpAttrs make_axis(int64_t axis);
+OpAttrs make_cast(DType dt);
+
+// Python-style slice of one dim, resolved against its extent (numpy semantics, any step sign).
+struct SliceSpec {
+  int64_t start = 0, count = 0, step = 1;
+};
+Result<SliceSpec> resolve_slice(int64_t extent, std::optional<int64_t> start,
+                                std::optional<int64_t> stop, int64_t step);
+
+}  // namespace gt

@@ -1,0 +1,75 @@
+// The op table, generated from ops.def: the OpId enum, names, wire ids and the table hash
+// exchanged in the handshake so mismatched builds refuse each other.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gt {
+
+// Which instruction attributes an op takes (decoded and checked in op_attrs.h).
+enum class AttrKind : uint8_t {
+  kNone,
+  kShapeDType,  // shape, dtype
+  kFull,        // shape, dtype, reals[0] = fill value
+  kArange,      // dtype, reals = {start, stop, step}
+  kRandom,      // shape, dtype (floating), ints = {seed, counter}
+  kHostData,    // shape, dtype, data = first chunk of the row-major bytes
+  kHostChunk,   // ints = {byte offset}, data = bytes written there
+  kBinary,      // optional scalar operand: ints = {mode, scalar_is_integral}, reals = {scalar}
+  kReduce,      // ints = {dim or kAllDims, keepdim}
+  kShape,       // shape = target (no -1: the client resolves it)
+  kDims,        // ints = permutation
+  kSlice,       // shape = output extents, ints = {start_d, step_d} per dim
+  kAxis,        // ints = {axis}
+  kDType,       // dtype
+};
+
+// Shape/dtype rules (implemented in shape_rules.cpp).
+enum class ShapeRule : uint8_t {
+  kCreate, kCreateFloat, kArange, kInPlace,
+  kArith, kTrueDiv, kCompare, kWhere,
+  kUnarySame, kUnaryFloat,
+  kMatmul,
+  kReduceSum, kReduceMean, kReduceSame, kReduceIndex,
+  kReshape, kPermute, kSlice, kCat,
+  kCast, kCopyInto,
+};
+
+enum class OpId : uint16_t {
+#define GT_OP(name, wire, arity, attrs, rule) k_##name,
+#include "libgtcore/ops.def"
+#undef GT_OP
+};
+
+inline constexpr int kNumOps = 0
+#define GT_OP(name, wire, arity, attrs, rule) +1
+#include "libgtcore/ops.def"
+#undef GT_OP
+    ;
+
+struct OpInfo {
+  OpId id;
+  const char* name;
+  uint32_t wire_id;
+  int arity;  // -1: variadic (>= 1)
+  AttrKind attrs;
+  ShapeRule rule;
+};
+
+const OpInfo& op_info(OpId op);
+inline const char* op_name(OpId op) { return op_info(op).name; }
+// Maps a wire id to the op; nullopt for ids this build does not know.
+std::optional<OpId> op_from_wire(uint32_t wire_id);
+std::optional<OpId> op_from_name(std::string_view name);
+inline uint32_t op_wire_id(OpId op) { return op_info(op).wire_id; }
+// FNV-1a over every row of ops.def: builds that disagree on the table refuse each other.
+uint64_t op_table_hash();
+
+// Op families used by backends and the dispatcher.
+bool is_creation(OpId op);
+bool is_in_place(OpId op);  // writes into its first input instead of producing a new tensor
+
+}  // namespace gt

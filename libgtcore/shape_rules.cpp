@@ -1,0 +1,269 @@
+#include "libgtcore/shape_rules.h"
+
+#include <cmath>
+
+namespace gt {
+namespace {
+
+Status need_shape(OpId op, const OpAttrs& a) {
+  if (!a.has_shape) return invalid_argument("{}: missing shape attribute", op_name(op));
+  return check_shape_size(a.shape, a.dtype);
+}
+
+Result<TensorMeta> rule_create(OpId op, const OpAttrs& a, bool floating_only) {
+  GT_RETURN_IF_ERROR(need_shape(op, a));
+  if (floating_only && !is_floating(a.dtype))
+    return invalid_argument("{}: dtype must be floating point, got {}", op_name(op),
+                            dtype_name(a.dtype));
+  TensorMeta m{a.shape, a.dtype};
+  if (op == OpId::k_full && a.n_reals < 1)
+    return invalid_argument("full: missing fill value");
+  if (op == OpId::k_from_host && static_cast<int64_t>(a.data.size()) > m.nbytes())
+    return invalid_argument("from_host: {} bytes of data for a {} {} tensor of {} bytes",
+                            a.data.size(), dtype_name(a.dtype), a.shape.str(), m.nbytes());
+  if (op == OpId::k_rand || op == OpId::k_randn) {
+    if (a.n_ints < 2) return invalid_argument("{}: missing seed/counter", op_name(op));
+  }
+  return m;
+}
+
+Result<TensorMeta> rule_arange(const OpAttrs& a) {
+  if (a.n_reals < 3) return invalid_argument("arange: needs start, stop and step");
+  double start = a.reals[0], stop = a.reals[1], step = a.reals[2];
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    return invalid_argument("arange: start, stop and step must be finite");
+  if (step == 0) return invalid_argument("arange: step must be non-zero");
+  if (a.dtype == DType::kBool) return invalid_argument("arange: dtype bool is not supported");
+  double n = std::ceil((stop - start) / step);
+  if (n < 0) n = 0;
+  if (n > static_cast<double>(kMaxNumel))
+    return invalid_argument("arange: {} elements is too many", n);
+  return TensorMeta{Shape{static_cast<int64_t>(n)}, a.dtype};
+}
+
+Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const OpAttrs& a) {
+  ShapeRule r = op_info(op).rule;
+  TensorMeta out;
+  if (in.size() == 2) {
+    if (a.n_ints > 0 && a.scalar_side() != ScalarSide::kNone)
+      return invalid_argument("{}: two tensor operands and a scalar operand", op_name(op));
+    GT_ASSIGN_OR_RETURN(out.shape, broadcast_shapes(in[0].shape, in[1].shape));
+    out.dtype = promote(in[0].dtype, in[1].dtype);
+  } else if (in.size() == 1) {
+    ScalarSide side = a.scalar_side();
+    if (a.n_ints < 2 || a.n_reals < 1 || (side != ScalarSide::kLeft && side != ScalarSide::kRight))
+      return invalid_argument("{}: one tensor operand needs a scalar operand", op_name(op));
+    out.shape = in[0].shape;
+    out.dtype = promote_with_scalar(in[0].dtype, a.scalar_is_integral());
+  } else {
+    return invalid_argument("{}: expects 2 operands, got {}", op_name(op), in.size());
+  }
+  if (r == ShapeRule::kCompare) {
+    out.dtype = DType::kBool;
+  } else if (r == ShapeRule::kTrueDiv && !is_floating(out.dtype)) {
+    out.dtype = DType::kFloat32;
+  } else if (out.dtype == DType::kBool && (op == OpId::k_sub || op == OpId::k_pow)) {
+    return invalid_argument("{}: not supported for bool tensors", op_name(op));
+  }
+  return out;
+}
+
+Result<TensorMeta> rule_where(std::span<const TensorMeta> in) {
+  if (in[0].dtype != DType::kBool)
+    return invalid_argument("where: condition must be bool, got {}", dtype_name(in[0].dtype));
+  GT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(in[0].shape, in[1].shape));
+  GT_ASSIGN_OR_RETURN(s, broadcast_shapes(s, in[2].shape));
+  return TensorMeta{s, promote(in[1].dtype, in[2].dtype)};
+}
+
+Result<TensorMeta> rule_reduce(OpId op, const TensorMeta& x, const OpAttrs& a) {
+  if (a.n_ints < 2) return invalid_argument("{}: missing dim/keepdim", op_name(op));
+  ShapeRule r = op_info(op).rule;
+  DType dt = x.dtype;
+  if (r == ShapeRule::kReduceSum) dt = is_floating(x.dtype) ? x.dtype : DType::kInt64;
+  if (r == ShapeRule::kReduceMean) dt = is_floating(x.dtype) ? x.dtype : DType::kFloat32;
+  if (r == ShapeRule::kReduceIndex) dt = DType::kInt64;
+  bool needs_elements = r == ShapeRule::kReduceSame || r == ShapeRule::kReduceIndex;
+  Shape out;
+  if (a.reduce_all()) {
+    if (needs_elements && x.shape.numel() == 0)
+      return invalid_argument("{}: cannot reduce an empty tensor", op_name(op));
+    if (a.keepdim()) {
+      out = x.shape;
+      for (int i = 0; i < out.rank(); ++i) out[i] = 1;
+    }
+    return TensorMeta{out, dt};
+  }
+  GT_ASSIGN_OR_RETURN(int d, normalize_dim(a.reduce_dim(), x.shape.rank(), op_name(op)));
+  if (x.shape.rank() == 0) return TensorMeta{x.shape, dt};
+  if (needs_elements && x.shape[d] == 0)
+    return invalid_argument("{}: cannot reduce over dim {} of size 0", op_name(op), d);
+  for (int i = 0; i < x.shape.rank(); ++i) {
+    if (i == d) {
+      if (a.keepdim()) out.push_back(1);
+    } else {
+      out.push_back(x.shape[i]);
+    }
+  }
+  return TensorMeta{out, dt};
+}
+
+Result<TensorMeta> rule_reshape(const TensorMeta& x, const OpAttrs& a) {
+  GT_RETURN_IF_ERROR(need_shape(OpId::k_reshape, a));
+  if (a.shape.numel() != x.shape.numel())
+    return invalid_argument("reshape: cannot reshape {} ({} elements) into {}", x.shape.str(),
+                            x.shape.numel(), a.shape.str());
+  return TensorMeta{a.shape, x.dtype};
+}
+
+Result<TensorMeta> rule_permute(const TensorMeta& x, const OpAttrs& a) {
+  int r = x.shape.rank();
+  if (a.n_ints != r)
+    return invalid_argument("permute: {} dims given for a tensor of rank {}", a.n_ints, r);
+  std::array<bool, kMaxRank> seen{};
+  Shape out;
+  for (int i = 0; i < r; ++i) {
+    int64_t p = a.ints[i];
+    if (p < 0 || p >= r || seen[p])
+      return invalid_argument("permute: dims must be a permutation of 0..{}", r - 1);
+    seen[p] = true;
+    out.push_back(x.shape[p]);
+  }
+  return TensorMeta{out, x.dtype};
+}
+
+Result<TensorMeta> rule_slice(const TensorMeta& x, const OpAttrs& a) {
+  int r = x.shape.rank();
+  if (!a.has_shape || a.shape.rank() != r || a.n_ints != 2 * r)
+    return invalid_argument("slice: needs an extent, start and step for each of {} dims", r);
+  for (int d = 0; d < r; ++d) {
+    int64_t n = x.shape[d], count = a.shape[d], start = a.slice_start(d), step = a.slice_step(d);
+    if (count < 0 || step == 0)
+      return invalid_argument("slice: dim {}: bad extent {} or step {}", d, count, step);
+    if (count == 0) continue;
+    // last = start + (count-1)*step must stay inside [0, n): checked without overflow.
+    if (start < 0 || start >= n)
+      return invalid_argument("slice: dim {}: start {} is out of range for size {}", d, start, n);
+    int64_t room = step > 0 ? (n - 1 - start) / step : start / (-step);
+    if (count - 1 > room)
+      return invalid_argument("slice: dim {}: {} elements with step {} from {} leave size {}", d,
+                              count, step, start, n);
+  }
+  return TensorMeta{a.shape, x.dtype};
+}
+
+Result<TensorMeta> rule_cat(std::span<const TensorMeta> in, const OpAttrs& a) {
+  if (a.n_ints < 1) return invalid_argument("cat: missing axis");
+  int r = in[0].shape.rank();
+  if (r == 0) return invalid_argument("cat: zero-dimensional tensors cannot be concatenated");
+  GT_ASSIGN_OR_RETURN(int axis, normalize_dim(a.axis(), r, "cat"));
+  Shape out = in[0].shape;
+  DType dt = in[0].dtype;
+  int64_t total = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    if (s.rank() != r)
+      return invalid_argument("cat: tensor {} has rank {}, expected {}", i, s.rank(), r);
+    for (int d = 0; d < r; ++d)
+      if (d != axis && s[d] != out[d])
+        return invalid_argument("cat: tensor {} has shape {}, incompatible with {} along dim {}",
+                                i, s.str(), in[0].shape.str(), d);
+    total += s[axis];
+    if (total > kMaxNumel) return invalid_argument("cat: result is too large");
+    dt = promote(dt, in[i].dtype);
+  }
+  out[axis] = total;
+  GT_RETURN_IF_ERROR(check_shape_size(out, dt));
+  return TensorMeta{out, dt};
+}
+
+}  // namespace
+
+Result<Shape> matmul_shape(const Shape& a0, const Shape& b0) {
+  if (a0.rank() == 0 || b0.rank() == 0)
+    return invalid_argument("matmul: both operands need at least 1 dimension, got {} and {}",
+                            a0.str(), b0.str());
+  Shape a = a0, b = b0;
+  bool a_vec = a.rank() == 1, b_vec = b.rank() == 1;
+  if (a_vec) a = Shape{1, a0[0]};
+  if (b_vec) b = Shape{b0[0], 1};
+  int64_t m = a[a.rank() - 2], k = a[a.rank() - 1], k2 = b[b.rank() - 2], n = b[b.rank() - 1];
+  if (k != k2)
+    return invalid_argument("matmul: shapes {} and {} cannot be multiplied ({} != {})", a0.str(),
+                            b0.str(), k, k2);
+  Shape ba, bb;
+  for (int i = 0; i < a.rank() - 2; ++i) ba.push_back(a[i]);
+  for (int i = 0; i < b.rank() - 2; ++i) bb.push_back(b[i]);
+  auto batch = broadcast_shapes(ba, bb);
+  if (!batch.is_ok())
+    return invalid_argument("matmul: batch dims of {} and {} do not broadcast", a0.str(),
+                            b0.str());
+  Shape out = *batch;
+  if (out.rank() + 2 > kMaxRank) return invalid_argument("matmul: result rank too large");
+  if (!a_vec) out.push_back(m);
+  if (!b_vec) out.push_back(n);
+  return out;
+}
+
+Result<TensorMeta> infer_meta(OpId op, std::span<const TensorMeta> in, const OpAttrs& a) {
+  const OpInfo& info = op_info(op);
+  if (info.arity >= 0) {
+    bool scalar_form = info.attrs == AttrKind::kBinary && in.size() == 1;
+    if (static_cast<int>(in.size()) != info.arity && !scalar_form)
+      return invalid_argument("{}: expects {} inputs, got {}", info.name, info.arity, in.size());
+  } else if (in.empty() || in.size() > static_cast<size_t>(kMaxOpInputs)) {
+    return invalid_argument("{}: expects 1 to {} inputs, got {}", info.name, kMaxOpInputs,
+                            in.size());
+  }
+  if (!is_valid_dtype(static_cast<int>(a.dtype)))
+    return invalid_argument("{}: invalid dtype", info.name);
+
+  switch (info.rule) {
+    case ShapeRule::kCreate: return rule_create(op, a, false);
+    case ShapeRule::kCreateFloat: return rule_create(op, a, true);
+    case ShapeRule::kArange: return rule_arange(a);
+    case ShapeRule::kInPlace: {
+      if (a.n_ints < 1) return invalid_argument("{}: missing offset", info.name);
+      int64_t off = a.chunk_offset(), nb = in[0].nbytes();
+      if (off < 0 || off > nb || static_cast<int64_t>(a.data.size()) > nb - off)
+        return invalid_argument("{}: {} bytes at offset {} overrun a tensor of {} bytes",
+                                info.name, a.data.size(), off, nb);
+      return in[0];
+    }
+    case ShapeRule::kArith:
+    case ShapeRule::kTrueDiv:
+    case ShapeRule::kCompare: return rule_binary(op, in, a);
+    case ShapeRule::kWhere: return rule_where(in);
+    case ShapeRule::kUnarySame:
+      if (in[0].dtype == DType::kBool && op != OpId::k_abs)
+        return invalid_argument("{}: not supported for bool tensors", info.name);
+      return in[0];
+    case ShapeRule::kUnaryFloat:
+      return TensorMeta{in[0].shape, is_floating(in[0].dtype) ? in[0].dtype : DType::kFloat32};
+    case ShapeRule::kMatmul: {
+      if (in[0].dtype == DType::kBool || in[1].dtype == DType::kBool)
+        return invalid_argument("matmul: bool operands are not supported");
+      GT_ASSIGN_OR_RETURN(Shape s, matmul_shape(in[0].shape, in[1].shape));
+      return TensorMeta{s, promote(in[0].dtype, in[1].dtype)};
+    }
+    case ShapeRule::kReduceSum:
+    case ShapeRule::kReduceMean:
+    case ShapeRule::kReduceSame:
+    case ShapeRule::kReduceIndex: return rule_reduce(op, in[0], a);
+    case ShapeRule::kReshape: return rule_reshape(in[0], a);
+    case ShapeRule::kPermute: return rule_permute(in[0], a);
+    case ShapeRule::kSlice: return rule_slice(in[0], a);
+    case ShapeRule::kCat: return rule_cat(in, a);
+    case ShapeRule::kCast: return TensorMeta{in[0].shape, a.dtype};
+    case ShapeRule::kCopyInto: {
+      GT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(in[0].shape, in[1].shape));
+      if (s != in[0].shape)
+        return invalid_argument("copy_: source {} does not broadcast to destination {}",
+                                in[1].shape.str(), in[0].shape.str());
+      return in[0];
+    }
+  }
+  return internal_error("{}: no shape rule", info.name);
+}
+
+}  // namespace gt
