@@ -1,0 +1,252 @@
+// Rewriting one client's instruction stream into worker streams (DESIGN §2, §5): validate every
+// instruction against the session's private id namespace and the shape rules, place it, assign
+// worker handles, and batch per worker. Failures poison the result here, without a round trip.
+#include <spdlog/spdlog.h>
+
+#include "dispatcherd/dispatcher.h"
+#include "libgtcore/instr_codec.h"
+#include "libgtcore/shape_rules.h"
+
+namespace gt::dispatcher {
+
+void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
+  bytes_from_clients_ += body.size();
+  Status st = parse_frame(body, &client_msg_);
+  if (!st.is_ok()) {
+    refuse(s.conn, st.message());
+    return;
+  }
+  if (client_msg_.kind_case() != v1::ClientMessage::kBatch) {
+    refuse(s.conn, "expected an instruction batch");
+    return;
+  }
+  v1::ClientBatch* batch = client_msg_.mutable_batch();
+  touched_.clear();
+  for (auto& in : *batch->mutable_instrs()) process_instr(s, in);
+  for (uint64_t id : batch->frees()) process_free(s, id);
+  for (const auto& r : batch->requests()) process_request(s, r);
+  for (uint32_t wid : touched_) {
+    auto it = workers_.find(wid);
+    if (it != workers_.end()) flush_worker(it->second);
+  }
+  touched_.clear();
+  client_msg_.Clear();
+  update_flow_control(s);
+}
+
+void Dispatcher::poison(ClientSession& s, uint64_t out, const std::string& op,
+                        const std::string& message) {
+  auto err = std::make_shared<v1::ErrorInfo>();
+  err->set_op(op);
+  err->set_message(message);
+  err->set_origin("dispatcher");
+  s.errors.push_back(*err);
+  if (log_->enabled()) log_->write("ERROR", source_of(*s.conn), op, 0, message);
+  if (out != 0 && !s.tensors.count(out)) {
+    TensorEntry e;
+    e.poison = std::move(err);
+    s.tensors.emplace(out, std::move(e));
+  }
+}
+
+void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
+  ++s.instrs_received;
+  auto dec = decode_instr(in);
+  if (!dec.is_ok()) {
+    poison(s, in.out(), "instruction", dec.status().message());
+    return;
+  }
+  const OpId op = dec->op;
+  const char* name = op_name(op);
+  const bool in_place = is_in_place(op);
+  const uint64_t out = in.out();
+  if (in_place ? out != 0 : out == 0) {
+    poison(s, 0, name, in_place ? "in-place op with a result id" : "missing result id");
+    return;
+  }
+  if (!in_place && s.tensors.count(out)) {
+    poison(s, 0, name, fmt::format("tensor id {} is already in use in this session", out));
+    return;
+  }
+  // Resolve inputs in the session's own namespace: another session's ids do not exist here.
+  std::array<TensorMeta, 4> small_metas;
+  std::vector<TensorMeta> big_metas;
+  const int n_in = in.inputs_size();
+  TensorMeta* metas = small_metas.data();
+  if (n_in > static_cast<int>(small_metas.size())) {
+    big_metas.resize(n_in);
+    metas = big_metas.data();
+  }
+  std::shared_ptr<const v1::ErrorInfo> inherited;
+  uint32_t worker = s.home_worker;
+  bool have_worker = false;
+  for (int i = 0; i < n_in; ++i) {
+    uint64_t id = in.inputs(i);
+    auto it = s.tensors.find(id);
+    if (it == s.tensors.end()) {
+      poison(s, out, name, fmt::format("unknown tensor id {} (not a tensor of this session)", id));
+      return;
+    }
+    const TensorEntry& e = it->second;
+    if (e.poison) {
+      if (!inherited) inherited = e.poison;
+      continue;
+    }
+    if (!have_worker) {
+      worker = e.placement.worker;
+      have_worker = true;
+    } else if (e.placement.worker != worker) {
+      poison(s, out, name, "inputs live on different workers (cross-worker ops need sharding)");
+      return;
+    }
+    metas[i] = e.meta;
+    in.set_inputs(i, e.handle);
+  }
+  if (inherited) {  // dependents inherit the poison without a new report
+    if (in_place) {
+      auto it = s.tensors.find(in.inputs(0));
+      if (it != s.tensors.end()) it->second.poison = inherited;
+    } else {
+      TensorEntry e;
+      e.poison = inherited;
+      s.tensors.emplace(out, std::move(e));
+    }
+    return;
+  }
+  auto meta = infer_meta(op, std::span<const TensorMeta>(metas, n_in), dec->attrs);
+  if (!meta.is_ok()) {
+    poison(s, out, name, meta.status().message());
+    return;
+  }
+  auto wit = workers_.find(worker);
+  if (!s.has_home || wit == workers_.end()) {
+    poison(s, out, name, "no worker is available for this session");
+    return;
+  }
+  WorkerState& w = wit->second;
+  if (log_->enabled())
+    log_->write("RECV", source_of(*s.conn), name, static_cast<uint64_t>(meta->nbytes()),
+                fmt::format("id={} shape={} dtype={} -> worker{}", out, meta->shape.str(),
+                            dtype_name(meta->dtype), w.id));
+  if (!in_place) {
+    TensorEntry e;
+    e.meta = *meta;
+    e.placement.worker = w.id;
+    e.handle = w.next_handle++;
+    in.set_out(e.handle);
+    s.tensors.emplace(out, std::move(e));
+  }
+  s.workers_used.insert(w.id);
+  // Move (not copy) the instruction into the worker's batch: payloads are not copied again.
+  *scratch_for(w, s.id).add_instrs() = std::move(in);
+}
+
+void Dispatcher::process_free(ClientSession& s, uint64_t id) {
+  auto it = s.tensors.find(id);
+  if (it == s.tensors.end()) return;  // freeing an unknown id is harmless
+  const TensorEntry& e = it->second;
+  if (e.handle != 0) {
+    auto wit = workers_.find(e.placement.worker);
+    if (wit != workers_.end()) scratch_for(wit->second, s.id).add_frees(e.handle);
+  }
+  s.tensors.erase(it);
+}
+
+void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
+  auto pr = std::make_shared<PendingRequest>();
+  pr->session = s.id;
+  pr->client_request_id = r.request_id();
+  pr->kind = r.kind();
+  pr->reply.mutable_reply()->set_request_id(r.request_id());
+  if (log_->enabled())
+    log_->write("REQUEST", source_of(*s.conn), v1::Request::Kind_Name(r.kind()), 0,
+                fmt::format("request={} id={}", r.request_id(), r.id()));
+  switch (r.kind()) {
+    case v1::Request::SYNC:
+      for (uint32_t wid : s.workers_used) {
+        auto it = workers_.find(wid);
+        if (it != workers_.end()) send_request(it->second, s.id, v1::Request::SYNC, 0, pr);
+      }
+      break;
+    case v1::Request::FETCH: {
+      auto it = s.tensors.find(r.id());
+      if (it == s.tensors.end()) {
+        auto* e = pr->reply.mutable_reply()->add_errors();
+        e->set_op("fetch");
+        e->set_message(fmt::format("unknown tensor id {} (not a tensor of this session)", r.id()));
+        e->set_origin("dispatcher");
+        break;
+      }
+      if (it->second.poison) {
+        *pr->reply.mutable_reply()->add_errors() = *it->second.poison;
+        break;
+      }
+      auto wit = workers_.find(it->second.placement.worker);
+      if (wit == workers_.end()) {
+        auto* e = pr->reply.mutable_reply()->add_errors();
+        e->set_op("fetch");
+        e->set_message(fmt::format("worker {} is gone", it->second.placement.worker));
+        e->set_origin("dispatcher");
+        break;
+      }
+      send_request(wit->second, s.id, v1::Request::FETCH, it->second.handle, pr);
+      break;
+    }
+    case v1::Request::STATS:
+      for (auto& [wid, w] : workers_) send_request(w, s.id, v1::Request::STATS, 0, pr);
+      break;
+    default: {
+      auto* e = pr->reply.mutable_reply()->add_errors();
+      e->set_op("request");
+      e->set_message(fmt::format("unknown request kind {}", static_cast<int>(r.kind())));
+      e->set_origin("dispatcher");
+    }
+  }
+  complete_if_done(pr);
+}
+
+void Dispatcher::reply_to_client(ClientSession& s, v1::ServerMessage& m) {
+  if (!s.conn->io->closed()) (void)s.conn->io->send(m);
+}
+
+void Dispatcher::update_flow_control(ClientSession& s) {
+  bool over = s.outstanding >= opts_.session_window;
+  if (s.has_home) {
+    auto it = workers_.find(s.home_worker);
+    if (it != workers_.end() && it->second.outstanding() >= opts_.worker_window) over = true;
+  }
+  if (over && !s.paused) {
+    s.paused = true;
+    s.conn->io->pause_reading();
+  }
+}
+
+void Dispatcher::end_session(ClientSession& s) {
+  // A disconnected client's tensors are freed on every worker (DESIGN §8).
+  touched_.clear();
+  for (auto& [id, e] : s.tensors) {
+    if (e.handle == 0) continue;
+    auto wit = workers_.find(e.placement.worker);
+    if (wit != workers_.end()) scratch_for(wit->second, s.id).add_frees(e.handle);
+  }
+  for (uint32_t wid : s.workers_used) {
+    auto wit = workers_.find(wid);
+    if (wit != workers_.end()) scratch_for(wit->second, s.id).set_end_session(true);
+  }
+  for (uint32_t wid : touched_) {
+    auto it = workers_.find(wid);
+    if (it != workers_.end()) flush_worker(it->second);
+  }
+  touched_.clear();
+  if (s.has_home) {
+    auto it = workers_.find(s.home_worker);
+    if (it != workers_.end() && it->second.sessions_homed > 0) it->second.sessions_homed--;
+  }
+  spdlog::info("session {} ended ({} tensors freed)", s.id, s.tensors.size());
+  if (log_->enabled())
+    log_->write("DISCONNECT", source_of(*s.conn), "-", 0,
+                fmt::format("freed={} instrs={}", s.tensors.size(), s.instrs_received));
+  s.tensors.clear();
+}
+
+}  // namespace gt::dispatcher

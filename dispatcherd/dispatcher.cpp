@@ -1,0 +1,239 @@
+// Connections and the handshake: every accepted socket sends Hello first (as a ClientMessage or
+// WorkerMessage: field 1 is Hello in both), and is answered with Welcome or a Refusal with a
+// reason (field 2 in both server-side envelopes).
+#include "dispatcherd/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+#include "libgtcore/ops.h"
+#include "libgtcore/version.h"
+
+namespace gt::dispatcher {
+
+Dispatcher::Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log)
+    : io_(io), opts_(opts), log_(log) {}
+
+Dispatcher::~Dispatcher() = default;
+
+std::string Dispatcher::source_of(const Conn& c) const {
+  switch (c.role) {
+    case Conn::Role::kClient: return fmt::format("CLIENT:{}", c.session);
+    case Conn::Role::kWorker: return fmt::format("WORKER:{}", c.worker);
+    default: return fmt::format("CONN:{}", c.id);
+  }
+}
+
+void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
+  if (shutting_down_) return;
+  auto c = std::make_shared<Conn>();
+  c->id = next_conn_id_++;
+  c->transport = transport;
+  c->io = std::make_shared<FramedConnection>(std::move(socket), opts_.max_frame_bytes);
+  conns_[c->id] = c;
+  std::weak_ptr<Conn> weak = c;
+  c->deadline = std::make_unique<asio::steady_timer>(io_);
+  c->deadline->expires_after(std::chrono::milliseconds(opts_.handshake_timeout_ms));
+  c->deadline->async_wait([this, weak](boost::system::error_code ec) {
+    auto c = weak.lock();
+    if (ec || !c || c->role != Conn::Role::kPending) return;
+    refuse(c, "no Hello within the handshake timeout");
+  });
+  c->io->set_bad_frame_handler([this, weak](const Status& why) {
+    if (auto c = weak.lock()) refuse(c, why.message());
+  });
+  c->io->start([this, weak](std::string_view body) {
+                 if (auto c = weak.lock()) on_frame(c, body);
+               },
+               [this, weak](const Status& why) {
+                 if (auto c = weak.lock()) on_close(c, why);
+               });
+}
+
+void Dispatcher::refuse(const std::shared_ptr<Conn>& c, const std::string& reason) {
+  if (c->io->closed()) return;
+  spdlog::warn("refusing {} ({}): {}", source_of(*c), c->io->peer(), reason);
+  if (log_->enabled()) log_->write("REFUSE", source_of(*c), "-", 0, reason);
+  v1::ServerMessage m;  // DispatchMessage has the same field number for its refusal
+  m.mutable_refusal()->set_reason(reason);
+  (void)c->io->send(m);
+  c->io->close_after_flush();
+}
+
+void Dispatcher::on_frame(const std::shared_ptr<Conn>& c, std::string_view body) {
+  switch (c->role) {
+    case Conn::Role::kClient: {
+      auto it = sessions_.find(c->session);
+      if (it != sessions_.end()) on_client_frame(it->second, body);
+      return;
+    }
+    case Conn::Role::kWorker: {
+      auto it = workers_.find(c->worker);
+      if (it != workers_.end()) on_worker_frame(it->second, body);
+      return;
+    }
+    case Conn::Role::kPending: {
+      v1::ClientMessage m;
+      Status st = parse_frame(body, &m);
+      if (!st.is_ok() || m.kind_case() != v1::ClientMessage::kHello) {
+        refuse(c, st.is_ok() ? "expected Hello as the first frame" : st.message());
+        return;
+      }
+      on_hello(c, m.hello());
+      return;
+    }
+    case Conn::Role::kClosed: return;
+  }
+}
+
+void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
+  if (hello.proto_major() != kProtoMajor) {
+    refuse(c, fmt::format("protocol version {}.{} is not supported (this dispatcher speaks {}.{})",
+                          hello.proto_major(), hello.proto_minor(), kProtoMajor, kProtoMinor));
+    return;
+  }
+  if (hello.op_table_hash() != op_table_hash()) {
+    refuse(c, fmt::format("op table mismatch (peer {:016x}, dispatcher {:016x}): rebuild both "
+                          "from the same source",
+                          hello.op_table_hash(), op_table_hash()));
+    return;
+  }
+  switch (hello.role()) {
+    case v1::ROLE_CLIENT:
+      if (workers_.empty()) {
+        // Hold the client until a worker registers (the embedded default starts both at once).
+        c->deadline->expires_after(std::chrono::milliseconds(opts_.worker_wait_ms));
+        std::weak_ptr<Conn> weak = c;
+        c->deadline->async_wait([this, weak](boost::system::error_code ec) {
+          auto c = weak.lock();
+          if (ec || !c || c->role != Conn::Role::kPending) return;
+          std::erase_if(waiting_clients_, [&](auto& p) { return p.first == c; });
+          refuse(c, "no workers are registered with this dispatcher");
+        });
+        waiting_clients_.emplace_back(c, hello);
+        return;
+      }
+      start_session(c, hello);
+      return;
+    case v1::ROLE_WORKER: register_worker(c, hello); return;
+    default: refuse(c, "Hello without a valid role"); return;
+  }
+}
+
+uint32_t Dispatcher::pick_home_worker() const {
+  // Least loaded: fewest sessions homed there, then lowest id.
+  const WorkerState* best = nullptr;
+  for (const auto& [id, w] : workers_)
+    if (!best || w.sessions_homed < best->sessions_homed) best = &w;
+  return best ? best->id : 0;
+}
+
+void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
+  c->deadline->cancel();
+  c->role = Conn::Role::kClient;
+  c->session = next_session_id_++;
+  ClientSession& s = sessions_[c->session];
+  s.id = c->session;
+  s.conn = c;
+  s.name = hello.client_name();
+  if (!workers_.empty()) {
+    s.home_worker = pick_home_worker();
+    s.has_home = true;
+    workers_[s.home_worker].sessions_homed++;
+  }
+  had_client_ = true;
+  v1::ServerMessage m;
+  auto* w = m.mutable_welcome();
+  w->set_proto_major(kProtoMajor);
+  w->set_proto_minor(kProtoMinor);
+  w->set_session_id(s.id);
+  w->set_num_workers(static_cast<uint32_t>(workers_.size()));
+  w->set_max_frame_bytes(opts_.max_frame_bytes);
+  w->set_server_version(kVersion);
+  (void)c->io->send(m);
+  spdlog::info("session {} started ({} via {}, home worker {})", s.id,
+               s.name.empty() ? "client" : s.name, c->transport, s.home_worker);
+  if (log_->enabled())
+    log_->write("CONNECT", source_of(*c), "Hello", 0,
+                fmt::format("name={} via={} home=worker{}", s.name, c->transport, s.home_worker));
+}
+
+void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
+  c->deadline->cancel();
+  c->role = Conn::Role::kWorker;
+  c->worker = next_worker_id_++;  // ids are never reused: a restarted worker gets a new one
+  WorkerState& w = workers_[c->worker];
+  w.id = c->worker;
+  w.conn = c;
+  w.info = hello.worker();
+  v1::DispatchMessage m;
+  auto* wel = m.mutable_welcome();
+  wel->set_proto_major(kProtoMajor);
+  wel->set_proto_minor(kProtoMinor);
+  wel->set_worker_id(w.id);
+  wel->set_num_workers(static_cast<uint32_t>(workers_.size()));
+  wel->set_max_frame_bytes(opts_.max_frame_bytes);
+  wel->set_server_version(kVersion);
+  (void)c->io->send(m);
+  spdlog::info("worker {} registered: {} {} ({} MiB)", w.id, w.info.device_kind(),
+               w.info.device_name(), w.info.memory_bytes() >> 20);
+  if (log_->enabled())
+    log_->write("WORKER_JOIN", source_of(*c), "Hello", 0,
+                fmt::format("device={} name={}", w.info.device_kind(), w.info.device_name()));
+  // Sessions left without a home (their worker died) get this one.
+  for (auto& [sid, s] : sessions_) {
+    if (!s.has_home) {
+      s.home_worker = w.id;
+      s.has_home = true;
+      w.sessions_homed++;
+    }
+  }
+  admit_waiting_clients();
+}
+
+void Dispatcher::admit_waiting_clients() {
+  auto waiting = std::move(waiting_clients_);
+  waiting_clients_.clear();
+  for (auto& [c, hello] : waiting)
+    if (!c->io->closed() && c->role == Conn::Role::kPending) start_session(c, hello);
+}
+
+void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
+  Conn::Role role = c->role;
+  c->role = Conn::Role::kClosed;
+  if (c->deadline) c->deadline->cancel();
+  conns_.erase(c->id);
+  if (role == Conn::Role::kClient) {
+    auto it = sessions_.find(c->session);
+    if (it != sessions_.end()) {
+      if (!why.is_ok()) spdlog::warn("session {}: {}", c->session, why.message());
+      end_session(it->second);
+      sessions_.erase(it);
+    }
+    if (opts_.exit_when_idle && had_client_ && sessions_.empty() && on_idle) on_idle();
+  } else if (role == Conn::Role::kWorker) {
+    auto it = workers_.find(c->worker);
+    if (it != workers_.end()) {
+      on_worker_gone(it->second, why.is_ok() ? "disconnected" : why.message());
+      workers_.erase(it);
+    }
+    // Sessions that lost their home move to the least-loaded remaining worker.
+    for (auto& [sid, s] : sessions_) {
+      if (s.has_home || workers_.empty()) continue;
+      s.home_worker = pick_home_worker();
+      s.has_home = true;
+      workers_[s.home_worker].sessions_homed++;
+    }
+    resume_paused_sessions();
+  } else if (role == Conn::Role::kPending) {
+    std::erase_if(waiting_clients_, [&](auto& p) { return p.first == c; });
+  }
+}
+
+void Dispatcher::shutdown() {
+  shutting_down_ = true;
+  std::vector<std::shared_ptr<Conn>> all;
+  for (auto& [id, c] : conns_) all.push_back(c);
+  for (auto& c : all) c->io->close_after_flush();
+}
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,162 @@
+// The dispatcher's core: sessions, workers, the id -> placement maps, rewriting of client
+// instruction streams into worker streams, flow-control windows and request routing. Runs
+// entirely on one io_context thread, so it needs no locks. I/O lives in FramedConnection;
+// this is the handler logic (DESIGN §11: session, codec and handler in separate files).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dispatcherd/instruction_log.h"
+#include "dispatcherd/placement.h"
+#include "libgtcore/asio.h"
+#include "libgtcore/framed_connection.h"
+#include "proto/gt.pb.h"
+
+namespace gt::dispatcher {
+
+struct DispatcherOptions {
+  uint64_t max_frame_bytes = kDefaultMaxFrameBytes;
+  uint64_t session_window = 65536;
+  uint64_t worker_window = 262144;
+  int worker_wait_ms = 10000;
+  int handshake_timeout_ms = 10000;
+  bool exit_when_idle = false;
+};
+
+// One accepted connection, before and after its Hello.
+struct Conn {
+  enum class Role { kPending, kClient, kWorker, kClosed };
+  uint64_t id = 0;
+  Role role = Role::kPending;
+  std::shared_ptr<FramedConnection> io;
+  std::string transport;  // "tcp" / "unix"
+  std::unique_ptr<asio::steady_timer> deadline;
+  uint64_t session = 0;   // kClient
+  uint32_t worker = 0;    // kWorker
+};
+
+struct ClientSession {
+  uint64_t id = 0;
+  std::shared_ptr<Conn> conn;
+  std::string name;
+  uint32_t home_worker = 0;
+  bool has_home = false;
+  std::unordered_map<uint64_t, TensorEntry> tensors;  // the session's private id namespace
+  std::set<uint32_t> workers_used;
+  std::vector<v1::ErrorInfo> errors;  // reported since the last sync
+  uint64_t outstanding = 0;           // instructions sent to workers, not yet acknowledged
+  bool paused = false;
+  uint64_t instrs_received = 0;
+};
+
+struct WorkerState {
+  uint32_t id = 0;
+  std::shared_ptr<Conn> conn;
+  v1::WorkerInfo info;
+  uint64_t next_handle = 1;
+  uint64_t sent_seq = 0, acked_seq = 0;
+  struct InFlight {
+    uint64_t seq_end;
+    uint64_t session;
+    uint64_t count;
+  };
+  std::deque<InFlight> inflight;
+  size_t sessions_homed = 0;
+  // The batch being assembled for the session whose frame is being processed.
+  v1::DispatchMessage scratch;
+  bool scratch_used = false;
+  uint64_t outstanding() const { return sent_seq - acked_seq; }
+};
+
+// A request from a client that waits on one or more workers.
+struct PendingRequest {
+  uint64_t session = 0;
+  uint64_t client_request_id = 0;
+  v1::Request::Kind kind = v1::Request::SYNC;
+  int remaining = 0;
+  v1::ServerMessage reply;  // accumulated errors / stats
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log);
+  ~Dispatcher();
+
+  // A newly accepted connection; it must send Hello within the handshake timeout.
+  void accept(StreamSocket socket, const std::string& transport);
+  size_t num_sessions() const { return sessions_.size(); }
+  size_t num_workers() const { return workers_.size(); }
+  // Called when exit_when_idle fires (the last client left).
+  std::function<void()> on_idle;
+  // Stops accepting work and closes every connection.
+  void shutdown();
+
+  // Counters for tests and metrics.
+  uint64_t bytes_from_clients() const { return bytes_from_clients_; }
+
+ private:
+  // dispatcher.cpp: connections and handshake
+  void on_frame(const std::shared_ptr<Conn>& c, std::string_view body);
+  void on_close(const std::shared_ptr<Conn>& c, const Status& why);
+  void on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
+  void refuse(const std::shared_ptr<Conn>& c, const std::string& reason);
+  void start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
+  void register_worker(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
+  void admit_waiting_clients();
+  uint32_t pick_home_worker() const;
+  std::string source_of(const Conn& c) const;
+
+  // client_session.cpp: rewriting a client's stream
+  void on_client_frame(ClientSession& s, std::string_view body);
+  void process_instr(ClientSession& s, v1::Instr& in);
+  void process_free(ClientSession& s, uint64_t id);
+  void process_request(ClientSession& s, const v1::Request& r);
+  void poison(ClientSession& s, uint64_t out, const std::string& op, const std::string& message);
+  void end_session(ClientSession& s);
+  void reply_to_client(ClientSession& s, v1::ServerMessage& m);
+  void update_flow_control(ClientSession& s);
+
+  // worker_conn.cpp: worker streams, acks, replies
+  v1::WorkerBatch& scratch_for(WorkerState& w, uint64_t session);
+  void flush_worker(WorkerState& w);
+  void on_worker_frame(WorkerState& w, std::string_view body);
+  void on_ack(WorkerState& w, uint64_t executed_seq);
+  void on_worker_reply(WorkerState& w, v1::Reply& reply);
+  void on_worker_gone(WorkerState& w, const std::string& why);
+  uint64_t send_request(WorkerState& w, uint64_t session, v1::Request::Kind kind, uint64_t handle,
+                        const std::shared_ptr<PendingRequest>& pr);
+  void complete_if_done(const std::shared_ptr<PendingRequest>& pr);
+  void resume_paused_sessions();
+
+  asio::io_context& io_;
+  DispatcherOptions opts_;
+  InstructionLog* log_;
+  uint64_t next_conn_id_ = 1;
+  uint64_t next_session_id_ = 1;
+  uint32_t next_worker_id_ = 0;
+  uint64_t next_request_id_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<Conn>> conns_;
+  std::map<uint64_t, ClientSession> sessions_;
+  std::map<uint32_t, WorkerState> workers_;
+  std::vector<std::pair<std::shared_ptr<Conn>, v1::Hello>> waiting_clients_;
+  struct RequestRoute {
+    std::shared_ptr<PendingRequest> request;
+    uint32_t worker;
+  };
+  std::unordered_map<uint64_t, RequestRoute> requests_;  // by the dispatcher's request id
+  std::vector<uint32_t> touched_;  // workers with a scratch batch for the current frame
+  v1::ClientMessage client_msg_;   // reused across frames
+  v1::WorkerMessage worker_msg_;
+  bool had_client_ = false;
+  bool shutting_down_ = false;
+  uint64_t bytes_from_clients_ = 0;
+};
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,34 @@
+// The instruction log (DESIGN §9): one line per event, in the original GT's column format so
+// its grep/awk recipes work:  elapsed | #seq | EVENT | SOURCE | COMMAND | SIZE | details
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "libgtcore/status.h"
+
+namespace gt::dispatcher {
+
+class InstructionLog {
+ public:
+  InstructionLog() = default;
+  ~InstructionLog();
+  InstructionLog(const InstructionLog&) = delete;
+  InstructionLog& operator=(const InstructionLog&) = delete;
+
+  Status open(const std::string& path);
+  // Callers test enabled() first so a disabled log costs one branch, not a format.
+  bool enabled() const { return file_ != nullptr; }
+  void write(std::string_view event, std::string_view source, std::string_view command,
+             uint64_t size, std::string_view details);
+  void flush();
+
+ private:
+  std::FILE* file_ = nullptr;
+  uint64_t seq_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace gt::dispatcher

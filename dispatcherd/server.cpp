@@ -1,0 +1,95 @@
+#include "dispatcherd/server.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace gt::dispatcher {
+
+Server::Server(asio::io_context& io, Dispatcher& d) : io_(io), dispatcher_(d) {}
+
+Server::~Server() { close(); }
+
+Status Server::listen(const ListenOptions& o) {
+  boost::system::error_code ec;
+  if (!o.address.empty()) {
+    auto addr = asio::ip::make_address(o.address, ec);
+    if (ec) return invalid_argument("listen_address: '{}' is not an IP address", o.address);
+    asio::ip::tcp::endpoint ep(addr, static_cast<unsigned short>(o.port));
+    tcp_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
+    tcp_->open(ep.protocol(), ec);
+    if (!ec) tcp_->set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) tcp_->bind(ep, ec);
+    if (!ec) tcp_->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return unavailable("cannot listen on {}:{}: {}", o.address, o.port, ec.message());
+    tcp_port_ = tcp_->local_endpoint().port();
+    if (!addr.is_loopback())
+      spdlog::warn("listening on {}:{} — reachable beyond this machine", o.address, tcp_port_);
+    spdlog::info("listening on {}:{}", o.address, tcp_port_);
+    accept_tcp();
+  }
+  if (!o.unix_socket.empty()) {
+    ::unlink(o.unix_socket.c_str());  // a stale socket from a previous run
+    unix_ = std::make_unique<asio::local::stream_protocol::acceptor>(io_);
+    asio::local::stream_protocol::endpoint ep(o.unix_socket);
+    unix_->open(ep.protocol(), ec);
+    if (!ec) unix_->bind(ep, ec);
+    if (!ec) unix_->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return unavailable("cannot listen on unix:{}: {}", o.unix_socket, ec.message());
+    ::chmod(o.unix_socket.c_str(), static_cast<mode_t>(o.unix_socket_mode));
+    unix_path_ = o.unix_socket;
+    spdlog::info("listening on unix:{}", o.unix_socket);
+    accept_unix();
+  }
+  if (!tcp_ && !unix_) return invalid_argument("nothing to listen on: set listen_address or unix_socket");
+  return Status::ok();
+}
+
+void Server::accept_tcp() {
+  tcp_->async_accept([this](boost::system::error_code ec, asio::ip::tcp::socket s) {
+    if (ec == asio::error::operation_aborted || !tcp_) return;
+    if (!ec) {
+      boost::system::error_code e2;
+      s.set_option(asio::ip::tcp::no_delay(true), e2);
+      int family = s.local_endpoint(e2).protocol().family();
+      int fd = s.release(e2);
+      if (!e2)
+        dispatcher_.accept(StreamSocket(io_, asio::generic::stream_protocol(family, IPPROTO_TCP), fd),
+                           "tcp");
+    } else {
+      spdlog::warn("accept failed: {}", ec.message());
+    }
+    accept_tcp();
+  });
+}
+
+void Server::accept_unix() {
+  unix_->async_accept([this](boost::system::error_code ec, asio::local::stream_protocol::socket s) {
+    if (ec == asio::error::operation_aborted || !unix_) return;
+    if (!ec) {
+      boost::system::error_code e2;
+      int fd = s.release(e2);
+      if (!e2)
+        dispatcher_.accept(StreamSocket(io_, asio::generic::stream_protocol(AF_UNIX, 0), fd),
+                           "unix");
+    } else {
+      spdlog::warn("accept failed: {}", ec.message());
+    }
+    accept_unix();
+  });
+}
+
+void Server::close() {
+  boost::system::error_code ec;
+  if (tcp_) {
+    tcp_->close(ec);
+    tcp_.reset();
+  }
+  if (unix_) {
+    unix_->close(ec);
+    unix_.reset();
+    ::unlink(unix_path_.c_str());
+  }
+}
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,187 @@
+// The dispatcher's side of each worker: per-session batches with sequence numbers, the
+// acknowledgement window (backpressure, DESIGN §2), routing of replies and error reports back to
+// sessions, and what happens when a worker goes away.
+#include <spdlog/spdlog.h>
+
+#include "dispatcherd/dispatcher.h"
+
+namespace gt::dispatcher {
+
+v1::WorkerBatch& Dispatcher::scratch_for(WorkerState& w, uint64_t session) {
+  if (!w.scratch_used) {
+    w.scratch_used = true;
+    w.scratch.mutable_batch()->set_session(session);
+    touched_.push_back(w.id);
+  }
+  return *w.scratch.mutable_batch();
+}
+
+void Dispatcher::flush_worker(WorkerState& w) {
+  if (!w.scratch_used) return;
+  w.scratch_used = false;
+  v1::WorkerBatch* b = w.scratch.mutable_batch();
+  uint64_t count = static_cast<uint64_t>(b->instrs_size()) + static_cast<uint64_t>(b->frees_size());
+  b->set_first_seq(w.sent_seq);
+  w.sent_seq += count;
+  uint64_t session = b->session();
+  if (count > 0) {
+    w.inflight.push_back({w.sent_seq, session, count});
+    auto sit = sessions_.find(session);
+    if (sit != sessions_.end()) sit->second.outstanding += count;
+  }
+  Status st = w.conn->io->send(w.scratch);
+  if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
+  w.scratch.Clear();
+}
+
+uint64_t Dispatcher::send_request(WorkerState& w, uint64_t session, v1::Request::Kind kind,
+                                  uint64_t handle, const std::shared_ptr<PendingRequest>& pr) {
+  uint64_t rid = next_request_id_++;
+  auto* r = scratch_for(w, session).add_requests();
+  r->set_request_id(rid);
+  r->set_kind(kind);
+  r->set_id(handle);
+  pr->remaining++;
+  requests_[rid] = RequestRoute{pr, w.id};
+  return rid;
+}
+
+void Dispatcher::complete_if_done(const std::shared_ptr<PendingRequest>& pr) {
+  if (pr->remaining > 0) return;
+  auto sit = sessions_.find(pr->session);
+  if (sit == sessions_.end()) return;  // the client left meanwhile
+  ClientSession& s = sit->second;
+  v1::Reply* r = pr->reply.mutable_reply();
+  if (pr->kind == v1::Request::SYNC) {
+    // Errors reported since the last sync come first: the client raises the first one.
+    google::protobuf::RepeatedPtrField<v1::ErrorInfo> all;
+    for (auto& e : s.errors) *all.Add() = std::move(e);
+    for (auto& e : *r->mutable_errors()) *all.Add() = std::move(e);
+    r->mutable_errors()->Swap(&all);
+    s.errors.clear();
+  }
+  r->set_last(true);
+  if (log_->enabled())
+    log_->write("REPLY", source_of(*s.conn), v1::Request::Kind_Name(pr->kind), 0,
+                fmt::format("request={} errors={}", pr->client_request_id, r->errors_size()));
+  reply_to_client(s, pr->reply);
+}
+
+void Dispatcher::on_worker_frame(WorkerState& w, std::string_view body) {
+  Status st = parse_frame(body, &worker_msg_);
+  if (!st.is_ok()) {
+    spdlog::error("worker {}: {}; dropping it", w.id, st.message());
+    w.conn->io->close(st);
+    return;
+  }
+  switch (worker_msg_.kind_case()) {
+    case v1::WorkerMessage::kAck: on_ack(w, worker_msg_.ack().executed_seq()); break;
+    case v1::WorkerMessage::kError: {
+      const auto& rep = worker_msg_.error();
+      auto sit = sessions_.find(rep.session());
+      if (sit != sessions_.end()) {
+        sit->second.errors.push_back(rep.error());
+        if (log_->enabled())
+          log_->write("ERROR", source_of(*w.conn), rep.error().op(), 0, rep.error().message());
+      }
+      break;
+    }
+    case v1::WorkerMessage::kReply: on_worker_reply(w, *worker_msg_.mutable_reply()); break;
+    default: spdlog::warn("worker {}: unexpected message", w.id);
+  }
+  worker_msg_.Clear();
+}
+
+void Dispatcher::on_ack(WorkerState& w, uint64_t executed_seq) {
+  if (executed_seq > w.sent_seq || executed_seq < w.acked_seq) {
+    spdlog::warn("worker {}: ignoring ack {} outside [{}, {}]", w.id, executed_seq, w.acked_seq,
+                 w.sent_seq);
+    return;
+  }
+  w.acked_seq = executed_seq;
+  while (!w.inflight.empty() && w.inflight.front().seq_end <= executed_seq) {
+    auto f = w.inflight.front();
+    w.inflight.pop_front();
+    auto sit = sessions_.find(f.session);
+    if (sit != sessions_.end()) sit->second.outstanding -= std::min(f.count, sit->second.outstanding);
+  }
+  resume_paused_sessions();
+}
+
+void Dispatcher::resume_paused_sessions() {
+  for (auto& [sid, s] : sessions_) {
+    if (!s.paused) continue;
+    bool over = s.outstanding >= opts_.session_window;
+    auto it = workers_.find(s.home_worker);
+    if (it != workers_.end() && it->second.outstanding() >= opts_.worker_window) over = true;
+    if (!over) {
+      s.paused = false;
+      s.conn->io->resume_reading();
+    }
+  }
+}
+
+void Dispatcher::on_worker_reply(WorkerState& w, v1::Reply& reply) {
+  auto it = requests_.find(reply.request_id());
+  if (it == requests_.end()) return;
+  std::shared_ptr<PendingRequest> pr = it->second.request;
+  if (pr->kind == v1::Request::FETCH) {
+    // Relay each chunk as it arrives (no reassembly here); errors end the request.
+    auto sit = sessions_.find(pr->session);
+    bool last = reply.last() || reply.errors_size() > 0;
+    if (sit != sessions_.end()) {
+      v1::ServerMessage m;
+      v1::Reply* r = m.mutable_reply();
+      r->Swap(&reply);
+      r->set_request_id(pr->client_request_id);
+      r->set_last(last);
+      reply_to_client(sit->second, m);
+    }
+    if (last) requests_.erase(it);
+    return;
+  }
+  v1::Reply* acc = pr->reply.mutable_reply();
+  for (auto& e : *reply.mutable_errors()) *acc->add_errors() = std::move(e);
+  for (auto& st : *reply.mutable_stats()) *acc->add_stats() = std::move(st);
+  requests_.erase(it);
+  pr->remaining--;
+  complete_if_done(pr);
+}
+
+void Dispatcher::on_worker_gone(WorkerState& w, const std::string& why) {
+  std::string what = fmt::format("worker {} ({}) {}", w.id, w.info.device_name(), why);
+  spdlog::warn("{}", what);
+  if (log_->enabled()) log_->write("WORKER_LEAVE", source_of(*w.conn), "-", 0, why);
+  auto err = std::make_shared<v1::ErrorInfo>();
+  err->set_op("worker");
+  err->set_message(what + ": its tensors are lost");
+  err->set_origin(fmt::format("worker {}", w.id));
+  for (auto& [sid, s] : sessions_) {
+    bool affected = s.workers_used.erase(w.id) > 0;
+    for (auto& [id, e] : s.tensors) {
+      if (e.handle != 0 && e.placement.worker == w.id) {
+        e.poison = err;
+        e.handle = 0;
+      }
+    }
+    if (affected) s.errors.push_back(*err);
+    if (s.has_home && s.home_worker == w.id) s.has_home = false;
+  }
+  // Requests waiting on this worker complete with the error instead of hanging.
+  std::vector<std::shared_ptr<PendingRequest>> affected;
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    if (it->second.worker != w.id) {
+      ++it;
+      continue;
+    }
+    std::shared_ptr<PendingRequest> pr = it->second.request;
+    it = requests_.erase(it);
+    *pr->reply.mutable_reply()->add_errors() = *err;
+    pr->remaining--;
+    affected.push_back(std::move(pr));
+  }
+  for (auto& pr : affected) complete_if_done(pr);
+  w.sessions_homed = 0;
+}
+
+}  // namespace gt::dispatcher

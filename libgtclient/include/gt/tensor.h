@@ -1,0 +1,375 @@
+// gt::Tensor: the client's tensor handle (libtorch-style API).
+//
+// A Tensor is a cheap, shared handle to a tensor that lives on the GT workers. Every op computes
+// the result's shape and dtype here (so shape/dtype/axis errors throw gt::Error at the call site,
+// like PyTorch), then queues one instruction and returns at once: no round trip per op. Only the
+// sync points (to_vector, item, printing, gt::synchronize, gt::worker_stats) wait; errors of
+// queued instructions surface there. When the last handle to a tensor dies, its id is freed.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "gt/dtype.h"
+#include "gt/error.h"
+#include "gt/host_data.h"
+#include "gt/indexing.h"
+#include "libgtclient/session.h"
+#include "libgtcore/op_attrs.h"
+#include "libgtcore/ops.h"
+#include "libgtcore/shape.h"
+
+namespace gt {
+
+class Tensor;
+
+// The state behind a Tensor handle. Shared by all copies of the handle; its destructor frees the
+// id on the workers (never throws; does nothing once the session is gone).
+struct TensorImpl {
+  TensorImpl(uint64_t id_, TensorMeta meta_) : id(id_), meta(meta_) {}
+  ~TensorImpl();
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+
+  uint64_t id = 0;  // 0: nothing to free
+  TensorMeta meta;
+
+  // Autograd (filled in by the autograd change).
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<void> grad_fn;  // autograd node
+};
+
+// A number operand (Python-style scalar): remembers whether it was written as an integer, which
+// decides type promotion (int tensor + 2 stays int; int tensor + 2.0 becomes float32).
+class Scalar {
+ public:
+  template <typename T>
+    requires std::is_arithmetic_v<T>
+  constexpr Scalar(T v)  // NOLINT: implicit by design
+      : d_(static_cast<double>(v)), integral_(std::is_integral_v<T>), bool_(std::is_same_v<T, bool>) {}
+  Scalar(half v) : d_(static_cast<float>(v)) {}      // NOLINT
+  Scalar(bfloat16 v) : d_(static_cast<float>(v)) {}  // NOLINT
+
+  constexpr double to_double() const { return d_; }
+  constexpr bool is_integral() const { return integral_; }  // true for bool too
+  constexpr bool is_bool() const { return bool_; }
+
+ private:
+  double d_ = 0;
+  bool integral_ = false;
+  bool bool_ = false;
+};
+
+// A list of sizes or dims: accepts {2, 3}, a std::vector<int64_t>, a gt::Shape or a span.
+class Dims {
+ public:
+  Dims() = default;
+  Dims(std::initializer_list<int64_t> v) : v_(v) {}            // NOLINT: implicit by design
+  Dims(const std::vector<int64_t>& v) : v_(v) {}               // NOLINT
+  Dims(std::span<const int64_t> v) : v_(v.begin(), v.end()) {} // NOLINT
+  Dims(const Shape& s) : v_(s.begin(), s.end()) {}             // NOLINT
+
+  size_t size() const { return v_.size(); }
+  int64_t operator[](size_t i) const { return v_[i]; }
+  const std::vector<int64_t>& vec() const { return v_; }
+  auto begin() const { return v_.begin(); }
+  auto end() const { return v_.end(); }
+
+ private:
+  std::vector<int64_t> v_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: any use but defined() throws
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- accessors -------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  uint64_t id() const { return checked().id; }
+  const TensorMeta& meta() const { return checked().meta; }
+  const Shape& shape() const { return checked().meta.shape; }
+  std::vector<int64_t> sizes() const;
+  int64_t size(int64_t dim) const;  // negative dims count from the end
+  int64_t dim() const { return shape().rank(); }
+  int64_t numel() const { return shape().numel(); }
+  DType dtype() const { return checked().meta.dtype; }
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+  // ---- elementwise -------------------------------------------------------------------------
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+
+  Tensor add(const Tensor& o) const;
+  Tensor add(Scalar o) const;
+  Tensor sub(const Tensor& o) const;
+  Tensor sub(Scalar o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor mul(Scalar o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor div(Scalar o) const;
+  Tensor pow(const Tensor& o) const;
+  Tensor pow(Scalar o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  // Comparisons give bool tensors.
+  Tensor eq(const Tensor& o) const;
+  Tensor eq(Scalar o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor ne(Scalar o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor lt(Scalar o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor le(Scalar o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor gt(Scalar o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor ge(Scalar o) const;
+
+  Tensor matmul(const Tensor& o) const;
+
+  // ---- reductions (over all elements, or one dim) -----------------------------------------
+  // max/min(dim) return the values only; use argmax/argmin for the indices.
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+
+  // ---- layout (every tensor is contiguous; layout ops produce new tensors) ----------------
+  Tensor reshape(Dims shape) const;  // one -1 is inferred
+  Tensor view(Dims shape) const { return reshape(std::move(shape)); }
+  Tensor flatten() const;
+  Tensor permute(Dims dims) const;  // negative dims allowed
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;  // transpose of a tensor with <= 2 dims
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;             // drops every size-1 dim
+  Tensor squeeze(int64_t dim) const;  // drops `dim` if its size is 1
+  // Python slicing of one dim: start:end:step (open ends as std::nullopt, any step sign).
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+               int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+  Tensor contiguous() const { checked(); return *this; }
+
+  // ---- dtype and in-place --------------------------------------------------------------------
+  Tensor to(DType dtype) const;  // returns *this when the dtype already matches (like PyTorch)
+  Tensor cast(DType dtype) const;  // always a new tensor
+  // Writes src (broadcast, converted to this dtype) into this tensor; returns *this.
+  const Tensor& copy_(const Tensor& src) const;
+
+  // ---- sync points ----------------------------------------------------------------------------
+  // Fetches the values (row-major), converted to T (any arithmetic type, gt::Half, gt::BFloat16).
+  template <typename T>
+  std::vector<T> to_vector() const;
+  // The single value of a one-element tensor, converted to T.
+  template <typename T>
+  T item() const;
+
+ private:
+  const TensorImpl& checked() const {
+    if (!impl_) throw Error("gt: use of an undefined tensor (default-constructed gt::Tensor)");
+    return *impl_;
+  }
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// ---- factories ----------------------------------------------------------------------------------
+Tensor zeros(Dims shape, DType dtype = kFloat32);
+Tensor ones(Dims shape, DType dtype = kFloat32);
+// Without a dtype: bool for a bool value, int64 for an integer, float32 otherwise.
+Tensor full(Dims shape, Scalar value, std::optional<DType> dtype = std::nullopt);
+// 0-d tensor holding `value`.
+Tensor scalar_tensor(Scalar value, DType dtype = kFloat32);
+// [start, end) by step. Without a dtype: int64 when all arguments are integers, else float32.
+Tensor arange(Scalar end, std::optional<DType> dtype = std::nullopt);
+Tensor arange(Scalar start, Scalar end, DType dtype);
+Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dtype = std::nullopt);
+// Random tensors (counter-based: reproducible after gt::manual_seed).
+Tensor randn(Dims shape, DType dtype = kFloat32);  // standard normal
+Tensor rand(Dims shape, DType dtype = kFloat32);   // uniform [0, 1)
+void manual_seed(uint64_t seed);
+
+// Uploads host values as a tensor of `shape` (one -1 allowed; default: 1-D). The dtype defaults
+// from T: float/double -> float32, bool -> bool, Half -> float16, BFloat16 -> bfloat16,
+// integers up to 32 bits -> int32, wider -> int64. Values are converted to `dtype` here.
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, Dims shape,
+                   std::optional<DType> dtype = std::nullopt);
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, std::optional<DType> dtype = std::nullopt) {
+  return from_vector(values, Dims{static_cast<int64_t>(values.size())}, dtype);
+}
+
+// ---- free-function forms --------------------------------------------------------------------------
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+
+// Comparisons return bool tensors (as in libtorch, `a == b` is a Tensor, not a bool).
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator==(Scalar a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator!=(Scalar a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<(Scalar a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator<=(Scalar a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>(Scalar a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, Scalar b);
+Tensor operator>=(Scalar a, const Tensor& b);
+
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, Scalar b);
+Tensor pow(Scalar a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, Scalar b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, Scalar b);
+// Elementwise cond ? a : b (cond must be bool; a scalar becomes a 0-d tensor of the other
+// operand's dtype where possible).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, Scalar a, Scalar b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+
+Tensor sum(const Tensor& x);
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+
+Tensor reshape(const Tensor& x, Dims shape);
+Tensor permute(const Tensor& x, Dims dims);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- session-level --------------------------------------------------------------------------------
+// Connects to a running dispatcher ("host:port" or "unix:/path"); call before the first op.
+// Without it, GT_ADDRESS is used, or a private dispatcher and workers are spawned.
+void connect(const std::string& address);
+// Waits until every op queued so far has run; throws the first error among them.
+void synchronize();
+using WorkerStats = detail::WorkerStatsInfo;
+std::vector<WorkerStats> worker_stats();
+
+// ---- printing ---------------------------------------------------------------------------------------
+// PyTorch-style text of a tensor's values (`bytes`: row-major, meta.nbytes() long), e.g.
+// "tensor([[ 0.1234, -1.2345],\n        [ 2.0000,  0.5000]])". Pure: no session needed.
+std::string format_tensor(const TensorMeta& meta, const std::string& bytes);
+// Fetches the tensor (a sync point) and prints format_tensor of it.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- implementation details ----------------------------------------------------------------------
+namespace detail {
+
+// Payloads above this are uploaded as from_host (first chunk) + host_chunk instructions.
+inline constexpr size_t kHostChunkBytes = size_t{4} << 20;
+
+// The one path every op takes: runs the shape rule (throwing gt::Error naming the op on a user
+// error), queues the instruction and wraps the result. In-place ops return *inputs[0].
+Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs);
+inline Tensor run_op(OpId op, const OpAttrs& attrs, std::initializer_list<const Tensor*> inputs) {
+  return run_op(op, attrs, std::span<const Tensor* const>(inputs.begin(), inputs.size()));
+}
+
+// Creates a tensor of `meta` from row-major host bytes (chunked above kHostChunkBytes).
+Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes);
+// Fetches a tensor's bytes (sync point); checks their size against its meta.
+std::string fetch_bytes(const Tensor& t);
+// A Dims as a Shape (throws when the rank exceeds kMaxRank); `what` names the op in errors.
+Shape to_shape(const Dims& dims, const char* what);
+// Normalizes a possibly negative dim against `rank` (Python style); throws naming `what`.
+int64_t normalize_dim_or_throw(int64_t dim, int64_t rank, const char* what);
+// Resolves from_vector's shape (one -1 allowed) against the number of values.
+Shape from_vector_shape(const Dims& shape, size_t n_values);
+
+}  // namespace detail
+
+// ---- template definitions ------------------------------------------------------------------------
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  std::string bytes = detail::fetch_bytes(*this);
+  return detail::decode_elements<T>(meta(), bytes);
+}
+
+template <typename T>
+T Tensor::item() const {
+  int64_t n = numel();
+  if (n != 1)
+    throw Error("item: a tensor with " + std::to_string(n) +
+                " elements cannot be converted to a scalar");
+  return to_vector<T>().at(0);
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, Dims shape, std::optional<DType> dtype) {
+  DType dt = dtype.value_or(detail::default_dtype<T>());
+  Shape s = detail::from_vector_shape(shape, values.size());
+  std::string bytes = detail::encode_elements(values, dt);
+  return detail::from_host_bytes(TensorMeta{s, dt}, bytes);
+}
+
+}  // namespace gt

@@ -1,0 +1,128 @@
+// slice / select / index: Python-style indexing lowered to at most one slice instruction (all
+// dims at once) plus one reshape when dims are dropped or inserted.
+#include <array>
+#include <string>
+
+#include "gt/tensor.h"
+
+namespace gt {
+namespace {
+
+using detail::run_op;
+using Specs = std::array<SliceSpec, kMaxRank>;
+
+Specs identity_specs(const Shape& s) {
+  Specs specs{};
+  for (int d = 0; d < s.rank(); ++d) specs[d] = SliceSpec{0, s[d], 1};
+  return specs;
+}
+
+bool is_identity(const Shape& s, const Specs& specs) {
+  // count == n forces start 0 and step 1 when n >= 2; for n <= 1 any step reads the same data.
+  for (int d = 0; d < s.rank(); ++d)
+    if (specs[d].count != s[d] || specs[d].start != 0) return false;
+  return true;
+}
+
+Tensor emit_slice(const Tensor& x, const Specs& specs) {
+  OpAttrs a;
+  a.has_shape = true;
+  for (int d = 0; d < x.shape().rank(); ++d) {
+    a.shape.push_back(specs[d].count);
+    a.push_int(specs[d].start);
+    a.push_int(specs[d].step);
+  }
+  return run_op(OpId::k_slice, a, {&x});
+}
+
+SliceSpec resolve_or_throw(int64_t n, const Slice& sl, const char* what) {
+  auto r = resolve_slice(n, sl.start(), sl.stop(), sl.step());
+  if (!r) throw Error(std::string(what) + ": " + r.status().message());
+  return *r;
+}
+
+int64_t resolve_index(int64_t index, int64_t dim, int64_t n, const char* what) {
+  if (index < -n || index >= n)
+    throw Error(std::string(what) + ": index " + std::to_string(index) +
+                " is out of range for dim " + std::to_string(dim) + " with size " +
+                std::to_string(n));
+  return index < 0 ? index + n : index;
+}
+
+}  // namespace
+
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                     int64_t step) const {
+  const Shape& s = shape();
+  if (s.rank() == 0) throw Error("slice: cannot be applied to a 0-dim tensor");
+  int64_t d = detail::normalize_dim_or_throw(dim, s.rank(), "slice");
+  Specs specs = identity_specs(s);
+  specs[d] = resolve_or_throw(s[d], Slice(start, end, step), "slice");
+  return emit_slice(*this, specs);
+}
+
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  const Shape& s = shape();
+  if (s.rank() == 0) throw Error("select: cannot be applied to a 0-dim tensor");
+  int64_t d = detail::normalize_dim_or_throw(dim, s.rank(), "select");
+  Specs specs = identity_specs(s);
+  specs[d] = SliceSpec{resolve_index(index, d, s[d], "select"), 1, 1};
+  Tensor y = emit_slice(*this, specs);
+  Shape out;
+  for (int i = 0; i < s.rank(); ++i)
+    if (i != d) out.push_back(s[i]);
+  return run_op(OpId::k_reshape, make_reshape(out), {&y});
+}
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  return index(std::vector<TensorIndex>(indices));
+}
+
+Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+  const Shape& s = shape();
+  const int rank = s.rank();
+  int consuming = 0, ellipses = 0, integers = 0, new_axes = 0;
+  for (const TensorIndex& ix : indices) {
+    if (ix.is_integer() || ix.is_slice()) ++consuming;
+    if (ix.is_integer()) ++integers;
+    if (ix.is_none()) ++new_axes;
+    if (ix.is_ellipsis()) ++ellipses;
+  }
+  if (ellipses > 1) throw Error("index: an index can only have a single ellipsis ('...')");
+  if (consuming > rank)
+    throw Error("index: too many indices for a tensor of dimension " + std::to_string(rank) +
+                " (got " + std::to_string(consuming) + ")");
+  if (rank - integers + new_axes > kMaxRank)
+    throw Error("index: the result's rank would exceed the maximum of " +
+                std::to_string(kMaxRank));
+
+  Specs specs = identity_specs(s);
+  Shape out;
+  int d = 0;  // next input dim
+  for (const TensorIndex& ix : indices) {
+    switch (ix.kind()) {
+      case TensorIndex::Kind::kInteger:
+        specs[d] = SliceSpec{resolve_index(ix.integer(), d, s[d], "index"), 1, 1};
+        ++d;
+        break;
+      case TensorIndex::Kind::kSlice:
+        specs[d] = resolve_or_throw(s[d], ix.slice(), "index");
+        out.push_back(specs[d].count);
+        ++d;
+        break;
+      case TensorIndex::Kind::kNone:
+        out.push_back(1);
+        break;
+      case TensorIndex::Kind::kEllipsis:
+        for (int k = 0; k < rank - consuming; ++k, ++d) out.push_back(s[d]);
+        break;
+    }
+  }
+  for (; d < rank; ++d) out.push_back(s[d]);
+
+  Tensor y = is_identity(s, specs) ? *this : emit_slice(*this, specs);
+  if (out != y.shape()) y = run_op(OpId::k_reshape, make_reshape(out), {&y});
+  return y;
+}
+
+}  // namespace gt

@@ -1,0 +1,151 @@
+// Layout and dtype ops: reshape (with -1 resolved here), permute/transpose, (un)squeeze, cat,
+// casts and copy_. Every tensor is contiguous, so each of these is one instruction.
+#include <numeric>
+#include <string>
+
+#include "gt/tensor.h"
+#include "libgtcore/shape_rules.h"
+
+namespace gt {
+namespace {
+
+using detail::run_op;
+
+Tensor reshape_to(const Tensor& x, const Shape& s) {
+  return run_op(OpId::k_reshape, make_reshape(s), {&x});
+}
+
+// Resolves one -1 in `dims` against x's element count (PyTorch's infer_size).
+Shape resolve_reshape(const Tensor& x, const Dims& dims) {
+  Shape s = detail::to_shape(dims, "reshape");
+  const int64_t numel = x.numel();
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < s.rank(); ++i) {
+    if (s[i] == -1) {
+      if (infer >= 0) throw Error("reshape: only one dimension can be inferred");
+      infer = i;
+    } else if (s[i] < 0) {
+      throw Error("reshape: invalid shape dimension " + std::to_string(s[i]));
+    } else {
+      if (s[i] != 0 && known > kMaxNumel / s[i])
+        throw Error("reshape: shape " + s.str() + " has too many elements");
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0) {
+      if (numel == 0)
+        throw Error("reshape: cannot reshape a tensor of 0 elements into shape " + s.str() +
+                    " because the unspecified dimension size -1 can be any value and is "
+                    "ambiguous");
+      throw Error("reshape: shape " + s.str() + " is invalid for input of size " +
+                  std::to_string(numel));
+    }
+    if (numel % known != 0)
+      throw Error("reshape: shape " + s.str() + " is invalid for input of size " +
+                  std::to_string(numel));
+    s[infer] = numel / known;
+  }
+  return s;
+}
+
+Tensor permute_to(const Tensor& x, std::span<const int64_t> perm) {
+  return run_op(OpId::k_permute, make_permute(perm), {&x});
+}
+
+}  // namespace
+
+Tensor Tensor::reshape(Dims shape) const { return reshape_to(*this, resolve_reshape(*this, shape)); }
+
+Tensor Tensor::flatten() const { return reshape_to(*this, Shape{numel()}); }
+
+Tensor Tensor::permute(Dims dims) const {
+  const int64_t r = dim();
+  if (static_cast<int64_t>(dims.size()) != r)
+    throw Error("permute: " + std::to_string(dims.size()) + " dims given for a tensor of rank " +
+                std::to_string(r));
+  std::vector<int64_t> perm(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i)
+    perm[i] = detail::normalize_dim_or_throw(dims[i], r, "permute");
+  return permute_to(*this, perm);
+}
+
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  const int64_t r = dim();
+  int64_t d0 = detail::normalize_dim_or_throw(dim0, r, "transpose");
+  int64_t d1 = detail::normalize_dim_or_throw(dim1, r, "transpose");
+  std::vector<int64_t> perm(static_cast<size_t>(r));
+  std::iota(perm.begin(), perm.end(), 0);
+  if (r > 0) std::swap(perm[d0], perm[d1]);
+  return permute_to(*this, perm);
+}
+
+Tensor Tensor::t() const {
+  const int64_t r = dim();
+  if (r > 2)
+    throw Error("t: expects a tensor with <= 2 dimensions, but got " + std::to_string(r) + "-D");
+  return r == 2 ? transpose(0, 1) : permute_to(*this, std::vector<int64_t>(r, 0));
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  const Shape& s = shape();
+  if (s.rank() >= kMaxRank)
+    throw Error("unsqueeze: rank would exceed the maximum of " + std::to_string(kMaxRank));
+  int64_t nd = detail::normalize_dim_or_throw(d, s.rank() + 1, "unsqueeze");
+  Shape out;
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i == nd) out.push_back(1);
+    out.push_back(s[i]);
+  }
+  if (nd == s.rank()) out.push_back(1);
+  return reshape_to(*this, out);
+}
+
+Tensor Tensor::squeeze() const {
+  Shape out;
+  for (int64_t v : shape())
+    if (v != 1) out.push_back(v);
+  return reshape_to(*this, out);
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  const Shape& s = shape();
+  int64_t nd = detail::normalize_dim_or_throw(d, s.rank(), "squeeze");
+  Shape out;
+  for (int i = 0; i < s.rank(); ++i)
+    if (i != nd || s[i] != 1) out.push_back(s[i]);
+  return reshape_to(*this, out);
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (this->dtype() == dtype) return *this;
+  return cast(dtype);
+}
+
+Tensor Tensor::cast(DType dtype) const { return run_op(OpId::k_cast, make_cast(dtype), {this}); }
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  run_op(OpId::k_copy_, OpAttrs{}, {this, &src});
+  return *this;
+}
+
+Tensor reshape(const Tensor& x, Dims shape) { return x.reshape(std::move(shape)); }
+Tensor permute(const Tensor& x, Dims dims) { return x.permute(std::move(dims)); }
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) { return x.transpose(dim0, dim1); }
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("cat: expects a non-empty list of tensors");
+  if (tensors.size() > static_cast<size_t>(kMaxOpInputs))
+    throw Error("cat: at most " + std::to_string(kMaxOpInputs) + " tensors, got " +
+                std::to_string(tensors.size()));
+  std::vector<const Tensor*> inputs;
+  inputs.reserve(tensors.size());
+  for (const Tensor& t : tensors) inputs.push_back(&t);
+  // Normalize the axis against the first tensor (the rule checks the others).
+  if (tensors[0].defined() && tensors[0].dim() > 0)
+    dim = detail::normalize_dim_or_throw(dim, tensors[0].dim(), "cat");
+  return run_op(OpId::k_cat, make_axis(dim), inputs);
+}
+
+}  // namespace gt

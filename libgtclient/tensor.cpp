@@ -1,0 +1,175 @@
+// Tensor handles: lifetime (free on last handle), the single op path (run_op), accessors,
+// host upload/fetch and the session-level free functions.
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "gt/tensor.h"
+#include "libgtclient/session.h"
+#include "libgtcore/shape_rules.h"
+
+namespace gt::detail {
+// Defined by the session implementation: true while the process-wide session exists and has not
+// been shut down. Handles dying after that (e.g. in static destructors) free nothing.
+bool session_alive();
+}  // namespace gt::detail
+
+namespace gt {
+
+TensorImpl::~TensorImpl() {
+  if (id == 0) return;
+  try {
+    if (detail::session_alive()) detail::Session::get().free(id);
+  } catch (...) {
+    // A free that cannot be queued (session torn down, connection lost) frees nothing: the
+    // dispatcher frees every tensor of a session that goes away.
+  }
+}
+
+std::vector<int64_t> Tensor::sizes() const {
+  const Shape& s = shape();
+  return {s.begin(), s.end()};
+}
+
+int64_t Tensor::size(int64_t d) const {
+  const Shape& s = shape();
+  if (s.rank() == 0)
+    throw Error("size: dimension specified as " + std::to_string(d) +
+                " but tensor has no dimensions");
+  auto nd = normalize_dim(d, s.rank(), "size");
+  if (!nd) throw Error(nd.status().message());
+  return s[*nd];
+}
+
+namespace detail {
+namespace {
+
+// Prefixes the op's name when the shape rule's message does not already start with it.
+std::string op_error(OpId op, const std::string& message) {
+  std::string name = op_name(op);
+  if (message.rfind(name + ":", 0) == 0) return message;
+  return name + ": " + message;
+}
+
+}  // namespace
+
+Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs) {
+  constexpr size_t kInline = 4;
+  std::array<TensorMeta, kInline> meta_buf;
+  std::array<uint64_t, kInline> id_buf{};
+  std::vector<TensorMeta> meta_vec;
+  std::vector<uint64_t> id_vec;
+  std::span<TensorMeta> metas(meta_buf.data(), std::min(inputs.size(), kInline));
+  std::span<uint64_t> ids(id_buf.data(), std::min(inputs.size(), kInline));
+  if (inputs.size() > kInline) {
+    meta_vec.resize(inputs.size());
+    id_vec.resize(inputs.size());
+    metas = meta_vec;
+    ids = id_vec;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* t = inputs[i];
+    if (t == nullptr || !t->defined())
+      throw Error(std::string(op_name(op)) + ": input " + std::to_string(i) +
+                  " is an undefined tensor");
+    metas[i] = t->impl()->meta;
+    ids[i] = t->impl()->id;
+  }
+  Result<TensorMeta> meta = infer_meta(op, metas, attrs);
+  if (!meta) throw Error(op_error(op, meta.status().message()));
+
+  uint64_t id = Session::get().emit(op, attrs, ids);
+  if (is_in_place(op)) return *inputs[0];
+  if (id == 0) throw Error(std::string(op_name(op)) + ": the session returned no result id");
+  return Tensor(std::make_shared<TensorImpl>(id, *meta));
+}
+
+Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes) {
+  if (static_cast<int64_t>(bytes.size()) != meta.nbytes())
+    throw Error("from_host: " + std::to_string(bytes.size()) + " bytes for a " +
+                dtype_name(meta.dtype) + " " + meta.shape.str() + " tensor of " +
+                std::to_string(meta.nbytes()) + " bytes");
+  OpAttrs attrs = make_shape_dtype(meta.shape, meta.dtype);
+  attrs.data = bytes.substr(0, std::min(bytes.size(), kHostChunkBytes));
+  Tensor t = run_op(OpId::k_from_host, attrs, {});
+  for (size_t off = kHostChunkBytes; off < bytes.size(); off += kHostChunkBytes) {
+    OpAttrs chunk;
+    chunk.push_int(static_cast<int64_t>(off));
+    chunk.data = bytes.substr(off, std::min(kHostChunkBytes, bytes.size() - off));
+    run_op(OpId::k_host_chunk, chunk, {&t});
+  }
+  return t;
+}
+
+std::string fetch_bytes(const Tensor& t) {
+  const TensorMeta& meta = t.meta();
+  HostTensor h = Session::get().fetch(t.id());
+  if (static_cast<int64_t>(h.bytes.size()) != meta.nbytes())
+    throw Error("fetch: got " + std::to_string(h.bytes.size()) + " bytes for a " +
+                dtype_name(meta.dtype) + " " + meta.shape.str() + " tensor of " +
+                std::to_string(meta.nbytes()) + " bytes");
+  return std::move(h.bytes);
+}
+
+Shape to_shape(const Dims& dims, const char* what) {
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    throw Error(std::string(what) + ": rank " + std::to_string(dims.size()) +
+                " exceeds the maximum of " + std::to_string(kMaxRank));
+  Shape s;
+  for (int64_t d : dims) s.push_back(d);
+  return s;
+}
+
+int64_t normalize_dim_or_throw(int64_t dim, int64_t rank, const char* what) {
+  auto d = normalize_dim(dim, static_cast<int>(rank), what);
+  if (!d) throw Error(d.status().message());
+  return *d;
+}
+
+Shape from_vector_shape(const Dims& dims, size_t n_values) {
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    throw Error("from_vector: rank " + std::to_string(dims.size()) + " exceeds the maximum of " +
+                std::to_string(kMaxRank));
+  Shape s;
+  int infer = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = dims[i];
+    if (d == -1) {
+      if (infer >= 0) throw Error("from_vector: only one dimension can be inferred");
+      infer = static_cast<int>(i);
+    } else if (d < 0) {
+      throw Error("from_vector: invalid shape dimension " + std::to_string(d));
+    } else {
+      if (d != 0 && known > kMaxNumel / d)
+        throw Error("from_vector: shape has too many elements");
+      known *= d;
+    }
+    s.push_back(d);
+  }
+  const int64_t n = static_cast<int64_t>(n_values);
+  if (infer >= 0) {
+    if (known == 0 || n % known != 0)
+      throw Error("from_vector: shape " + s.str() + " is invalid for " + std::to_string(n) +
+                  " values");
+    s[infer] = n / known;
+  }
+  Status st = check_shape_size(s, DType::kFloat32);
+  if (!st.is_ok()) throw Error("from_vector: " + st.message());
+  if (s.numel() != n)
+    throw Error("from_vector: shape " + s.str() + " needs " + std::to_string(s.numel()) +
+                " values, got " + std::to_string(n));
+  return s;
+}
+
+}  // namespace detail
+
+void connect(const std::string& address) { detail::Session::connect(address); }
+
+void synchronize() { detail::Session::get().synchronize(); }
+
+std::vector<WorkerStats> worker_stats() { return detail::Session::get().worker_stats(); }
+
+void manual_seed(uint64_t seed) { detail::Session::get().manual_seed(seed); }
+
+}  // namespace gt

@@ -1,0 +1,214 @@
+#include "libgtcore/framed_connection.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <thread>
+
+namespace gt {
+
+namespace {
+constexpr size_t kReadChunk = 256 * 1024;
+
+std::string describe_peer(StreamSocket& s) {
+  boost::system::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return "?";
+  if (ep.protocol().family() == AF_UNIX) return "unix";
+  if (ep.protocol().family() == AF_INET || ep.protocol().family() == AF_INET6) {
+    // Re-interpret the generic endpoint as TCP to print host:port.
+    asio::ip::tcp::endpoint tcp;
+    if (ep.size() <= tcp.capacity()) {
+      std::memcpy(tcp.data(), ep.data(), ep.size());
+      tcp.resize(ep.size());
+      return tcp.address().to_string() + ":" + std::to_string(tcp.port());
+    }
+  }
+  return "?";
+}
+}  // namespace
+
+FramedConnection::FramedConnection(StreamSocket socket, uint64_t max_frame_bytes)
+    : socket_(std::move(socket)), decoder_(max_frame_bytes) {
+  peer_ = describe_peer(socket_);
+}
+
+FramedConnection::~FramedConnection() = default;
+
+void FramedConnection::start(FrameFn on_frame, CloseFn on_close) {
+  on_frame_ = std::move(on_frame);
+  on_close_ = std::move(on_close);
+  do_read();
+}
+
+void FramedConnection::pause_reading() { paused_ = true; }
+
+void FramedConnection::resume_reading() {
+  if (!paused_ || closed_) return;
+  paused_ = false;
+  // Frames already buffered come first, then the socket.
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->drain_frames();
+    if (!self->closed_ && !self->paused_ && !self->reading_active_) self->do_read();
+  });
+}
+
+void FramedConnection::drain_frames() {
+  if (in_drain_) return;  // a handler resumed us from inside on_frame
+  in_drain_ = true;
+  while (!closed_ && !paused_) {
+    auto next = decoder_.next();
+    if (!next.is_ok()) {
+      in_drain_ = false;
+      paused_ = true;
+      if (on_bad_frame_) {
+        auto fn = on_bad_frame_;
+        fn(next.status());
+      } else {
+        close(next.status());
+      }
+      return;
+    }
+    if (!next->has_value()) break;
+    on_frame_(**next);
+  }
+  in_drain_ = false;
+}
+
+void FramedConnection::do_read() {
+  if (closed_ || paused_ || reading_active_) return;
+  reading_active_ = true;
+  char* p = decoder_.prepare(kReadChunk);
+  size_t room = decoder_.prepared_size();
+  socket_.async_read_some(asio::buffer(p, room), [self = shared_from_this()](
+                                                     boost::system::error_code ec, size_t n) {
+    self->reading_active_ = false;
+    if (self->closed_) return;
+    if (ec) {
+      if (ec == asio::error::eof || ec == asio::error::connection_reset ||
+          ec == asio::error::operation_aborted) {
+        if (self->decoder_.buffered() > 0)
+          self->close(data_loss("connection closed in the middle of a frame ({} bytes)",
+                                self->decoder_.buffered()));
+        else
+          self->close(Status::ok());
+      } else {
+        self->close(unavailable("read failed: {}", ec.message()));
+      }
+      return;
+    }
+    self->bytes_in_ += n;
+    self->decoder_.commit(n);
+    self->drain_frames();
+    self->do_read();
+  });
+}
+
+Status FramedConnection::send(const google::protobuf::MessageLite& msg) {
+  if (closed_) return unavailable("connection closed");
+  GT_RETURN_IF_ERROR(append_frame(&out_, msg, 0xffffffffull));
+  if (!writing_active_) do_write();
+  return Status::ok();
+}
+
+void FramedConnection::do_write() {
+  if (closed_ || out_.empty()) {
+    writing_active_ = false;
+    if (close_after_flush_ && !closed_) close(Status::ok());
+    return;
+  }
+  writing_active_ = true;
+  writing_.clear();
+  writing_.swap(out_);
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+                      if (self->closed_) return;
+                      if (ec) {
+                        self->close(unavailable("write failed: {}", ec.message()));
+                        return;
+                      }
+                      self->bytes_out_ += n;
+                      self->writing_.clear();
+                      if (self->writing_.capacity() > (64u << 20)) self->writing_.shrink_to_fit();
+                      self->do_write();
+                      if (self->on_written_ && !self->closed_) self->on_written_();
+                    });
+}
+
+void FramedConnection::close_after_flush() {
+  if (closed_ || close_after_flush_) return;
+  close_after_flush_ = true;
+  paused_ = true;
+  linger_timer_ = std::make_unique<asio::steady_timer>(socket_.get_executor());
+  linger_timer_->expires_after(std::chrono::seconds(5));
+  linger_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) self->close(deadline_exceeded("peer did not read its last frames"));
+  });
+  if (!writing_active_) do_write();
+}
+
+void FramedConnection::close(const Status& why) {
+  if (closed_) return;
+  closed_ = true;
+  if (linger_timer_) linger_timer_->cancel();
+  boost::system::error_code ec;
+  socket_.shutdown(StreamSocket::shutdown_both, ec);
+  socket_.close(ec);
+  if (on_close_) {
+    auto fn = std::move(on_close_);
+    on_close_ = nullptr;
+    fn(why);
+  }
+  // The frame handler may be the caller (close from inside on_frame): release the handlers
+  // (and whatever they capture) only after the current handler has returned.
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->on_frame_ = nullptr;
+    self->on_bad_frame_ = nullptr;
+    self->on_written_ = nullptr;
+  });
+}
+
+Result<StreamSocket> connect_stream(asio::io_context& io, const std::string& address,
+                                    int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string path;
+  if (address.rfind("unix:", 0) == 0) path = address.substr(5);
+  else if (!address.empty() && address[0] == '/') path = address;
+  boost::system::error_code ec;
+  if (!path.empty()) {
+    asio::local::stream_protocol::socket s(io);
+    while (true) {
+      s.connect(asio::local::stream_protocol::endpoint(path), ec);
+      if (!ec) break;
+      s.close();
+      if (std::chrono::steady_clock::now() >= deadline)
+        return unavailable("cannot connect to unix:{}: {}", path, ec.message());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    int fd = s.release(ec);
+    return StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), fd);
+  }
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return invalid_argument("bad address '{}': expected host:port or unix:/path", address);
+  std::string host = address.substr(0, colon), port = address.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(host, port, ec);
+  if (ec) return unavailable("cannot resolve {}: {}", address, ec.message());
+  asio::ip::tcp::socket s(io);
+  while (true) {
+    asio::connect(s, results, ec);
+    if (!ec) break;
+    s.close();
+    if (std::chrono::steady_clock::now() >= deadline)
+      return unavailable("cannot connect to {}: {}", address, ec.message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  s.set_option(asio::ip::tcp::no_delay(true), ec);
+  int family = s.local_endpoint().protocol().family();
+  int fd = s.release(ec);
+  return StreamSocket(io, asio::generic::stream_protocol(family, IPPROTO_TCP), fd);
+}
+
+}  // namespace gt

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds (build.sh) and runs every CPU test: ctest (unit + integration; GPU tests are hidden
+# tags, run by scripts/device-check.sh), then the Python tests with pytest when there are any.
+# Exits non-zero if anything failed. Works from any directory.
+#
+#   scripts/test.sh [extra cmake args...]       e.g. scripts/test.sh -DGT_CUDA=OFF
+#   GT_BUILD_DIR, GT_CMAKE_ARGS, GT_SKIP_DEPS   as for build.sh
+#   GT_TEST_JOBS (default 2), GT_TEST_TIMEOUT (seconds per test, default 300)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+BUILD=${GT_BUILD_DIR:-$ROOT/build}
+JOBS=${GT_TEST_JOBS:-2}
+TIMEOUT=${GT_TEST_TIMEOUT:-300}
+
+if ! "$ROOT/scripts/build.sh" "$@"; then
+  echo "test.sh: BUILD FAILED" >&2
+  exit 1
+fi
+
+ctest_result=FAIL
+pytest_result="skipped (no tests/python/test_*.py)"
+failed=0
+
+echo
+echo "test.sh: ctest -j$JOBS --timeout $TIMEOUT ($BUILD)"
+if ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
+    --timeout "$TIMEOUT"; then
+  ctest_result=PASS
+else
+  failed=1
+fi
+
+if [[ -d "$ROOT/tests/python" ]] && compgen -G "$ROOT/tests/python/test_*.py" >/dev/null; then
+  echo
+  echo "test.sh: pytest tests/python (PYTHONPATH=$BUILD/python)"
+  if PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+      /usr/bin/python3 -m pytest -q -p no:cacheprovider "$ROOT/tests/python"; then
+    pytest_result=PASS
+  else
+    pytest_result=FAIL
+    failed=1
+  fi
+fi
+
+echo
+echo "==================== test summary ===================="
+echo "  build   PASS ($BUILD)"
+echo "  ctest   $ctest_result"
+echo "  pytest  $pytest_result"
+echo "======================================================"
+if [[ $failed -ne 0 ]]; then
+  echo "test.sh: FAILED" >&2
+  exit 1
+fi
+echo "test.sh: all tests passed"

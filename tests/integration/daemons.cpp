@@ -1,0 +1,129 @@
+#include "daemons.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "raw_client.h"
+
+namespace gt::testing {
+
+std::string bin_path(const std::string& name) { return std::string(GT_TEST_BIN_DIR) + "/" + name; }
+
+pid_t spawn_process(const std::string& exe, const std::vector<std::string>& args,
+                    const std::string& log) {
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  if (!log.empty()) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+  }
+  ::syscall(SYS_close_range, 3u, ~0u, 0u);
+  ::execv(exe.c_str(), argv.data());
+  ::_exit(127);
+}
+
+int wait_process(pid_t pid, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0) return -2;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+Daemons::Daemons(DaemonOptions o) : worker_args_(o.worker_args) {
+  char tmpl[] = "/tmp/gt-test-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::string port_file = dir_ + "/port";
+  std::vector<std::string> args = {"--port", "0", "--port-file", port_file, "--log-level", "warn"};
+  args.insert(args.end(), o.dispatcher_args.begin(), o.dispatcher_args.end());
+  dispatcher_ = spawn_process(bin_path("gt-dispatcherd"), args, dir_ + "/dispatcher.log");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (port_ == 0) {
+    std::ifstream f(port_file);
+    if (f >> port_ && port_ > 0) break;
+    port_ = 0;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("dispatcher did not start (see " + dir_ + "/dispatcher.log)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (int i = 0; i < o.workers; ++i) add_worker();
+  wait_for_workers(static_cast<size_t>(o.workers));
+}
+
+size_t Daemons::add_worker(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"--dispatcher", address(), "--device", "cpu", "--log-level",
+                                   "warn", "--reconnect-ms", "50", "--blas-threads", "1"};
+  args.insert(args.end(), worker_args_.begin(), worker_args_.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  workers_.push_back(spawn_process(bin_path("gt-workerd"), args,
+                                   dir_ + "/worker" + std::to_string(workers_.size()) + ".log"));
+  return workers_.size() - 1;
+}
+
+void Daemons::kill_worker(size_t i, int sig) {
+  if (i < workers_.size() && workers_[i] > 0) {
+    ::kill(workers_[i], sig);
+    wait_process(workers_[i], 5000);
+    workers_[i] = -1;
+  }
+}
+
+bool Daemons::dispatcher_alive() const {
+  int status;
+  return dispatcher_ > 0 && ::waitpid(dispatcher_, &status, WNOHANG) == 0;
+}
+
+void Daemons::wait_for_workers(size_t n) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      RawClient c(address());
+      if (c.hello().kind_case() == v1::ServerMessage::kWelcome && c.worker_stats().size() >= n)
+        return;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  throw std::runtime_error("workers did not register (see logs in " + dir_ + ")");
+}
+
+Daemons::~Daemons() {
+  for (pid_t p : workers_)
+    if (p > 0) ::kill(p, SIGTERM);
+  if (dispatcher_ > 0) ::kill(dispatcher_, SIGTERM);
+  for (pid_t p : workers_)
+    if (p > 0) wait_process(p, 3000);
+  if (dispatcher_ > 0) wait_process(dispatcher_, 3000);
+  if (!std::getenv("GT_KEEP_TEST_LOGS")) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+}  // namespace gt::testing

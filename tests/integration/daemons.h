@@ -1,0 +1,52 @@
+// Real daemons on loopback for integration tests: a gt-dispatcherd on an ephemeral TCP port and
+// N gt-workerd processes, started from the build's bin/ folder and killed at the end.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace gt::testing {
+
+struct DaemonOptions {
+  int workers = 1;
+  std::vector<std::string> dispatcher_args;  // extra flags
+  std::vector<std::string> worker_args;
+};
+
+class Daemons {
+ public:
+  explicit Daemons(DaemonOptions o = {});
+  ~Daemons();
+  Daemons(const Daemons&) = delete;
+  Daemons& operator=(const Daemons&) = delete;
+
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& dir() const { return dir_; }
+  // Starts one more worker; returns its index in workers().
+  size_t add_worker(const std::vector<std::string>& extra = {});
+  void kill_worker(size_t i, int sig);
+  pid_t dispatcher_pid() const { return dispatcher_; }
+  bool dispatcher_alive() const;
+  // Waits until the dispatcher reports `n` registered workers (through a stats request).
+  void wait_for_workers(size_t n);
+
+ private:
+  std::string dir_;
+  int port_ = 0;
+  pid_t dispatcher_ = -1;
+  std::vector<pid_t> workers_;
+  std::vector<std::string> worker_args_;
+};
+
+// Path of a program in the build's bin/ folder.
+std::string bin_path(const std::string& name);
+// fork+exec a program with args; stdout/stderr go to `log` (appended) when given.
+pid_t spawn_process(const std::string& exe, const std::vector<std::string>& args,
+                    const std::string& log = "");
+// Waits for a child with a timeout; returns its exit status (or -1 on timeout, after SIGKILL).
+int wait_process(pid_t pid, int timeout_ms);
+
+}  // namespace gt::testing

@@ -1,0 +1,40 @@
+// A blocking, raw-protocol client for tests: speaks frames directly so tests can send anything
+// (wrong versions, forged ids, malformed or oversized frames) and read exactly what comes back.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proto/gt.pb.h"
+
+namespace gt::testing {
+
+class RawClient {
+ public:
+  explicit RawClient(const std::string& address);  // "127.0.0.1:port"
+  ~RawClient();
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  // Sends Hello (with the given version / hash overrides) and returns the answer.
+  v1::ServerMessage hello(uint32_t major = 0, uint64_t op_hash = 0);
+  void send(const v1::ClientMessage& m);
+  void send_raw(const std::string& bytes);
+  // Next message, or nullopt on timeout / closed connection.
+  std::optional<v1::ServerMessage> read(int timeout_ms = 5000);
+  // True once the peer has closed the connection (reads EOF within the timeout).
+  bool closed_by_peer(int timeout_ms = 5000);
+
+  // Conveniences built on batches.
+  std::vector<v1::WorkerStats> worker_stats();
+  v1::Reply request(v1::Request::Kind kind, uint64_t id = 0);
+
+ private:
+  bool read_exact(char* p, size_t n, int timeout_ms);
+  int fd_ = -1;
+  uint64_t next_request_ = 1000;
+};
+
+}  // namespace gt::testing

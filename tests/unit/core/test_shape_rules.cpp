@@ -1,0 +1,550 @@
+// infer_meta: one success case per op in ops.def (checked exhaustively over OpId), the error
+// cases of every rule, and the dtype promotion tables written out independently of dtype.cpp.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "libgtcore/shape_rules.h"
+
+using namespace gt;
+
+namespace {
+
+constexpr DType F32 = DType::kFloat32;
+constexpr DType F16 = DType::kFloat16;
+constexpr DType BF16 = DType::kBFloat16;
+constexpr DType I32 = DType::kInt32;
+constexpr DType I64 = DType::kInt64;
+constexpr DType BOOL = DType::kBool;
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+
+TensorMeta M(Shape s, DType d = F32) { return TensorMeta{s, d}; }
+
+std::string meta_str(const TensorMeta& m) { return m.shape.str() + " " + dtype_name(m.dtype); }
+
+Result<TensorMeta> infer(OpId op, const std::vector<TensorMeta>& in, const OpAttrs& a = {}) {
+  return infer_meta(op, in, a);
+}
+
+OpAttrs ints(std::initializer_list<int64_t> v) {
+  OpAttrs a;
+  for (int64_t x : v) a.push_int(x);
+  return a;
+}
+
+OpAttrs with_data(OpAttrs a, std::string_view d) {
+  a.data = d;
+  return a;
+}
+
+// Slice attributes: extents per dim and {start, step} per dim.
+OpAttrs slice(Shape extents, std::initializer_list<int64_t> start_step) {
+  OpAttrs a = ints(start_step);
+  a.shape = extents;
+  a.has_shape = true;
+  return a;
+}
+
+OpAttrs scalar_right(double v, bool integral) {
+  return make_binary_scalar(ScalarSide::kRight, v, integral);
+}
+
+OpAttrs perm(std::initializer_list<int64_t> p) {
+  std::vector<int64_t> v(p);
+  return make_permute(v);
+}
+
+const std::string& bytes(size_t n) {
+  static std::map<size_t, std::string> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) it = cache.emplace(n, std::string(n, '\x5a')).first;
+  return it->second;
+}
+
+struct Case {
+  OpId op;
+  std::vector<TensorMeta> in;
+  OpAttrs attrs;
+  TensorMeta want;
+  std::string what;
+};
+
+// At least one success case per op; the coverage test below fails for an op without one.
+std::vector<Case> success_cases() {
+  std::vector<Case> c;
+  auto add = [&](OpId op, std::vector<TensorMeta> in, OpAttrs a, TensorMeta want,
+                 std::string what) { c.push_back({op, std::move(in), a, want, std::move(what)}); };
+  using O = OpId;
+
+  // Creation
+  add(O::k_zeros, {}, make_shape_dtype({2, 3}, I64), M({2, 3}, I64), "zeros int64");
+  add(O::k_zeros, {}, make_shape_dtype({}, F32), M({}, F32), "zeros 0-d");
+  add(O::k_zeros, {}, make_shape_dtype({0, 5}, F32), M({0, 5}, F32), "zeros empty");
+  add(O::k_ones, {}, make_shape_dtype({4}, BOOL), M({4}, BOOL), "ones bool");
+  add(O::k_full, {}, make_full({3, 1}, F16, 2.5), M({3, 1}, F16), "full f16");
+  add(O::k_arange, {}, make_arange(0, 10, 3, I64), M({4}, I64), "arange 0,3,6,9");
+  add(O::k_arange, {}, make_arange(10, 0, -3, F32), M({4}, F32), "arange 10,7,4,1");
+  add(O::k_arange, {}, make_arange(1, 2, 0.3, F32), M({4}, F32), "arange 1,1.3,1.6,1.9");
+  add(O::k_arange, {}, make_arange(5, 0, 1, I32), M({0}, I32), "arange empty (wrong sign)");
+  add(O::k_arange, {}, make_arange(0, 0, 1, F32), M({0}, F32), "arange empty (start==stop)");
+  add(O::k_randn, {}, make_random({2, 2}, F32, 1, 0), M({2, 2}, F32), "randn f32");
+  add(O::k_rand, {}, make_random({7}, BF16, 1, 5), M({7}, BF16), "rand bf16");
+  add(O::k_from_host, {}, with_data(make_shape_dtype({2, 2}, F32), bytes(16)), M({2, 2}, F32),
+      "from_host all bytes");
+  add(O::k_from_host, {}, with_data(make_shape_dtype({2, 2}, I64), bytes(8)), M({2, 2}, I64),
+      "from_host first chunk");
+  add(O::k_host_chunk, {M({4}, F32)}, with_data(ints({8}), bytes(8)), M({4}, F32),
+      "host_chunk tail");
+  add(O::k_host_chunk, {M({4}, F32)}, with_data(ints({16}), bytes(0)), M({4}, F32),
+      "host_chunk empty at end");
+
+  // Binary elementwise
+  add(O::k_add, {M({3, 1}), M({1, 4})}, {}, M({3, 4}), "add broadcast");
+  add(O::k_add, {M({2, 3}, I32)}, scalar_right(1, true), M({2, 3}, I32), "add int scalar");
+  add(O::k_sub, {M({2, 3}, I32), M({3}, I64)}, {}, M({2, 3}, I64), "sub int promote");
+  add(O::k_mul, {M({}, BOOL), M({5}, BOOL)}, {}, M({5}, BOOL), "mul bool");
+  add(O::k_div, {M({4}, I64), M({4}, I64)}, {}, M({4}, F32), "div true division");
+  add(O::k_div, {M({4}, F16), M({4}, F16)}, {}, M({4}, F16), "div f16");
+  add(O::k_div, {M({4}, I32)}, scalar_right(2, true), M({4}, F32), "div int by int scalar");
+  add(O::k_pow, {M({2}, F16), M({2}, BF16)}, {}, M({2}, F32), "pow f16/bf16");
+  add(O::k_maximum, {M({2, 1, 3}), M({4, 1})}, {}, M({2, 4, 3}), "maximum broadcast");
+  add(O::k_minimum, {M({0, 3}, I64), M({1, 3}, I64)}, {}, M({0, 3}, I64), "minimum empty");
+
+  // Comparisons
+  add(O::k_eq, {M({3, 1}, I64), M({1, 2}, F32)}, {}, M({3, 2}, BOOL), "eq");
+  add(O::k_ne, {M({2}, BOOL), M({2}, BOOL)}, {}, M({2}, BOOL), "ne");
+  add(O::k_lt, {M({5}, F16)}, scalar_right(0.5, false), M({5}, BOOL), "lt scalar");
+  add(O::k_le, {M({}), M({2, 2})}, {}, M({2, 2}, BOOL), "le 0-d");
+  add(O::k_gt, {M({1}, I32), M({6}, I32)}, {}, M({6}, BOOL), "gt");
+  add(O::k_ge, {M({2, 1, 1}), M({3, 1})}, {}, M({2, 3, 1}, BOOL), "ge");
+
+  // Selection
+  add(O::k_where, {M({3, 1}, BOOL), M({1, 4}, F32), M({}, F16)}, {}, M({3, 4}, F32), "where");
+  add(O::k_where, {M({2}, BOOL), M({2}, I32), M({2}, I64)}, {}, M({2}, I64), "where int");
+
+  // Unary
+  add(O::k_neg, {M({2, 2}, I32)}, {}, M({2, 2}, I32), "neg int");
+  add(O::k_exp, {M({3}, I64)}, {}, M({3}, F32), "exp int -> float32");
+  add(O::k_log, {M({3}, F16)}, {}, M({3}, F16), "log f16");
+  add(O::k_sqrt, {M({3}, BOOL)}, {}, M({3}, F32), "sqrt bool -> float32");
+  add(O::k_abs, {M({3}, BOOL)}, {}, M({3}, BOOL), "abs bool");
+  add(O::k_relu, {M({1, 2}, BF16)}, {}, M({1, 2}, BF16), "relu bf16");
+  add(O::k_sigmoid, {M({4}, I32)}, {}, M({4}, F32), "sigmoid int");
+  add(O::k_tanh, {M({}, F32)}, {}, M({}, F32), "tanh 0-d");
+
+  // Matmul: 2-D, 1-D operands, batched with broadcasting
+  add(O::k_matmul, {M({2, 3}), M({3, 4})}, {}, M({2, 4}), "matmul 2-D");
+  add(O::k_matmul, {M({3}), M({3})}, {}, M({}), "matmul vec.vec");
+  add(O::k_matmul, {M({3}), M({3, 4})}, {}, M({4}), "matmul vec@mat");
+  add(O::k_matmul, {M({2, 3}), M({3})}, {}, M({2}), "matmul mat@vec");
+  add(O::k_matmul, {M({5, 1, 2, 3}), M({4, 3, 6})}, {}, M({5, 4, 2, 6}), "matmul batch bcast");
+  add(O::k_matmul, {M({7, 2, 3}), M({3})}, {}, M({7, 2}), "matmul batch@vec");
+  add(O::k_matmul, {M({3}), M({7, 3, 4})}, {}, M({7, 4}), "matmul vec@batch");
+  add(O::k_matmul, {M({2, 3}, F16), M({3, 4}, F32)}, {}, M({2, 4}, F32), "matmul promote");
+  add(O::k_matmul, {M({2, 0}), M({0, 4})}, {}, M({2, 4}), "matmul k=0");
+
+  // Reductions
+  add(O::k_sum, {M({2, 3}, I32)}, make_reduce(1, false), M({2}, I64), "sum int dim");
+  add(O::k_sum, {M({2, 3})}, make_reduce(1, true), M({2, 1}), "sum keepdim");
+  add(O::k_sum, {M({2, 3})}, make_reduce(-1, false), M({2}), "sum dim -1");
+  add(O::k_sum, {M({2, 3})}, make_reduce(-2, true), M({1, 3}), "sum dim -2 keepdim");
+  add(O::k_sum, {M({2, 3}, BOOL)}, make_reduce(kAllDims, false), M({}, I64), "sum all bool");
+  add(O::k_sum, {M({2, 3})}, make_reduce(kAllDims, true), M({1, 1}), "sum all keepdim");
+  add(O::k_sum, {M({0, 3})}, make_reduce(kAllDims, false), M({}), "sum all empty");
+  add(O::k_sum, {M({2, 0})}, make_reduce(1, false), M({2}), "sum over empty dim");
+  add(O::k_sum, {M({})}, make_reduce(0, false), M({}), "sum 0-d dim 0");
+  add(O::k_sum, {M({})}, make_reduce(-1, true), M({}), "sum 0-d dim -1");
+  add(O::k_mean, {M({4, 5}, I64)}, make_reduce(0, false), M({5}, F32), "mean int");
+  add(O::k_mean, {M({4, 5}, F16)}, make_reduce(kAllDims, false), M({}, F16), "mean f16 all");
+  add(O::k_mean, {M({0})}, make_reduce(kAllDims, false), M({}), "mean empty");
+  add(O::k_max, {M({2, 3, 4}, I32)}, make_reduce(1, true), M({2, 1, 4}, I32), "max keepdim");
+  add(O::k_max, {M({0, 3})}, make_reduce(1, false), M({0}), "max over non-empty dim");
+  add(O::k_min, {M({2, 3}, BF16)}, make_reduce(kAllDims, false), M({}, BF16), "min all");
+  add(O::k_argmax, {M({2, 3}, F16)}, make_reduce(-1, false), M({2}, I64), "argmax");
+  add(O::k_argmin, {M({2, 3})}, make_reduce(kAllDims, false), M({}, I64), "argmin all");
+
+  // Layout
+  add(O::k_reshape, {M({2, 3}, I32)}, make_reshape({3, 2}), M({3, 2}, I32), "reshape");
+  add(O::k_reshape, {M({})}, make_reshape({1, 1}), M({1, 1}), "reshape 0-d");
+  add(O::k_reshape, {M({0, 3})}, make_reshape({5, 0}), M({5, 0}), "reshape empty");
+  add(O::k_permute, {M({2, 3, 4}, F16)}, perm({2, 0, 1}), M({4, 2, 3}, F16), "permute");
+  add(O::k_permute, {M({})}, perm({}), M({}), "permute 0-d");
+  add(O::k_slice, {M({10}, I64)}, slice({3}, {2, 3}), M({3}, I64), "slice 2,5,8");
+  add(O::k_slice, {M({4, 6})}, slice({2, 3}, {1, 2, 5, -2}), M({2, 3}), "slice 2-D neg step");
+  add(O::k_slice, {M({10})}, slice({0}, {100, 1}), M({0}), "slice empty, start unchecked");
+  add(O::k_slice, {M({10})}, slice({1}, {9, kI64Max}), M({1}), "slice huge step");
+  add(O::k_cat, {M({2, 3}), M({4, 3})}, make_axis(0), M({6, 3}), "cat axis 0");
+  add(O::k_cat, {M({2, 3}), M({2, 5}), M({2, 0})}, make_axis(-1), M({2, 8}), "cat axis -1");
+  add(O::k_cat, {M({2}, I32), M({3}, F16)}, make_axis(0), M({5}, F16), "cat promote");
+  add(O::k_cat, {M({2, 2})}, make_axis(1), M({2, 2}), "cat single");
+
+  // Types and in-place
+  add(O::k_cast, {M({2, 3})}, make_cast(I64), M({2, 3}, I64), "cast");
+  add(O::k_copy_, {M({2, 3}, F16), M({3}, F32)}, {}, M({2, 3}, F16), "copy_ broadcast src");
+  add(O::k_copy_, {M({2, 3}), M({2, 3}, I64)}, {}, M({2, 3}), "copy_ same shape");
+  return c;
+}
+
+struct ErrCase {
+  OpId op;
+  std::vector<TensorMeta> in;
+  OpAttrs attrs;
+  std::string what;
+};
+
+std::vector<ErrCase> error_cases() {
+  std::vector<ErrCase> c;
+  auto add = [&](OpId op, std::vector<TensorMeta> in, OpAttrs a, std::string what) {
+    c.push_back({op, std::move(in), a, std::move(what)});
+  };
+  using O = OpId;
+  OpAttrs bad_dtype;
+  bad_dtype.dtype = static_cast<DType>(9);
+
+  // Arity
+  add(O::k_add, {M({2}), M({2}), M({2})}, {}, "add with 3 inputs");
+  add(O::k_add, {}, {}, "add with no inputs");
+  add(O::k_neg, {}, {}, "neg with no inputs");
+  add(O::k_matmul, {M({2, 2})}, {}, "matmul with 1 input");
+  add(O::k_where, {M({2}, BOOL), M({2})}, {}, "where with 2 inputs");
+  add(O::k_cat, {}, make_axis(0), "cat with no inputs");
+  add(O::k_zeros, {M({2})}, make_shape_dtype({2}, F32), "zeros with an input");
+  add(O::k_cast, {M({2})}, bad_dtype, "invalid dtype");
+
+  // Creation
+  add(O::k_zeros, {}, {}, "zeros without shape");
+  add(O::k_zeros, {}, make_shape_dtype({2, -1}, F32), "zeros negative dim");
+  add(O::k_ones, {}, make_shape_dtype({1 << 30, 1 << 30}, F32), "ones too many elements");
+  add(O::k_full, {}, make_shape_dtype({2}, F32), "full without value");
+  add(O::k_randn, {}, make_random({2}, I64, 1, 0), "randn int64");
+  add(O::k_rand, {}, make_random({2}, BOOL, 1, 0), "rand bool");
+  add(O::k_rand, {}, make_shape_dtype({2}, F32), "rand without seed/counter");
+  add(O::k_from_host, {}, with_data(make_shape_dtype({2, 2}, F32), bytes(17)),
+      "from_host too much data");
+  add(O::k_host_chunk, {M({4})}, with_data(ints({12}), bytes(8)), "host_chunk overrun");
+  add(O::k_host_chunk, {M({4})}, with_data(ints({-1}), bytes(1)), "host_chunk negative offset");
+  add(O::k_host_chunk, {M({4})}, with_data(ints({17}), bytes(0)), "host_chunk offset past end");
+  add(O::k_host_chunk, {M({4})}, with_data({}, bytes(4)), "host_chunk without offset");
+  add(O::k_arange, {}, make_arange(0, 10, 0, F32), "arange step 0");
+  add(O::k_arange, {}, make_arange(0, std::numeric_limits<double>::infinity(), 1, F32),
+      "arange infinite stop");
+  add(O::k_arange, {}, make_arange(std::numeric_limits<double>::quiet_NaN(), 1, 1, F32),
+      "arange NaN start");
+  add(O::k_arange, {}, make_arange(0, 3, 1, BOOL), "arange bool");
+  add(O::k_arange, {}, make_arange(0, 1e300, 1, F32), "arange too many");
+  add(O::k_arange, {}, make_cast(F32), "arange without reals");
+
+  // Binary / compare / where
+  add(O::k_add, {M({2, 3}), M({4})}, {}, "add broadcast mismatch");
+  add(O::k_mul, {M({2, 3}), M({3, 2})}, {}, "mul broadcast mismatch");
+  add(O::k_eq, {M({5}), M({4})}, {}, "eq broadcast mismatch");
+  add(O::k_add, {M({2}), M({2})}, scalar_right(1, true), "two tensors and a scalar");
+  add(O::k_add, {M({2})}, {}, "one tensor and no scalar");
+  add(O::k_add, {M({2})}, make_binary_scalar(ScalarSide::kNone, 1, true),
+      "one tensor, scalar side none");
+  add(O::k_sub, {M({2}, BOOL), M({2}, BOOL)}, {}, "sub bool");
+  add(O::k_pow, {M({2}, BOOL), M({2}, BOOL)}, {}, "pow bool");
+  add(O::k_where, {M({2}, F32), M({2}), M({2})}, {}, "where non-bool cond");
+  add(O::k_where, {M({2}, I64), M({2}), M({2})}, {}, "where int cond");
+  add(O::k_where, {M({3}, BOOL), M({2}), M({2})}, {}, "where broadcast mismatch cond");
+  add(O::k_where, {M({2}, BOOL), M({2}), M({3})}, {}, "where broadcast mismatch y");
+
+  // Unary
+  add(O::k_neg, {M({2}, BOOL)}, {}, "neg bool");
+  add(O::k_relu, {M({2}, BOOL)}, {}, "relu bool");
+
+  // Matmul
+  add(O::k_matmul, {M({2, 3}), M({4, 5})}, {}, "matmul k mismatch");
+  add(O::k_matmul, {M({3}), M({4})}, {}, "matmul vec k mismatch");
+  add(O::k_matmul, {M({3}), M({4, 5})}, {}, "matmul vec@mat k mismatch");
+  add(O::k_matmul, {M({2, 2, 3}), M({3, 3, 4})}, {}, "matmul batch mismatch");
+  add(O::k_matmul, {M({}), M({3})}, {}, "matmul 0-d");
+  add(O::k_matmul, {M({2, 2}, BOOL), M({2, 2}, BOOL)}, {}, "matmul bool");
+
+  // Reductions
+  add(O::k_sum, {M({2, 3})}, make_reduce(2, false), "sum dim 2 of rank 2");
+  add(O::k_sum, {M({2, 3})}, make_reduce(-3, false), "sum dim -3 of rank 2");
+  add(O::k_mean, {M({})}, make_reduce(1, false), "mean dim 1 of 0-d");
+  add(O::k_sum, {M({2, 3})}, ints({0}), "sum without keepdim");
+  add(O::k_max, {M({0, 3})}, make_reduce(kAllDims, false), "max of empty");
+  add(O::k_min, {M({2, 0})}, make_reduce(1, true), "min over empty dim");
+  add(O::k_max, {M({0, 3})}, make_reduce(0, false), "max over empty dim 0");
+  add(O::k_argmax, {M({0})}, make_reduce(kAllDims, false), "argmax of empty");
+  add(O::k_argmin, {M({3, 0})}, make_reduce(-1, false), "argmin over empty dim");
+
+  // Layout
+  add(O::k_reshape, {M({2, 3})}, make_reshape({4, 2}), "reshape numel mismatch");
+  add(O::k_reshape, {M({2, 3})}, make_reshape({6, 0}), "reshape to empty");
+  add(O::k_reshape, {M({2, 3})}, {}, "reshape without shape");
+  add(O::k_reshape, {M({2, 3})}, make_reshape({-2, -3}), "reshape negative dims");
+  add(O::k_permute, {M({2, 3, 4})}, perm({0, 0, 1}), "permute duplicate");
+  add(O::k_permute, {M({2, 3, 4})}, perm({0, 1, 3}), "permute out of range");
+  add(O::k_permute, {M({2, 3, 4})}, perm({-1, 0, 1}), "permute negative");
+  add(O::k_permute, {M({2, 3, 4})}, perm({1, 0}), "permute too few");
+  add(O::k_permute, {M({2, 3})}, perm({1, 0, 2}), "permute too many");
+  add(O::k_slice, {M({10})}, slice({4}, {2, 3}), "slice 2,5,8,11 overruns");
+  add(O::k_slice, {M({10})}, slice({1}, {10, 1}), "slice start == size");
+  add(O::k_slice, {M({10})}, slice({1}, {-1, 1}), "slice negative start");
+  add(O::k_slice, {M({10})}, slice({6}, {9, -2}), "slice 9..-1 step -2 overruns");
+  add(O::k_slice, {M({10})}, slice({1}, {0, 0}), "slice step 0");
+  add(O::k_slice, {M({10})}, slice({2}, {0, kI64Max}), "slice huge step overruns");
+  add(O::k_slice, {M({10})}, slice({1, 1}, {0, 1}), "slice extent rank mismatch");
+  add(O::k_slice, {M({10})}, slice({1}, {0}), "slice missing step");
+  add(O::k_slice, {M({10})}, ints({0, 1}), "slice without extents");
+  add(O::k_cat, {M({2, 3}), M({3, 4})}, make_axis(0), "cat shape mismatch");
+  add(O::k_cat, {M({2, 3}), M({2, 3, 1})}, make_axis(0), "cat rank mismatch");
+  add(O::k_cat, {M({}), M({})}, make_axis(0), "cat 0-d");
+  add(O::k_cat, {M({2, 3}), M({2, 3})}, make_axis(2), "cat axis out of range");
+  add(O::k_cat, {M({2, 3}), M({2, 3})}, make_axis(-3), "cat axis -3");
+  add(O::k_cat, {M({2, 3}), M({2, 3})}, {}, "cat without axis");
+
+  // copy_
+  add(O::k_copy_, {M({3}), M({2, 3})}, {}, "copy_ source larger than destination");
+  add(O::k_copy_, {M({2, 3}), M({4})}, {}, "copy_ incompatible");
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("infer_meta success cases give the expected shape and dtype", "[shape_rules]") {
+  for (const auto& c : success_cases()) {
+    INFO(op_name(c.op) << ": " << c.what);
+    auto r = infer(c.op, c.in, c.attrs);
+    INFO("status: " << r.status().to_string());
+    REQUIRE(r.is_ok());
+    CHECK(meta_str(*r) == meta_str(c.want));
+  }
+}
+
+TEST_CASE("every op in ops.def has a success case", "[shape_rules]") {
+  auto cases = success_cases();
+  for (int i = 0; i < kNumOps; ++i) {
+    OpId op = static_cast<OpId>(i);
+    bool found = false;
+    for (const auto& c : cases) found = found || c.op == op;
+    INFO("op " << op_name(op) << " (wire id " << op_wire_id(op) << ") has no success case");
+    CHECK(found);
+  }
+}
+
+TEST_CASE("infer_meta error cases are refused with INVALID_ARGUMENT", "[shape_rules]") {
+  for (const auto& c : error_cases()) {
+    INFO(op_name(c.op) << ": " << c.what);
+    auto r = infer(c.op, c.in, c.attrs);
+    REQUIRE_FALSE(r.is_ok());
+    INFO("status: " << r.status().to_string());
+    CHECK(r.status().code() == Code::kInvalidArgument);
+    CHECK_FALSE(r.status().message().empty());
+  }
+}
+
+// shape_rules.h promises "an error naming the op and what is wrong". Several paths return the
+// bare Status of a shared helper (broadcast_shapes, check_shape_size) without the op name, e.g.
+// add([2,3],[4]) -> "shapes [2, 3] and [4] cannot be broadcast together ...",
+// zeros([2,-1]) -> "negative dimension in shape [2, -1]". Reported to the lead; remove
+// [!mayfail] once infer_meta prefixes those messages with the op name.
+TEST_CASE("infer_meta errors name the op", "[shape_rules][!mayfail]") {
+  for (const auto& c : error_cases()) {
+    auto r = infer(c.op, c.in, c.attrs);
+    if (r.is_ok()) continue;  // reported by the test above
+    INFO(c.what << ": " << r.status().message());
+    CHECK_THAT(r.status().message(), Catch::Contains(op_name(c.op)));
+  }
+}
+
+TEST_CASE("error messages say what is wrong", "[shape_rules]") {
+  auto msg = [](OpId op, std::vector<TensorMeta> in, OpAttrs a) {
+    auto r = infer(op, in, a);
+    REQUIRE_FALSE(r.is_ok());
+    return r.status().message();
+  };
+  CHECK_THAT(msg(OpId::k_add, {M({2, 3}), M({4})}, {}), Catch::Contains("[2, 3]") &&
+                                                            Catch::Contains("[4]"));
+  CHECK_THAT(msg(OpId::k_matmul, {M({2, 3}), M({4, 5})}, {}),
+             Catch::Contains("matmul") && Catch::Contains("3 != 4"));
+  CHECK_THAT(msg(OpId::k_where, {M({2}), M({2}), M({2})}, {}),
+             Catch::Contains("where") && Catch::Contains("bool"));
+  CHECK_THAT(msg(OpId::k_sum, {M({2, 3})}, make_reduce(5, false)),
+             Catch::Contains("sum") && Catch::Contains("dim 5"));
+  CHECK_THAT(msg(OpId::k_reshape, {M({2, 3})}, make_reshape({4, 2})),
+             Catch::Contains("reshape") && Catch::Contains("[4, 2]"));
+  CHECK_THAT(msg(OpId::k_permute, {M({2, 3})}, perm({1, 1})), Catch::Contains("permute"));
+  CHECK_THAT(msg(OpId::k_cat, {M({2, 3}), M({3, 4})}, make_axis(0)),
+             Catch::Contains("cat") && Catch::Contains("[3, 4]"));
+  CHECK_THAT(msg(OpId::k_slice, {M({10})}, slice({1}, {10, 1})),
+             Catch::Contains("slice") && Catch::Contains("start 10"));
+}
+
+TEST_CASE("matmul_shape directly", "[shape_rules]") {
+  struct C {
+    Shape a, b;
+    bool ok;
+    Shape want;
+  };
+  std::vector<C> cs = {
+      {{2, 3}, {3, 4}, true, {2, 4}},
+      {{3}, {3}, true, {}},
+      {{1, 3}, {3, 1}, true, {1, 1}},
+      {{8, 1, 4, 5}, {1, 7, 5, 2}, true, {8, 7, 4, 2}},
+      {{2, 1, 1, 1, 1, 1, 4, 5}, {3, 1, 1, 1, 1, 5, 2}, true, {2, 3, 1, 1, 1, 1, 4, 2}},
+      {{2, 3}, {2, 3}, false, {}},
+      {{2, 3, 4}, {3, 4, 5}, false, {}},
+      {{}, {}, false, {}},
+  };
+  for (const auto& c : cs) {
+    INFO(c.a.str() << " @ " << c.b.str());
+    auto r = matmul_shape(c.a, c.b);
+    REQUIRE(r.is_ok() == c.ok);
+    if (c.ok) CHECK(r->str() == c.want.str());
+  }
+}
+
+// ---- dtype promotion, written out by hand (PyTorch category rules) ----
+
+namespace {
+const std::array<DType, 6> kAll = {F32, F16, BF16, I32, I64, BOOL};
+// kPromote[i][j] = result of a tensor of kAll[i] with a tensor of kAll[j].
+const DType kPromote[6][6] = {
+    /* f32  */ {F32, F32, F32, F32, F32, F32},
+    /* f16  */ {F32, F16, F32, F16, F16, F16},
+    /* bf16 */ {F32, F32, BF16, BF16, BF16, BF16},
+    /* i32  */ {F32, F16, BF16, I32, I64, I32},
+    /* i64  */ {F32, F16, BF16, I64, I64, I64},
+    /* bool */ {F32, F16, BF16, I32, I64, BOOL},
+};
+// kScalar[i] = {with an integer scalar, with a float scalar}
+const DType kScalar[6][2] = {
+    {F32, F32}, {F16, F16}, {BF16, BF16}, {I32, F32}, {I64, F32}, {I64, F32},
+};
+}  // namespace
+
+TEST_CASE("dtype promotion table (tensor, tensor)", "[shape_rules][dtype]") {
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j) {
+      DType a = kAll[i], b = kAll[j], want = kPromote[i][j];
+      INFO(dtype_name(a) << " with " << dtype_name(b));
+      CHECK(dtype_name(promote(a, b)) == std::string(dtype_name(want)));
+      auto add = infer(OpId::k_add, {M({2}, a), M({2}, b)});
+      REQUIRE(add.is_ok());
+      CHECK(dtype_name(add->dtype) == std::string(dtype_name(want)));
+      // true division: integral/bool results become float32
+      auto div = infer(OpId::k_div, {M({2}, a), M({2}, b)});
+      REQUIRE(div.is_ok());
+      DType want_div = is_floating(want) ? want : F32;
+      CHECK(dtype_name(div->dtype) == std::string(dtype_name(want_div)));
+      // comparisons are bool whatever the inputs
+      auto lt = infer(OpId::k_lt, {M({2}, a), M({2}, b)});
+      REQUIRE(lt.is_ok());
+      CHECK(lt->dtype == BOOL);
+      // sub/pow refuse bool results only
+      auto sub = infer(OpId::k_sub, {M({2}, a), M({2}, b)});
+      CHECK(sub.is_ok() == (want != BOOL));
+      // where promotes its two value operands the same way
+      auto wh = infer(OpId::k_where, {M({2}, BOOL), M({2}, a), M({2}, b)});
+      REQUIRE(wh.is_ok());
+      CHECK(wh->dtype == want);
+    }
+}
+
+TEST_CASE("dtype promotion with a Python scalar", "[shape_rules][dtype]") {
+  for (int i = 0; i < 6; ++i)
+    for (int integral = 0; integral < 2; ++integral) {
+      DType t = kAll[i], want = kScalar[i][integral ? 0 : 1];
+      INFO(dtype_name(t) << " with " << (integral ? "an int" : "a float") << " scalar");
+      CHECK(promote_with_scalar(t, integral) == want);
+      for (ScalarSide side : {ScalarSide::kRight, ScalarSide::kLeft}) {
+        auto r = infer(OpId::k_mul, {M({3, 1}, t)},
+                       make_binary_scalar(side, integral ? 2.0 : 2.5, integral));
+        REQUIRE(r.is_ok());
+        CHECK(r->shape == Shape({3, 1}));
+        CHECK(r->dtype == want);
+        auto d = infer(OpId::k_div, {M({3}, t)}, make_binary_scalar(side, 2.0, integral));
+        REQUIRE(d.is_ok());
+        CHECK(d->dtype == (is_floating(want) ? want : F32));
+        auto e = infer(OpId::k_ge, {M({3}, t)}, make_binary_scalar(side, 2.0, integral));
+        REQUIRE(e.is_ok());
+        CHECK(e->dtype == BOOL);
+      }
+    }
+}
+
+TEST_CASE("reductions: dtype of the result", "[shape_rules][dtype]") {
+  // sum: floats keep their dtype, everything else accumulates in int64 (like PyTorch)
+  // mean: non-floating -> float32; max/min keep; argmax/argmin -> int64
+  const DType sum_want[6] = {F32, F16, BF16, I64, I64, I64};
+  const DType mean_want[6] = {F32, F16, BF16, F32, F32, F32};
+  for (int i = 0; i < 6; ++i) {
+    DType t = kAll[i];
+    INFO(dtype_name(t));
+    auto s = infer(OpId::k_sum, {M({2, 3}, t)}, make_reduce(0, false));
+    auto m = infer(OpId::k_mean, {M({2, 3}, t)}, make_reduce(0, false));
+    auto mx = infer(OpId::k_max, {M({2, 3}, t)}, make_reduce(0, false));
+    auto am = infer(OpId::k_argmin, {M({2, 3}, t)}, make_reduce(0, false));
+    REQUIRE((s.is_ok() && m.is_ok() && mx.is_ok() && am.is_ok()));
+    CHECK(s->dtype == sum_want[i]);
+    CHECK(m->dtype == mean_want[i]);
+    CHECK(mx->dtype == t);
+    CHECK(am->dtype == I64);
+    CHECK(s->shape == Shape({3}));
+  }
+}
+
+TEST_CASE("reductions over every dim of a rank-4 tensor", "[shape_rules]") {
+  Shape x{2, 3, 4, 5};
+  for (int64_t dim = -4; dim < 4; ++dim)
+    for (bool keep : {false, true}) {
+      int d = static_cast<int>(dim < 0 ? dim + 4 : dim);
+      Shape want;
+      for (int i = 0; i < 4; ++i) {
+        if (i != d) want.push_back(x[i]);
+        else if (keep) want.push_back(1);
+      }
+      auto r = infer(OpId::k_max, {M(x)}, make_reduce(dim, keep));
+      INFO("dim " << dim << " keepdim " << keep);
+      REQUIRE(r.is_ok());
+      CHECK(r->shape.str() == want.str());
+    }
+  CHECK_FALSE(infer(OpId::k_max, {M(x)}, make_reduce(4, false)).is_ok());
+  CHECK_FALSE(infer(OpId::k_max, {M(x)}, make_reduce(-5, false)).is_ok());
+}
+
+TEST_CASE("broadcast_shapes, normalize_dim and Shape::from", "[shape]") {
+  auto b = [](Shape a, Shape c) { return broadcast_shapes(a, c); };
+  CHECK(b({}, {}).value().str() == "[]");
+  CHECK(b({3}, {}).value().str() == "[3]");
+  CHECK(b({2, 1, 4}, {3, 1}).value().str() == "[2, 3, 4]");
+  CHECK(b({1}, {0}).value().str() == "[0]");
+  CHECK(b({0}, {1}).value().str() == "[0]");
+  CHECK_FALSE(b({0}, {2}).is_ok());
+  CHECK_FALSE(b({2, 3}, {3, 2}).is_ok());
+
+  CHECK(normalize_dim(-1, 3, "x").value() == 2);
+  CHECK(normalize_dim(0, 3, "x").value() == 0);
+  CHECK(normalize_dim(-3, 3, "x").value() == 0);
+  CHECK_FALSE(normalize_dim(3, 3, "x").is_ok());
+  CHECK_FALSE(normalize_dim(-4, 3, "x").is_ok());
+  CHECK(normalize_dim(0, 0, "x").value() == 0);
+  CHECK(normalize_dim(-1, 0, "x").value() == 0);
+  CHECK_FALSE(normalize_dim(1, 0, "x").is_ok());
+  CHECK_FALSE(normalize_dim(std::numeric_limits<int64_t>::min(), 2, "x").is_ok());
+
+  std::vector<int64_t> nine(9, 1), neg = {2, -1}, big = {1 << 25, 1 << 24}, ok = {0, 7};
+  CHECK_FALSE(Shape::from(nine).is_ok());
+  CHECK_FALSE(Shape::from(neg).is_ok());
+  CHECK_FALSE(Shape::from(big).is_ok());  // 2^49 > kMaxNumel
+  auto s = Shape::from(ok);
+  REQUIRE(s.is_ok());
+  CHECK(s->numel() == 0);
+  CHECK(Shape({2, 3, 4}).numel() == 24);
+  CHECK(Shape({}).numel() == 1);
+  auto st = contiguous_strides(Shape{2, 3, 4});
+  CHECK(st[0] == 12);
+  CHECK(st[1] == 4);
+  CHECK(st[2] == 1);
+  CHECK((TensorMeta{Shape{2, 3}, F16}.nbytes()) == 12);
+  CHECK((TensorMeta{Shape{5}, I64}.nbytes()) == 40);
+}

@@ -1,0 +1,180 @@
+// The CPU caching allocator: size classes, reuse, the cache cap, the memory limit and
+// out-of-memory behaviour, zero-byte blocks and two-thread use.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "workerd/cpu/cpu_allocator.h"
+#include "libgtcore/shape_rules.h"
+#include "workerd/cpu/cpu_backend.h"
+
+namespace gt::worker {
+namespace {
+
+using cpu::CpuAllocator;
+
+TEST_CASE("size classes", "[cpu][allocator]") {
+  CHECK(CpuAllocator::size_class(0) == 64);
+  CHECK(CpuAllocator::size_class(1) == 64);
+  CHECK(CpuAllocator::size_class(64) == 64);
+  CHECK(CpuAllocator::size_class(65) == 128);
+  CHECK(CpuAllocator::size_class(1000) == 1024);
+  CHECK(CpuAllocator::size_class(1 << 20) == 1 << 20);
+  CHECK(CpuAllocator::size_class((1 << 20) + 1) == (1 << 20) + (1 << 18));  // 1.25 MiB
+  CHECK(CpuAllocator::size_class(3 << 20) == 3 << 20);                      // 1.5 * 2 MiB
+  CHECK(CpuAllocator::size_class((3 << 20) + 1) == 7 << 19);                // 1.75 * 2 MiB
+  CHECK(CpuAllocator::size_class(size_t{1} << 62) == 0);                    // impossible
+  // Never more than 25% waste above 1 MiB, never less than asked, always 64-byte multiples.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 10000; ++i) {
+    size_t n = (rng() % (size_t{1} << 34)) + 1;
+    size_t c = CpuAllocator::size_class(n);
+    REQUIRE(c >= n);
+    REQUIRE(c % 64 == 0);
+    if (n > (1 << 20)) REQUIRE(static_cast<double>(c) <= 1.25 * static_cast<double>(n));
+  }
+}
+
+TEST_CASE("freed blocks are reused: reserved memory stays flat", "[cpu][allocator]") {
+  CpuBackend be;
+  void* first = nullptr;
+  {
+    auto s = be.alloc(1000);
+    REQUIRE(s.is_ok());
+    first = (*s)->data();
+    CHECK((*s)->bytes() == 1000);
+    CHECK((*s)->capacity() == 1024);
+    CHECK(reinterpret_cast<uintptr_t>(first) % 64 == 0);
+    CHECK(be.stats().allocated_bytes == 1024);
+  }
+  CHECK(be.stats().allocated_bytes == 0);
+  const uint64_t reserved = be.stats().reserved_bytes;
+  CHECK(reserved == 1024);
+  for (int i = 0; i < 1000; ++i) {
+    auto s = be.alloc(900 + i % 100);  // the same size class
+    REQUIRE(s.is_ok());
+    CHECK((*s)->data() == first);
+    std::memset((*s)->data(), 0xab, (*s)->bytes());
+  }
+  CHECK(be.stats().reserved_bytes == reserved);
+  // Several live blocks of several sizes, freed and allocated again: no growth either.
+  uint64_t after_first_round = 0;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::shared_ptr<Storage>> live;
+    for (size_t n : {10, 100, 5000, 70000, 3000000, 100}) live.push_back(*be.alloc(n));
+    if (round == 0) after_first_round = be.stats().reserved_bytes;
+    CHECK(be.stats().reserved_bytes == after_first_round);
+  }
+  CHECK(be.stats().allocated_bytes == 0);
+  auto st = be.stats();
+  CHECK(st.peak_bytes >= 64 + 128 + 8192 + 131072 + (3 << 20) + 128);
+  be.trim_cache();
+  CHECK(be.stats().reserved_bytes == 0);
+  CHECK(be.stats().peak_bytes == st.peak_bytes);
+}
+
+TEST_CASE("zero-byte allocations are valid", "[cpu][allocator]") {
+  CpuBackend be;
+  {
+    auto s = be.alloc(0);
+    REQUIRE(s.is_ok());
+    CHECK((*s)->bytes() == 0);
+    Tensor t{TensorMeta{Shape{0, 5}, DType::kFloat32}, *s, nullptr};
+    CHECK(be.copy_to_host(t, 0, nullptr, 0, 0).is_ok());
+    // Kernels on empty tensors leave it alone.
+    Tensor out{TensorMeta{Shape{0, 5}, DType::kFloat32}, *be.alloc(0), nullptr};
+    std::vector<const Tensor*> ins = {&t};
+    OpAttrs none;
+    KernelArgs args{OpId::k_exp, none, ins, out, 0};
+    CHECK(be.run(args).is_ok());
+  }
+  CHECK(be.stats().allocated_bytes == 0);
+}
+
+TEST_CASE("the cache is capped", "[cpu][allocator]") {
+  CpuAllocator a(0, 1 << 20);  // keep at most 1 MiB of free blocks
+  std::vector<CpuAllocator::Block> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(*a.allocate(256 << 10));
+  for (auto& b : blocks) a.deallocate(b.data, b.capacity);
+  CHECK(a.stats().allocated_bytes == 0);
+  CHECK(a.stats().reserved_bytes == 1 << 20);  // 4 of the 8 kept
+  CHECK(a.cached_blocks() == 4);
+  // A block larger than the cap is never cached.
+  auto big = *a.allocate(4 << 20);
+  a.deallocate(big.data, big.capacity);
+  CHECK(a.stats().reserved_bytes == 1 << 20);
+}
+
+TEST_CASE("out of memory is a status, and the backend keeps working", "[cpu][allocator]") {
+  CpuBackendOptions o;
+  o.max_memory_bytes = 1 << 20;
+  CpuBackend be(o);
+  std::optional<Result<std::shared_ptr<Storage>>> a = be.alloc(600 << 10);  // class: 1 MiB
+  REQUIRE(a->is_ok());
+  auto b = be.alloc(600 << 10);
+  REQUIRE_FALSE(b.is_ok());
+  CHECK(b.status().code() == Code::kResourceExhausted);
+  CHECK(b.status().message().find("out of memory") != std::string::npos);
+  CHECK(b.status().message().find("614400") != std::string::npos);  // the request
+  CHECK(b.status().message().find("1048576") != std::string::npos); // in use / the limit
+  auto huge = be.alloc(size_t{1} << 62);
+  CHECK(huge.status().code() == Code::kResourceExhausted);
+  a.reset();  // free the first block
+  {
+    auto c = be.alloc(600 << 10);  // fits again: the freed block is reused
+    REQUIRE(c.is_ok());
+  }
+  // Cached blocks of another size are given back to make room under the limit.
+  auto d = be.alloc(300 << 10);  // 512 KiB class: 1 MiB cached + 512 KiB > limit
+  REQUIRE(d.is_ok());
+  CHECK(be.stats().reserved_bytes <= o.max_memory_bytes);
+
+  // An op whose output does not fit fails the allocation; ops that fit still run.
+  Tensor x{TensorMeta{Shape{4}, DType::kFloat32}, *be.alloc(16), nullptr};
+  float xs[4] = {1, 2, 3, 4};
+  std::memcpy(x.storage->data(), xs, 16);
+  OpAttrs at = make_shape_dtype(Shape{1 << 20}, DType::kFloat32);  // 4 MiB
+  auto m = infer_meta(OpId::k_zeros, {}, at);
+  REQUIRE(m.is_ok());
+  CHECK(be.alloc(static_cast<size_t>(m->nbytes())).status().code() == Code::kResourceExhausted);
+  Tensor y{TensorMeta{Shape{4}, DType::kFloat32}, *be.alloc(16), nullptr};
+  std::vector<const Tensor*> ins = {&x};
+  OpAttrs none;
+  KernelArgs args{OpId::k_neg, none, ins, y, 0};
+  REQUIRE(be.run(args).is_ok());
+  float ys[4];
+  REQUIRE(be.copy_to_host(y, 0, ys, 16, 0).is_ok());
+  CHECK(ys[3] == -4.0f);
+}
+
+TEST_CASE("two threads allocating and freeing", "[cpu][allocator]") {
+  CpuBackend be;
+  auto work = [&](unsigned seed) {
+    std::mt19937 rng(seed);
+    std::vector<std::shared_ptr<Storage>> held;
+    for (int i = 0; i < 20000; ++i) {
+      if (held.size() < 16 && (rng() & 1)) {
+        auto s = be.alloc(rng() % 5000);
+        if (s.is_ok()) held.push_back(*s);
+      } else if (!held.empty()) {
+        held.erase(held.begin() + static_cast<long>(rng() % held.size()));
+      }
+    }
+  };
+  std::thread t1(work, 1), t2(work, 2);
+  t1.join();
+  t2.join();
+  CHECK(be.stats().allocated_bytes == 0);
+  CHECK(be.stats().peak_bytes > 0);
+  CHECK(be.stats().peak_bytes <= 2 * 16 * 8192);  // at most 16 live blocks (<= 8 KiB) each
+  be.trim_cache();
+  CHECK(be.stats().reserved_bytes == 0);
+}
+
+}  // namespace
+}  // namespace gt::worker

@@ -1,0 +1,277 @@
+// Binary elementwise ops and comparisons against a naive double-precision reference that walks
+// every output multi-index and finds each operand's element by numpy broadcasting.
+#include <climits>
+#include <cmath>
+#include <limits>
+
+#include "tests/unit/cpu/cpu_test_util.h"
+
+namespace gt::test {
+namespace {
+
+GT_TESTS_OPS("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+             "ge");
+
+const std::vector<OpId> kArith = {OpId::k_add, OpId::k_sub, OpId::k_mul, OpId::k_div,
+                                  OpId::k_pow, OpId::k_maximum, OpId::k_minimum};
+const std::vector<OpId> kCompare = {OpId::k_eq, OpId::k_ne, OpId::k_lt,
+                                    OpId::k_le, OpId::k_gt, OpId::k_ge};
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+bool is_compare(OpId op) {
+  for (OpId c : kCompare)
+    if (c == op) return true;
+  return false;
+}
+
+// Integer power by repeated multiplication; negative exponents: 1 -> 1, -1 -> +-1, else 0.
+double ref_ipow(double base, double e) {
+  auto b = static_cast<int64_t>(base), ex = static_cast<int64_t>(e);
+  if (ex < 0) return b == 1 ? 1 : b == -1 ? (ex % 2 ? -1 : 1) : 0;
+  int64_t r = 1;
+  for (int64_t i = 0; i < ex; ++i) r *= b;
+  return static_cast<double>(r);
+}
+
+// The mathematically exact result (in double) of `a op b` computed in dtype `dt`.
+double ref_binary(OpId op, double a, double b, DType dt) {
+  switch (op) {
+    case OpId::k_add: return a + b;
+    case OpId::k_sub: return a - b;
+    case OpId::k_mul: return a * b;
+    case OpId::k_div: return a / b;
+    case OpId::k_pow: return is_floating(dt) ? std::pow(a, b) : ref_ipow(a, b);
+    case OpId::k_maximum: return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+    case OpId::k_minimum: return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+    case OpId::k_eq: return a == b;
+    case OpId::k_ne: return a != b;
+    case OpId::k_lt: return a < b;
+    case OpId::k_le: return a <= b;
+    case OpId::k_gt: return a > b;
+    case OpId::k_ge: return a >= b;
+    default: FAIL("not a binary op"); return 0;
+  }
+}
+
+double finish(double r, DType out) { return out == DType::kBool ? (r != 0 ? 1 : 0) : r; }
+
+// Operand values that keep every op finite and exactly representable where it matters.
+std::vector<double> operand_values(std::mt19937& rng, OpId op, int64_t n, DType dt, bool second) {
+  if (is_compare(op)) return random_values(rng, n, dt, -2, 2);  // many equal pairs
+  if (op == OpId::k_pow) {
+    if (second) return random_values(rng, n, dt, is_floating(dt) ? -2 : -1, 3);
+    return random_values(rng, n, dt, is_floating(dt) ? 0.25 : -3, 3);
+  }
+  auto v = random_values(rng, n, dt, -4, 4);
+  if (op == OpId::k_div && second && is_floating(dt))  // keep float quotients finite
+    for (auto& x : v)
+      if (std::fabs(x) < 0.25) x = 0.5;
+  return v;
+}
+
+void check_tensor_tensor(CpuBackend& be, std::mt19937& rng, OpId op, const Shape& sa, DType da,
+                         const Shape& sb, DType db) {
+  auto va = operand_values(rng, op, sa.numel(), da, false);
+  auto vb = operand_values(rng, op, sb.numel(), db, true);
+  Tensor a = make_tensor(be, sa, da, va), b = make_tensor(be, sb, db, vb);
+  std::vector<TensorMeta> metas = {a.meta, b.meta};
+  if (!infer_meta(op, metas, {}).is_ok()) return;  // e.g. bool sub: rejected by the rule
+  Tensor out = run_op(be, op, {&a, &b});
+  const Shape& so = out.meta.shape;
+  const DType dt = out.meta.dtype;
+  std::vector<double> want(static_cast<size_t>(so.numel()));
+  for (int64_t i = 0; i < so.numel(); ++i) {
+    auto idx = unravel(i, so);
+    double x = va[broadcast_source(idx, sa)], y = vb[broadcast_source(idx, sb)];
+    want[i] = finish(ref_binary(op, x, y, dt), dt);
+  }
+  check_close(to_doubles(be, out), want, dt,
+              std::string(op_name(op)) + " " + sa.str() + " " + dtype_name(da) + " with " +
+                  sb.str() + " " + dtype_name(db));
+}
+
+TEST_CASE("binary ops: same shape, every dtype", "[cpu][binary]") {
+  CpuBackend be;
+  std::mt19937 rng(1);
+  std::vector<OpId> ops = kArith;
+  ops.insert(ops.end(), kCompare.begin(), kCompare.end());
+  for (OpId op : ops)
+    for (DType dt : all_dtypes()) {
+      check_tensor_tensor(be, rng, op, Shape{3, 4}, dt, Shape{3, 4}, dt);
+      check_tensor_tensor(be, rng, op, Shape{1000}, dt, Shape{1000}, dt);
+    }
+}
+
+TEST_CASE("binary ops: broadcasting shapes", "[cpu][binary]") {
+  CpuBackend be;
+  std::mt19937 rng(2);
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {Shape{2, 3, 4}, Shape{4}},       {Shape{4}, Shape{2, 3, 4}},
+      {Shape{3, 1}, Shape{1, 4}},       {Shape{2, 1, 4}, Shape{3, 1}},
+      {Shape{}, Shape{3, 2}},           {Shape{3, 2}, Shape{}},
+      {Shape{}, Shape{}},               {Shape{1}, Shape{5, 5}},
+      {Shape{5, 5}, Shape{1, 1}},       {Shape{17, 33}, Shape{33}},
+      {Shape{4, 1}, Shape{4, 5}},       {Shape{5, 1, 7}, Shape{1, 6, 1}},
+      {Shape{2, 1, 3, 1}, Shape{1, 4, 1, 5}}, {Shape{0, 3}, Shape{1, 3}},
+      {Shape{2, 0}, Shape{2, 1}},       {Shape{1, 1, 1}, Shape{1}},
+  };
+  std::vector<OpId> ops = kArith;
+  ops.insert(ops.end(), kCompare.begin(), kCompare.end());
+  for (const auto& [sa, sb] : shapes)
+    for (OpId op : ops)
+      for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kInt64, DType::kBool})
+        check_tensor_tensor(be, rng, op, sa, dt, sb, dt);
+}
+
+TEST_CASE("binary ops: mixed dtypes promote", "[cpu][binary]") {
+  CpuBackend be;
+  std::mt19937 rng(3);
+  const std::vector<std::pair<DType, DType>> pairs = {
+      {DType::kInt32, DType::kFloat32}, {DType::kFloat16, DType::kBFloat16},
+      {DType::kBool, DType::kInt64},    {DType::kInt32, DType::kInt64},
+      {DType::kFloat16, DType::kFloat32}, {DType::kBool, DType::kFloat16},
+      {DType::kBFloat16, DType::kInt32},
+  };
+  std::vector<OpId> ops = kArith;
+  ops.insert(ops.end(), kCompare.begin(), kCompare.end());
+  for (const auto& [da, db] : pairs)
+    for (OpId op : ops) {
+      check_tensor_tensor(be, rng, op, Shape{3, 4}, da, Shape{3, 4}, db);
+      check_tensor_tensor(be, rng, op, Shape{2, 3, 4}, db, Shape{3, 1}, da);
+    }
+}
+
+TEST_CASE("binary ops: scalar operand on either side", "[cpu][binary]") {
+  CpuBackend be;
+  std::mt19937 rng(4);
+  std::vector<OpId> ops = kArith;
+  ops.insert(ops.end(), kCompare.begin(), kCompare.end());
+  for (OpId op : ops)
+    for (DType dt : all_dtypes())
+      for (ScalarSide side : {ScalarSide::kRight, ScalarSide::kLeft})
+        for (bool integral : {true, false}) {
+          double s = integral ? 2.0 : (op == OpId::k_pow ? 0.5 : 1.25);
+          if (is_compare(op)) s = integral ? 1.0 : 0.5;
+          OpAttrs attrs = make_binary_scalar(side, s, integral);
+          Shape shape{2, 7};
+          auto v = operand_values(rng, op, shape.numel(), dt, side == ScalarSide::kLeft);
+          Tensor a = make_tensor(be, shape, dt, v);
+          std::vector<TensorMeta> metas = {a.meta};
+          auto m = infer_meta(op, metas, attrs);
+          if (!m.is_ok()) continue;
+          Tensor out = run_op(be, op, {&a}, attrs);
+          const DType odt = out.meta.dtype;
+          REQUIRE(out.meta.shape == shape);
+          std::vector<double> want(v.size());
+          // The operand dtype: the output's for arithmetic, the promoted one for comparisons.
+          DType pd = is_compare(op) ? promote_with_scalar(dt, integral) : odt;
+          for (size_t i = 0; i < v.size(); ++i) {
+            double x = side == ScalarSide::kRight ? v[i] : s;
+            double y = side == ScalarSide::kRight ? s : v[i];
+            want[i] = finish(ref_binary(op, x, y, pd), odt);
+          }
+          check_close(to_doubles(be, out), want, odt,
+                      std::string(op_name(op)) + (side == ScalarSide::kLeft ? " scalar-left " : " scalar-right ") +
+                          (integral ? "int " : "float ") + dtype_name(dt));
+        }
+}
+
+TEST_CASE("binary ops: result dtypes follow promotion", "[cpu][binary]") {
+  CpuBackend be;
+  Tensor i32 = make_tensor(be, Shape{2}, DType::kInt32, {7, -7});
+  Tensor i64 = make_tensor(be, Shape{2}, DType::kInt64, {2, 2});
+  Tensor out = run_op(be, OpId::k_div, {&i32, &i64});
+  CHECK(out.meta.dtype == DType::kFloat32);  // true division
+  check_close(to_doubles(be, out), {3.5, -3.5}, DType::kFloat32, "int / int");
+  Tensor sum = run_op(be, OpId::k_add, {&i32, &i64});
+  CHECK(sum.meta.dtype == DType::kInt64);
+  check_close(to_doubles(be, sum), {9, -5}, DType::kInt64, "int32 + int64");
+  Tensor half_s = run_op(be, OpId::k_mul, {&i32}, make_binary_scalar(ScalarSide::kRight, 0.5, false));
+  CHECK(half_s.meta.dtype == DType::kFloat32);
+  check_close(to_doubles(be, half_s), {3.5, -3.5}, DType::kFloat32, "int * 0.5");
+}
+
+TEST_CASE("binary ops: integer pow conventions", "[cpu][binary]") {
+  CpuBackend be;
+  for (DType dt : {DType::kInt32, DType::kInt64}) {
+    Tensor base = make_tensor(be, Shape{10}, dt, {2, 3, -2, 0, 1, -1, -1, 5, 2, 0});
+    Tensor ex = make_tensor(be, Shape{10}, dt, {10, 3, 3, 0, -5, -3, -2, -1, 0, 5});
+    Tensor out = run_op(be, OpId::k_pow, {&base, &ex});
+    CHECK(out.meta.dtype == dt);
+    check_close(to_doubles(be, out), {1024, 27, -8, 1, 1, -1, 1, 0, 1, 0}, dt, "int pow");
+  }
+  // Large exponents wrap like two's complement multiplication: 3^40 mod 2^64.
+  Tensor b = make_tensor(be, Shape{1}, DType::kInt64, {3});
+  Tensor out = run_op(be, OpId::k_pow, {&b}, make_binary_scalar(ScalarSide::kRight, 40, true));
+  uint64_t want = 1;
+  for (int i = 0; i < 40; ++i) want *= 3;
+  int64_t got = 0;
+  REQUIRE(be.copy_to_host(out, 0, &got, 8, 0).is_ok());
+  CHECK(got == static_cast<int64_t>(want));
+}
+
+TEST_CASE("binary ops: bool arithmetic is logical", "[cpu][binary]") {
+  CpuBackend be;
+  Tensor a = make_tensor(be, Shape{4}, DType::kBool, {0, 0, 1, 1});
+  Tensor b = make_tensor(be, Shape{4}, DType::kBool, {0, 1, 0, 1});
+  auto run = [&](OpId op) { return to_doubles(be, run_op(be, op, {&a, &b})); };
+  CHECK(run(OpId::k_add) == std::vector<double>{0, 1, 1, 1});
+  CHECK(run(OpId::k_mul) == std::vector<double>{0, 0, 0, 1});
+  CHECK(run(OpId::k_maximum) == std::vector<double>{0, 1, 1, 1});
+  CHECK(run(OpId::k_minimum) == std::vector<double>{0, 0, 0, 1});
+  check_close(run(OpId::k_div), {kNaN, 0, std::numeric_limits<double>::infinity(), 1},
+              DType::kFloat32, "bool / bool");
+  CHECK(run(OpId::k_eq) == std::vector<double>{1, 0, 0, 1});
+  CHECK(run(OpId::k_lt) == std::vector<double>{0, 1, 0, 0});
+  CHECK_FALSE(try_run(be, OpId::k_sub, {&a, &b}, {}).is_ok());
+  // bool + integer scalar gives int64
+  Tensor plus = run_op(be, OpId::k_add, {&a}, make_binary_scalar(ScalarSide::kRight, 2, true));
+  CHECK(plus.meta.dtype == DType::kInt64);
+  CHECK(to_doubles(be, plus) == std::vector<double>{2, 2, 3, 3});
+}
+
+TEST_CASE("binary ops: maximum/minimum propagate NaN", "[cpu][binary]") {
+  CpuBackend be;
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    Tensor a = make_tensor(be, Shape{4}, dt, {1, kNaN, 3, kNaN});
+    Tensor b = make_tensor(be, Shape{4}, dt, {kNaN, 2, 1, kNaN});
+    check_close(to_doubles(be, run_op(be, OpId::k_maximum, {&a, &b})), {kNaN, kNaN, 3, kNaN}, dt,
+                "maximum");
+    check_close(to_doubles(be, run_op(be, OpId::k_minimum, {&a, &b})), {kNaN, kNaN, 1, kNaN}, dt,
+                "minimum");
+    // Comparisons with NaN are false except ne.
+    CHECK(to_doubles(be, run_op(be, OpId::k_eq, {&a, &b})) == std::vector<double>{0, 0, 0, 0});
+    CHECK(to_doubles(be, run_op(be, OpId::k_ne, {&a, &b})) == std::vector<double>{1, 1, 1, 1});
+    CHECK(to_doubles(be, run_op(be, OpId::k_ge, {&a, &b})) == std::vector<double>{0, 0, 1, 0});
+  }
+}
+
+TEST_CASE("binary ops: integer arithmetic wraps around", "[cpu][binary]") {
+  CpuBackend be;
+  Tensor a = make_tensor(be, Shape{2}, DType::kInt32, {INT32_MAX, INT32_MIN});
+  Tensor one = make_tensor(be, Shape{2}, DType::kInt32, {1, 1});
+  CHECK(to_doubles(be, run_op(be, OpId::k_add, {&a, &one})) ==
+        std::vector<double>{INT32_MIN, INT32_MIN + 1.0});
+  CHECK(to_doubles(be, run_op(be, OpId::k_sub, {&a, &one})) ==
+        std::vector<double>{INT32_MAX - 1.0, INT32_MAX});
+}
+
+TEST_CASE("binary ops: many small same-shape adds (fast path)", "[cpu][binary]") {
+  CpuBackend be;
+  std::mt19937 rng(5);
+  auto va = random_values(rng, 16, DType::kFloat32), vb = random_values(rng, 16, DType::kFloat32);
+  Tensor a = make_tensor(be, Shape{4, 4}, DType::kFloat32, va);
+  Tensor b = make_tensor(be, Shape{4, 4}, DType::kFloat32, vb);
+  std::vector<double> want(16);
+  for (int i = 0; i < 16; ++i) want[i] = static_cast<float>(va[i]) + static_cast<float>(vb[i]);
+  auto before = be.stats();
+  for (int i = 0; i < 2000; ++i) {
+    Tensor c = run_op(be, OpId::k_add, {&a, &b});
+    if (i % 500 == 0) check_close(to_doubles(be, c), want, DType::kFloat32, "4x4 add");
+  }
+  // The results were freed and reused: no growth in reserved memory.
+  CHECK(be.stats().reserved_bytes <= before.reserved_bytes + 64);
+}
+
+}  // namespace
+}  // namespace gt::test

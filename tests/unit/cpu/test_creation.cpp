@@ -1,0 +1,168 @@
+// Creation ops and host uploads. Random ops are recomputed here with philox (element i of the
+// tensor = f(seed, counter, i)) and checked for their distribution.
+#include <cmath>
+#include <cstring>
+
+#include "libgtcore/half.h"
+#include "libgtcore/philox.h"
+#include "tests/unit/cpu/cpu_test_util.h"
+
+namespace gt::test {
+namespace {
+
+GT_TESTS_OPS("zeros", "ones", "full", "arange", "rand", "randn", "from_host", "host_chunk");
+
+TEST_CASE("zeros / ones / full for every dtype", "[cpu][creation]") {
+  CpuBackend be;
+  for (DType dt : all_dtypes())
+    for (const Shape& s : {Shape{}, Shape{0}, Shape{3, 4}, Shape{2, 1, 5}}) {
+      const auto n = static_cast<size_t>(s.numel());
+      CHECK(to_doubles(be, run_op(be, OpId::k_zeros, {}, make_shape_dtype(s, dt))) ==
+            std::vector<double>(n, 0.0));
+      CHECK(to_doubles(be, run_op(be, OpId::k_ones, {}, make_shape_dtype(s, dt))) ==
+            std::vector<double>(n, 1.0));
+      for (double v : {2.5, -7.75, 0.0}) {
+        Tensor t = run_op(be, OpId::k_full, {}, make_full(s, dt, v));
+        REQUIRE(t.meta == (TensorMeta{s, dt}));
+        // to an integer: truncation toward zero; to bool: != 0
+        double want = dt == DType::kBool ? (v != 0) : is_integral(dt) ? std::trunc(v) : v;
+        CHECK(to_doubles(be, t) == std::vector<double>(n, want));
+      }
+    }
+}
+
+TEST_CASE("arange in double, converted", "[cpu][creation]") {
+  CpuBackend be;
+  struct Case {
+    double start, stop, step;
+  };
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32,
+                   DType::kInt64})
+    for (Case c : {Case{0, 10, 1}, Case{-3, 3, 0.5}, Case{5, -5, -1.5}, Case{1, 1, 1},
+                   Case{0, 1, 0.1}, Case{2, 0, 1}}) {
+      Tensor t = run_op(be, OpId::k_arange, {}, make_arange(c.start, c.stop, c.step, dt));
+      const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((c.stop - c.start) / c.step)));
+      REQUIRE(t.meta.shape == Shape{n});
+      std::vector<double> want;
+      for (int64_t i = 0; i < n; ++i) {
+        double v = c.start + static_cast<double>(i) * c.step;
+        want.push_back(is_integral(dt) ? std::trunc(v) : quantize(v, dt));
+      }
+      check_close(to_doubles(be, t), want, dt, "arange");
+    }
+  // Large int64 values are computed in double then converted (exact below 2^53).
+  Tensor big = run_op(be, OpId::k_arange, {}, make_arange(1e15, 1e15 + 3, 1, DType::kInt64));
+  CHECK(to_doubles(be, big) == std::vector<double>{1e15, 1e15 + 1, 1e15 + 2});
+}
+
+TEST_CASE("rand / randn match philox element by element", "[cpu][creation]") {
+  CpuBackend be;
+  const uint64_t seed = 0x1234'5678'9abc'def0ull, counter = 77;
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    Shape s{3, 7, 5};
+    Tensor u = run_op(be, OpId::k_rand, {}, make_random(s, dt, seed, counter));
+    Tensor g = run_op(be, OpId::k_randn, {}, make_random(s, dt, seed, counter));
+    auto gu = to_doubles(be, u), gg = to_doubles(be, g);
+    std::vector<double> wu, wg;
+    for (uint64_t i = 0; i < static_cast<uint64_t>(s.numel()); ++i) {
+      wu.push_back(quantize(philox::uniform(seed, counter, i), dt));
+      wg.push_back(quantize(philox::normal(seed, counter, i), dt));
+    }
+    CHECK(gu == wu);  // bit-exact: the same function, the same conversion
+    CHECK(gg == wg);
+  }
+  // Another counter gives other numbers; the same (seed, counter) the same ones.
+  Shape s{64};
+  auto a = to_doubles(be, run_op(be, OpId::k_rand, {}, make_random(s, DType::kFloat32, 1, 1)));
+  auto b = to_doubles(be, run_op(be, OpId::k_rand, {}, make_random(s, DType::kFloat32, 1, 2)));
+  auto c = to_doubles(be, run_op(be, OpId::k_rand, {}, make_random(s, DType::kFloat32, 1, 1)));
+  CHECK(a != b);
+  CHECK(a == c);
+  // Integer dtypes are rejected by the rule.
+  CHECK_FALSE(try_run(be, OpId::k_rand, {}, make_random(s, DType::kInt32, 1, 1)).is_ok());
+}
+
+TEST_CASE("rand / randn statistics over 100k samples", "[cpu][creation]") {
+  CpuBackend be;
+  const int64_t n = 100000;
+  auto u = to_doubles(be, run_op(be, OpId::k_rand, {}, make_random(Shape{n}, DType::kFloat32, 9, 3)));
+  auto g = to_doubles(be, run_op(be, OpId::k_randn, {}, make_random(Shape{n}, DType::kFloat32, 9, 3)));
+  double su = 0, su2 = 0, sg = 0, sg2 = 0;
+  double umin = 1, umax = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    REQUIRE(u[i] >= 0.0);
+    REQUIRE(u[i] < 1.0);
+    umin = std::min(umin, u[i]);
+    umax = std::max(umax, u[i]);
+    su += u[i];
+    su2 += u[i] * u[i];
+    REQUIRE(std::isfinite(g[i]));
+    sg += g[i];
+    sg2 += g[i] * g[i];
+  }
+  double mu = su / n, vu = su2 / n - mu * mu, mg = sg / n, vg = sg2 / n - mg * mg;
+  CHECK(std::fabs(mu - 0.5) < 0.01);
+  CHECK(std::fabs(vu - 1.0 / 12.0) < 0.005);
+  CHECK(umin < 0.001);
+  CHECK(umax > 0.999);
+  CHECK(std::fabs(mg) < 0.02);
+  CHECK(std::fabs(std::sqrt(vg) - 1.0) < 0.02);
+  // A crude normality check: ~68.3% within one standard deviation.
+  int64_t within = 0;
+  for (double x : g) within += std::fabs(x) < 1.0;
+  CHECK(std::fabs(static_cast<double>(within) / n - 0.6827) < 0.01);
+}
+
+TEST_CASE("from_host: the first bytes given, the rest zero", "[cpu][creation]") {
+  CpuBackend be;
+  std::vector<float> host = {1.5f, -2.f, 3.25f};
+  std::string bytes(reinterpret_cast<const char*>(host.data()), host.size() * sizeof(float));
+  OpAttrs a = make_shape_dtype(Shape{2, 3}, DType::kFloat32);
+  a.data = bytes;
+  Tensor t = run_op(be, OpId::k_from_host, {}, a);
+  CHECK(to_doubles(be, t) == std::vector<double>{1.5, -2, 3.25, 0, 0, 0});
+  // Full contents in int64.
+  std::vector<int64_t> ih = {5, -6, 7, 1LL << 40};
+  std::string ib(reinterpret_cast<const char*>(ih.data()), ih.size() * 8);
+  OpAttrs b = make_shape_dtype(Shape{4}, DType::kInt64);
+  b.data = ib;
+  CHECK(to_doubles(be, run_op(be, OpId::k_from_host, {}, b)) ==
+        std::vector<double>{5, -6, 7, static_cast<double>(1LL << 40)});
+  // No data at all: zeros; too much data: rejected.
+  OpAttrs c = make_shape_dtype(Shape{3}, DType::kFloat16);
+  CHECK(to_doubles(be, run_op(be, OpId::k_from_host, {}, c)) == std::vector<double>{0, 0, 0});
+  OpAttrs d = make_shape_dtype(Shape{1}, DType::kFloat32);
+  d.data = bytes;
+  CHECK_FALSE(try_run(be, OpId::k_from_host, {}, d).is_ok());
+}
+
+TEST_CASE("host_chunk writes at an offset and never out of bounds", "[cpu][creation]") {
+  CpuBackend be;
+  Tensor t = make_tensor(be, Shape{8}, DType::kInt32, std::vector<double>(8, 0));
+  std::vector<int32_t> chunk = {11, 12, 13};
+  std::string cb(reinterpret_cast<const char*>(chunk.data()), 12);
+  OpAttrs a;
+  a.push_int(8);  // byte offset: element 2
+  a.data = cb;
+  run_in_place(be, OpId::k_host_chunk, t, {&t}, a);
+  CHECK(to_doubles(be, t) == std::vector<double>{0, 0, 11, 12, 13, 0, 0, 0});
+  OpAttrs end;
+  end.push_int(20);
+  end.data = cb;  // bytes 20..32: exactly the end
+  run_in_place(be, OpId::k_host_chunk, t, {&t}, end);
+  CHECK(to_doubles(be, t) == std::vector<double>{0, 0, 11, 12, 13, 11, 12, 13});
+
+  // Past the end / negative offsets: errors from run(), the tensor untouched.
+  for (int64_t off : {int64_t{24}, int64_t{33}, int64_t{-4}}) {
+    OpAttrs bad;
+    bad.push_int(off);
+    bad.data = cb;
+    std::vector<const Tensor*> ins = {&t};
+    worker::KernelArgs args{OpId::k_host_chunk, bad, ins, t, 0};
+    CHECK_FALSE(be.run(args).is_ok());
+  }
+  CHECK(to_doubles(be, t) == std::vector<double>{0, 0, 11, 12, 13, 11, 12, 13});
+}
+
+}  // namespace
+}  // namespace gt::test

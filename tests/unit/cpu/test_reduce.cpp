@@ -1,0 +1,225 @@
+// Reductions against a naive reference: every input element is visited by its multi-index and
+// folded into the output element it maps to (the reduced dim dropped or kept as 1).
+#include <cmath>
+#include <limits>
+
+#include "tests/unit/cpu/cpu_test_util.h"
+
+namespace gt::test {
+namespace {
+
+GT_TESTS_OPS("sum", "mean", "max", "min", "argmax", "argmin");
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct RefAcc {
+  double sum = 0;
+  int64_t count = 0;
+  double best = 0;
+  int64_t best_idx = -1;
+  bool nan = false;
+};
+
+// Reduces `v` (shape s) over dim `dim` (kAllDims: everything) the naive way.
+std::vector<double> ref_reduce(OpId op, const std::vector<double>& v, const Shape& s,
+                               int64_t dim) {
+  const bool all = dim == kAllDims || s.rank() == 0;
+  int d = all ? -1 : static_cast<int>(dim < 0 ? dim + s.rank() : dim);
+  Shape os;
+  for (int i = 0; i < s.rank(); ++i)
+    if (i != d && !all) os.push_back(s[i]);
+  std::vector<RefAcc> acc(static_cast<size_t>(all ? 1 : os.numel()));
+  const bool is_max = op == OpId::k_max || op == OpId::k_argmax;
+  for (int64_t i = 0; i < s.numel(); ++i) {
+    auto idx = unravel(i, s);
+    int64_t o = 0, pos = i;  // pos: index along the reduced dim (flat index for all)
+    if (!all) {
+      std::vector<int64_t> oi;
+      for (int k = 0; k < s.rank(); ++k)
+        if (k != d) oi.push_back(idx[k]);
+      o = ravel(oi, os);
+      pos = idx[d];
+    }
+    RefAcc& a = acc[o];
+    double x = v[i];
+    a.sum += x;
+    a.count++;
+    if (a.nan) continue;
+    if (std::isnan(x)) {
+      a.nan = true;
+      a.best = x;
+      a.best_idx = pos;
+    } else if (a.best_idx < 0 || (is_max ? x > a.best : x < a.best)) {
+      a.best = x;
+      a.best_idx = pos;
+    }
+  }
+  std::vector<double> out;
+  for (const RefAcc& a : acc) {
+    switch (op) {
+      case OpId::k_sum: out.push_back(a.sum); break;
+      case OpId::k_mean: out.push_back(a.count == 0 ? kNaN : a.sum / static_cast<double>(a.count)); break;
+      case OpId::k_max:
+      case OpId::k_min: out.push_back(a.best); break;
+      default: out.push_back(static_cast<double>(a.best_idx)); break;
+    }
+  }
+  return out;
+}
+
+DType ref_dtype(OpId op, DType in) {
+  if (op == OpId::k_argmax || op == OpId::k_argmin) return DType::kInt64;
+  if (op == OpId::k_sum) return is_floating(in) ? in : DType::kInt64;
+  if (op == OpId::k_mean) return is_floating(in) ? in : DType::kFloat32;
+  return in;
+}
+
+Shape ref_shape(const Shape& s, int64_t dim, bool keepdim) {
+  Shape out;
+  if (dim == kAllDims) {
+    if (keepdim)
+      for (int i = 0; i < s.rank(); ++i) out.push_back(1);
+    return out;
+  }
+  if (s.rank() == 0) return out;
+  int d = static_cast<int>(dim < 0 ? dim + s.rank() : dim);
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i != d) out.push_back(s[i]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+const std::vector<OpId> kReduceOps = {OpId::k_sum, OpId::k_mean,   OpId::k_max,
+                                      OpId::k_min, OpId::k_argmax, OpId::k_argmin};
+
+void check_reduce(CpuBackend& be, OpId op, const Tensor& x, const std::vector<double>& v,
+                  int64_t dim, bool keepdim) {
+  Tensor out = run_op(be, op, {&x}, make_reduce(dim, keepdim));
+  DType odt = ref_dtype(op, x.meta.dtype);
+  REQUIRE(out.meta.dtype == odt);
+  REQUIRE(out.meta.shape == ref_shape(x.meta.shape, dim, keepdim));
+  auto want = ref_reduce(op, v, x.meta.shape, dim);
+  // Sums of n rounded values: the result's own rounding plus a little accumulation slack.
+  Tol t = tol_for(odt);
+  check_close(to_doubles(be, out), want, Tol{t.rtol, t.atol * 10},
+              std::string(op_name(op)) + " of " + x.meta.shape.str() + " " +
+                  dtype_name(x.meta.dtype) + " dim " +
+                  (dim == kAllDims ? std::string("all") : std::to_string(dim)) +
+                  (keepdim ? " keepdim" : ""));
+}
+
+TEST_CASE("reductions: every dim, keepdim, dtype", "[cpu][reduce]") {
+  CpuBackend be;
+  std::mt19937 rng(31);
+  const std::vector<Shape> shapes = {Shape{2, 3, 4}, Shape{5, 1, 7, 3}, Shape{9}, Shape{1, 1},
+                                     Shape{}};
+  for (OpId op : kReduceOps)
+    for (DType dt : all_dtypes())
+      for (const Shape& s : shapes) {
+        // Small integers for ties (argmax must pick the first) and exact float sums.
+        auto v = random_values(rng, s.numel(), dt, -3, 3);
+        if (is_floating(dt))
+          for (auto& x : v) x = std::round(x);
+        Tensor x = make_tensor(be, s, dt, v);
+        for (bool keepdim : {false, true}) {
+          check_reduce(be, op, x, v, kAllDims, keepdim);
+          for (int64_t d = -std::max(s.rank(), 1); d < std::max(s.rank(), 1); ++d)
+            check_reduce(be, op, x, v, d, keepdim);
+        }
+      }
+}
+
+TEST_CASE("reductions: non-integer floats", "[cpu][reduce]") {
+  CpuBackend be;
+  std::mt19937 rng(32);
+  for (OpId op : kReduceOps)
+    for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      Shape s{6, 50, 7};
+      auto v = random_values(rng, s.numel(), dt, -1, 1);
+      Tensor x = make_tensor(be, s, dt, v);
+      for (int64_t d : {kAllDims, int64_t{0}, int64_t{1}, int64_t{-1}}) check_reduce(be, op, x, v, d, false);
+    }
+}
+
+TEST_CASE("reductions: empty inputs", "[cpu][reduce]") {
+  CpuBackend be;
+  Tensor e = make_tensor(be, Shape{0, 3}, DType::kFloat32, {});
+  auto sum_all = run_op(be, OpId::k_sum, {&e}, make_reduce(kAllDims, false));
+  CHECK(to_doubles(be, sum_all) == std::vector<double>{0});
+  auto mean_all = to_doubles(be, run_op(be, OpId::k_mean, {&e}, make_reduce(kAllDims, false)));
+  REQUIRE(mean_all.size() == 1);
+  CHECK(std::isnan(mean_all[0]));
+  // Over the empty dim: 3 results; over the other: an empty result.
+  CHECK(to_doubles(be, run_op(be, OpId::k_sum, {&e}, make_reduce(0, false))) ==
+        std::vector<double>{0, 0, 0});
+  auto m0 = to_doubles(be, run_op(be, OpId::k_mean, {&e}, make_reduce(0, true)));
+  REQUIRE(m0.size() == 3);
+  for (double m : m0) CHECK(std::isnan(m));
+  CHECK(run_op(be, OpId::k_max, {&e}, make_reduce(1, false)).meta.shape == Shape{0});
+  Tensor ei = make_tensor(be, Shape{0}, DType::kInt32, {});
+  auto si = run_op(be, OpId::k_sum, {&ei}, make_reduce(kAllDims, false));
+  CHECK(si.meta.dtype == DType::kInt64);
+  CHECK(to_doubles(be, si) == std::vector<double>{0});
+  // max of nothing is an error (from the rule), not a crash.
+  CHECK_FALSE(try_run(be, OpId::k_max, {&e}, make_reduce(kAllDims, false)).is_ok());
+  CHECK_FALSE(try_run(be, OpId::k_argmin, {&e}, make_reduce(0, false)).is_ok());
+}
+
+TEST_CASE("reductions: NaN behaviour of max/min/argmax/argmin", "[cpu][reduce]") {
+  CpuBackend be;
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    Tensor x = make_tensor(be, Shape{2, 4}, dt, {1, kNaN, 5, kNaN, 3, 2, 9, 9});
+    auto r = [&](OpId op, int64_t dim) {
+      return to_doubles(be, run_op(be, op, {&x}, make_reduce(dim, false)));
+    };
+    check_close(r(OpId::k_max, 1), {kNaN, 9}, dt, "max rows");
+    check_close(r(OpId::k_min, 1), {kNaN, 2}, dt, "min rows");
+    CHECK(r(OpId::k_argmax, 1) == std::vector<double>{1, 2});  // first NaN; first of the ties
+    CHECK(r(OpId::k_argmin, 1) == std::vector<double>{1, 1});
+    CHECK(r(OpId::k_argmax, kAllDims) == std::vector<double>{1});
+    CHECK(r(OpId::k_argmax, 0) == std::vector<double>{1, 0, 1, 0});
+    check_close(r(OpId::k_max, 0), {3, kNaN, 9, kNaN}, dt, "max cols");
+    auto s = r(OpId::k_sum, 1);
+    CHECK(std::isnan(s[0]));
+    CHECK(s[1] == 23);
+  }
+}
+
+TEST_CASE("reductions: large float32 sums stay accurate", "[cpu][reduce]") {
+  CpuBackend be;
+  const int64_t n = int64_t{1} << 22;
+  std::vector<double> v(static_cast<size_t>(n), static_cast<double>(0.1f));
+  Tensor x = make_tensor(be, Shape{n}, DType::kFloat32, v);
+  double want = static_cast<double>(0.1f) * static_cast<double>(n);
+  auto s = to_doubles(be, run_op(be, OpId::k_sum, {&x}, make_reduce(kAllDims, false)));
+  CHECK(std::fabs(s[0] - want) / want < 1e-6);  // a float accumulator would be off by ~1e-2
+  auto m = to_doubles(be, run_op(be, OpId::k_mean, {&x}, make_reduce(0, false)));
+  CHECK(std::fabs(m[0] - 0.1) < 1e-6);
+  // The same along a strided dim: [n/64, 64] summed over dim 0.
+  Tensor y{TensorMeta{Shape{n / 64, 64}, DType::kFloat32}, x.storage, nullptr};
+  auto cols = to_doubles(be, run_op(be, OpId::k_sum, {&y}, make_reduce(0, false)));
+  for (double c : cols) CHECK(std::fabs(c - want / 64) / (want / 64) < 1e-6);
+}
+
+TEST_CASE("reductions: bool and integer sums", "[cpu][reduce]") {
+  CpuBackend be;
+  Tensor b = make_tensor(be, Shape{2, 3}, DType::kBool, {1, 0, 1, 1, 1, 1});
+  auto s = run_op(be, OpId::k_sum, {&b}, make_reduce(1, false));
+  CHECK(s.meta.dtype == DType::kInt64);
+  CHECK(to_doubles(be, s) == std::vector<double>{2, 3});
+  auto m = run_op(be, OpId::k_mean, {&b}, make_reduce(kAllDims, false));
+  CHECK(m.meta.dtype == DType::kFloat32);
+  check_close(to_doubles(be, m), {5.0 / 6.0}, DType::kFloat32, "mean(bool)");
+  // int32 sums accumulate in int64: no overflow at 2^31.
+  Tensor i = make_tensor(be, Shape{4}, DType::kInt32, {2147483647, 2147483647, 2, 3});
+  CHECK(to_doubles(be, run_op(be, OpId::k_sum, {&i}, make_reduce(0, false))) ==
+        std::vector<double>{4294967299.0});
+  CHECK(to_doubles(be, run_op(be, OpId::k_max, {&b}, make_reduce(1, false))) ==
+        std::vector<double>{1, 1});
+  CHECK(to_doubles(be, run_op(be, OpId::k_min, {&b}, make_reduce(1, false))) ==
+        std::vector<double>{0, 1});
+}
+
+}  // namespace
+}  // namespace gt::test

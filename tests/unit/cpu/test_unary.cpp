@@ -1,0 +1,110 @@
+// Unary elementwise ops against double-precision std:: math.
+#include <climits>
+#include <cmath>
+#include <limits>
+
+#include "tests/unit/cpu/cpu_test_util.h"
+
+namespace gt::test {
+namespace {
+
+GT_TESTS_OPS("neg", "exp", "log", "sqrt", "abs", "relu", "sigmoid", "tanh");
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+double ref_unary(OpId op, double x) {
+  switch (op) {
+    case OpId::k_neg: return -x;
+    case OpId::k_exp: return std::exp(x);
+    case OpId::k_log: return std::log(x);
+    case OpId::k_sqrt: return std::sqrt(x);
+    case OpId::k_abs: return std::fabs(x);
+    case OpId::k_relu: return std::isnan(x) ? x : (x > 0 ? x : 0);
+    case OpId::k_sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case OpId::k_tanh: return std::tanh(x);
+    default: FAIL("not unary"); return 0;
+  }
+}
+
+bool float_result(OpId op) {
+  return op == OpId::k_exp || op == OpId::k_log || op == OpId::k_sqrt || op == OpId::k_sigmoid ||
+         op == OpId::k_tanh;
+}
+
+TEST_CASE("unary ops: every dtype and shape", "[cpu][unary]") {
+  CpuBackend be;
+  std::mt19937 rng(11);
+  const std::vector<OpId> ops = {OpId::k_neg, OpId::k_exp,     OpId::k_log,  OpId::k_sqrt,
+                                 OpId::k_abs, OpId::k_relu, OpId::k_sigmoid, OpId::k_tanh};
+  const std::vector<Shape> shapes = {Shape{}, Shape{0}, Shape{1}, Shape{3, 5}, Shape{2, 0, 3},
+                                     Shape{1003}};
+  for (OpId op : ops)
+    for (DType dt : all_dtypes())
+      for (const Shape& s : shapes) {
+        bool positive = op == OpId::k_log || op == OpId::k_sqrt;
+        auto v = random_values(rng, s.numel(), dt, positive ? 0.01 : -5, positive ? 9 : 5);
+        if (positive && is_integral(dt))
+          for (auto& x : v) x = std::fabs(x) + 1;
+        Tensor a = make_tensor(be, s, dt, v);
+        std::vector<TensorMeta> metas = {a.meta};
+        if (!infer_meta(op, metas, {}).is_ok()) {
+          CHECK(dt == DType::kBool);  // neg/relu of bool are rejected by the rule
+          continue;
+        }
+        Tensor out = run_op(be, op, {&a});
+        DType want_dt = float_result(op) && !is_floating(dt) ? DType::kFloat32 : dt;
+        REQUIRE(out.meta.dtype == want_dt);
+        REQUIRE(out.meta.shape == s);
+        std::vector<double> want(v.size());
+        for (size_t i = 0; i < v.size(); ++i) want[i] = ref_unary(op, v[i]);
+        check_close(to_doubles(be, out), want, want_dt,
+                    std::string(op_name(op)) + " " + s.str() + " from " + dtype_name(dt));
+      }
+}
+
+TEST_CASE("unary ops: special values", "[cpu][unary]") {
+  CpuBackend be;
+  Tensor x = make_tensor(be, Shape{7}, DType::kFloat32, {-200, -100, -20, 0, 20, 100, 200});
+  // sigmoid is stable: no NaN, tiny tails kept, saturates to exactly 1.
+  auto sig = to_doubles(be, run_op(be, OpId::k_sigmoid, {&x}));
+  for (double s : sig) CHECK_FALSE(std::isnan(s));
+  CHECK(sig[0] == 0.0);  // below float's smallest subnormal
+  CHECK(sig[1] > 0.0);   // 3.7e-44: a float subnormal, not flushed by overflow
+  CHECK(sig[1] < 1e-43);
+  CHECK(sig[2] == Approx(2.0611536e-9).epsilon(1e-5));
+  CHECK(sig[3] == 0.5);
+  CHECK(sig[5] == 1.0);
+  CHECK(sig[6] == 1.0);
+  auto th = to_doubles(be, run_op(be, OpId::k_tanh, {&x}));
+  CHECK(th[0] == -1.0);
+  CHECK(th[6] == 1.0);
+
+  Tensor y = make_tensor(be, Shape{5}, DType::kFloat32, {kNaN, -kInf, kInf, -0.0, -1});
+  check_close(to_doubles(be, run_op(be, OpId::k_relu, {&y})), {kNaN, 0, kInf, 0, 0},
+              DType::kFloat32, "relu specials");
+  check_close(to_doubles(be, run_op(be, OpId::k_abs, {&y})), {kNaN, kInf, kInf, 0, 1},
+              DType::kFloat32, "abs specials");
+  check_close(to_doubles(be, run_op(be, OpId::k_exp, {&y})), {kNaN, 0, kInf, 1, std::exp(-1.0)},
+              DType::kFloat32, "exp specials");
+  check_close(to_doubles(be, run_op(be, OpId::k_log, {&y})), {kNaN, kNaN, kInf, -kInf, kNaN},
+              DType::kFloat32, "log specials");
+  check_close(to_doubles(be, run_op(be, OpId::k_sqrt, {&y})), {kNaN, kNaN, kInf, 0, kNaN},
+              DType::kFloat32, "sqrt specials");
+
+  // Integer neg/abs wrap at the minimum like two's complement.
+  Tensor i = make_tensor(be, Shape{3}, DType::kInt32, {INT32_MIN, -5, 7});
+  CHECK(to_doubles(be, run_op(be, OpId::k_neg, {&i})) == std::vector<double>{INT32_MIN, 5, -7});
+  CHECK(to_doubles(be, run_op(be, OpId::k_abs, {&i})) == std::vector<double>{INT32_MIN, 5, 7});
+  CHECK(to_doubles(be, run_op(be, OpId::k_relu, {&i})) == std::vector<double>{0, 0, 7});
+
+  // bool: abs is the identity, exp goes to float32.
+  Tensor b = make_tensor(be, Shape{2}, DType::kBool, {0, 1});
+  CHECK(to_doubles(be, run_op(be, OpId::k_abs, {&b})) == std::vector<double>{0, 1});
+  Tensor e = run_op(be, OpId::k_exp, {&b});
+  CHECK(e.meta.dtype == DType::kFloat32);
+  check_close(to_doubles(be, e), {1, std::exp(1.0)}, DType::kFloat32, "exp(bool)");
+}
+
+}  // namespace
+}  // namespace gt::test

@@ -1,0 +1,48 @@
+#include "workerd/backend_factory.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "workerd/cpu/cpu_backend.h"
+#ifdef GT_HAVE_CUDA
+#include "workerd/cuda/cuda_backend.h"
+#endif
+
+namespace gt::worker {
+
+Result<std::unique_ptr<Backend>> make_backend(const std::string& device, const Config& cfg) {
+  auto make_cpu = [&]() -> std::unique_ptr<Backend> {
+    CpuBackendOptions o;
+    o.max_memory_bytes = static_cast<uint64_t>(cfg.get_int("max_memory_bytes"));
+    o.blas_threads = static_cast<int>(cfg.get_int("blas_threads"));
+    return std::make_unique<CpuBackend>(o);
+  };
+  if (device == "cpu") return make_cpu();
+  int index = -1;
+  std::string dev = device;
+  if (device.rfind("auto:", 0) == 0) {  // "auto:i": GPU i when present, else the CPU
+    dev = device.substr(5);
+#ifdef GT_HAVE_CUDA
+    int i = std::atoi(dev.c_str());
+    if (i >= 0 && i < cuda_device_count()) return make_cuda_backend(i, cfg);
+#endif
+    return make_cpu();
+  }
+  if (device != "auto") {
+    auto [p, ec] = std::from_chars(device.data(), device.data() + device.size(), index);
+    if (ec != std::errc() || p != device.data() + device.size() || index < 0)
+      return invalid_argument("device: expected 'cpu', 'auto' or a GPU index, got '{}'", device);
+  }
+#ifdef GT_HAVE_CUDA
+  if (device == "auto") {
+    if (cuda_device_count() > 0) index = 0;
+    else return make_cpu();
+  }
+  return make_cuda_backend(index, cfg);
+#else
+  if (device == "auto") return make_cpu();
+  return unavailable("device {}: this gt-workerd was built without CUDA", device);
+#endif
+}
+
+}  // namespace gt::worker

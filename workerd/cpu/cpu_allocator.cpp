@@ -1,0 +1,115 @@
+#include "workerd/cpu/cpu_allocator.h"
+
+#include <bit>
+#include <cstdlib>
+
+namespace gt::worker::cpu {
+
+CpuAllocator::CpuAllocator(uint64_t max_memory_bytes, uint64_t max_cached_bytes)
+    : max_memory_(max_memory_bytes), max_cached_(max_cached_bytes) {}
+
+CpuAllocator::~CpuAllocator() {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_all_cached_locked();
+}
+
+size_t CpuAllocator::size_class(size_t bytes) {
+  if (bytes <= kMinBlock) return kMinBlock;
+  if (bytes > kMaxRequest) return 0;
+  if (bytes <= kLargeThreshold) return std::bit_ceil(bytes);
+  size_t step = std::bit_floor(bytes) / 4;  // >= 256 KiB, a multiple of 64
+  return (bytes + step - 1) / step * step;
+}
+
+Result<CpuAllocator::Block> CpuAllocator::allocate(size_t bytes) {
+  size_t cap = size_class(bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cap == 0 || (max_memory_ != 0 && cap > max_memory_) ||
+      (max_memory_ != 0 && live_ + cap > max_memory_)) {
+    return resource_exhausted(
+        "out of memory: cannot allocate {} bytes ({} with rounding); {} bytes in use, limit {}",
+        bytes, cap, live_, max_memory_ == 0 ? std::string("none") : std::to_string(max_memory_));
+  }
+  void* p = nullptr;
+  auto it = free_.find(cap);
+  if (it != free_.end() && !it->second.empty()) {
+    p = it->second.back();
+    it->second.pop_back();
+    cached_ -= cap;
+  } else {
+    if (max_memory_ != 0 && live_ + cached_ + cap > max_memory_) trim_locked(cap);
+    p = std::aligned_alloc(kAlignment, cap);
+    if (p == nullptr && cached_ > 0) {  // the system is short: give back the cache, retry once
+      free_all_cached_locked();
+      p = std::aligned_alloc(kAlignment, cap);
+    }
+    if (p == nullptr)
+      return resource_exhausted(
+          "out of memory: the system refused {} bytes ({} with rounding); {} bytes in use", bytes,
+          cap, live_);
+  }
+  live_ += cap;
+  if (live_ > peak_) peak_ = live_;
+  return Block{p, cap};
+}
+
+void CpuAllocator::deallocate(void* data, size_t capacity) {
+  if (data == nullptr) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  live_ = live_ >= capacity ? live_ - capacity : 0;
+  bool keep = cached_ + capacity <= max_cached_ &&
+              (max_memory_ == 0 || live_ + cached_ + capacity <= max_memory_);
+  if (keep) {
+    try {
+      free_[capacity].push_back(data);
+      cached_ += capacity;
+      return;
+    } catch (...) {
+      // No room for the bookkeeping: fall through and free it.
+    }
+  }
+  std::free(data);
+}
+
+void CpuAllocator::trim() {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_all_cached_locked();
+}
+
+void CpuAllocator::trim_locked(uint64_t need) {
+  for (auto& [cap, blocks] : free_) {
+    while (!blocks.empty() && live_ + cached_ + need > max_memory_) {
+      std::free(blocks.back());
+      blocks.pop_back();
+      cached_ -= cap;
+    }
+    if (live_ + cached_ + need <= max_memory_) return;
+  }
+}
+
+void CpuAllocator::free_all_cached_locked() {
+  for (auto& [cap, blocks] : free_) {
+    for (void* p : blocks) std::free(p);
+    cached_ -= cap * blocks.size();
+    blocks.clear();
+  }
+  free_.clear();
+}
+
+BackendStats CpuAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  BackendStats s;
+  s.allocated_bytes = live_;
+  s.reserved_bytes = live_ + cached_;
+  s.peak_bytes = peak_;
+  return s;
+}
+
+size_t CpuAllocator::cached_blocks() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [cap, blocks] : free_) n += blocks.size();
+  return n;
+}
+
+}  // namespace gt::worker::cpu

@@ -1,0 +1,145 @@
+#include "workerd/cpu/cpu_backend.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "libgtcore/shape_rules.h"
+#include "workerd/cpu/cpu_allocator.h"
+#include "workerd/cpu/kernels.h"
+
+namespace gt::worker {
+
+CpuBackend::CpuBackend(CpuBackendOptions opts)
+    : opts_(opts),
+      allocator_(std::make_unique<cpu::CpuAllocator>(opts.max_memory_bytes,
+                                                     opts.max_cached_bytes)) {
+  if (opts_.blas_threads > 0) openblas_set_num_threads(opts_.blas_threads);
+  cpu::register_creation(kernels_);
+  cpu::register_binary(kernels_);
+  cpu::register_unary(kernels_);
+  cpu::register_elementwise(kernels_);
+  cpu::register_reduce(kernels_);
+  cpu::register_matmul(kernels_);
+  cpu::register_layout(kernels_);
+}
+
+CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::device_name() const {
+  unsigned cores = std::thread::hardware_concurrency();
+  return fmt::format("CPU ({} cores, OpenBLAS)", cores == 0 ? 1u : cores);
+}
+
+uint64_t CpuBackend::memory_bytes() const {
+  if (opts_.max_memory_bytes != 0) return opts_.max_memory_bytes;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+Result<std::shared_ptr<Storage>> CpuBackend::alloc(size_t bytes) {
+  GT_ASSIGN_OR_RETURN(cpu::CpuAllocator::Block b, allocator_->allocate(bytes));
+  try {
+    return std::make_shared<Storage>(b.data, bytes, b.capacity, this);
+  } catch (const std::bad_alloc&) {
+    allocator_->deallocate(b.data, b.capacity);
+    return resource_exhausted("out of memory: no room for the storage record of {} bytes", bytes);
+  }
+}
+
+void CpuBackend::release(void* data, size_t capacity) { allocator_->deallocate(data, capacity); }
+
+void CpuBackend::trim_cache() { allocator_->trim(); }
+
+BackendStats CpuBackend::stats() const { return allocator_->stats(); }
+
+bool CpuBackend::supports(OpId op) const {
+  auto i = static_cast<size_t>(op);
+  return i < kernels_.size() && kernels_[i] != nullptr;
+}
+
+namespace {
+
+Status check_tensor(const Tensor* t, const char* op, const char* what, size_t i) {
+  if (t == nullptr) return invalid_argument("{}: {} {} is missing", op, what, i);
+  if (t->poison) return failed_precondition("{}: {} {} is poisoned", op, what, i);
+  if (!t->storage) return invalid_argument("{}: {} {} has no storage", op, what, i);
+  GT_RETURN_IF_ERROR(check_shape_size(t->meta.shape, t->meta.dtype));
+  if (!is_valid_dtype(static_cast<int>(t->meta.dtype)))
+    return invalid_argument("{}: {} {} has an invalid dtype", op, what, i);
+  int64_t need = t->meta.nbytes();
+  if (static_cast<uint64_t>(need) > t->storage->bytes())
+    return invalid_argument("{}: {} {} needs {} bytes for {} {} but its storage has {}", op,
+                            what, i, need, dtype_name(t->meta.dtype), t->meta.shape.str(),
+                            t->storage->bytes());
+  if (need > 0 && t->storage->data() == nullptr)
+    return invalid_argument("{}: {} {} has null storage", op, what, i);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status CpuBackend::check_args(const KernelArgs& args) const {
+  const char* name = op_name(args.op);
+  std::array<TensorMeta, 4> small;
+  std::vector<TensorMeta> big;
+  std::span<TensorMeta> metas;
+  if (args.inputs.size() <= small.size()) {
+    metas = std::span<TensorMeta>(small.data(), args.inputs.size());
+  } else {
+    big.resize(args.inputs.size());
+    metas = big;
+  }
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    GT_RETURN_IF_ERROR(check_tensor(args.inputs[i], name, "input", i));
+    metas[i] = args.inputs[i]->meta;
+  }
+  GT_RETURN_IF_ERROR(check_tensor(&args.out, name, "output", 0));
+  GT_ASSIGN_OR_RETURN(TensorMeta want, infer_meta(args.op, metas, args.attrs));
+  if (!(want == args.out.meta))
+    return invalid_argument("{}: output is {} {} but the op gives {} {}", name,
+                            dtype_name(args.out.meta.dtype), args.out.meta.shape.str(),
+                            dtype_name(want.dtype), want.shape.str());
+  if (is_in_place(args.op) && args.inputs[0]->storage != args.out.storage)
+    return invalid_argument("{}: the output must be the tensor written in place", name);
+  return Status::ok();
+}
+
+Status CpuBackend::run(const KernelArgs& args) {
+  auto i = static_cast<size_t>(args.op);
+  if (i >= kernels_.size()) return invalid_argument("unknown op id {}", i);
+  if (kernels_[i] == nullptr) return unimplemented("{}: no CPU kernel", op_name(args.op));
+  try {
+    GT_RETURN_IF_ERROR(check_args(args));
+    return kernels_[i](args);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("{}: out of memory for temporaries", op_name(args.op));
+  } catch (const std::exception& e) {
+    return internal_error("{}: {}", op_name(args.op), e.what());
+  } catch (...) {
+    return internal_error("{}: unknown exception", op_name(args.op));
+  }
+}
+
+Status CpuBackend::copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
+                                uint64_t /*session*/) {
+  if (t.poison) return failed_precondition("copy_to_host: tensor is poisoned");
+  if (!t.storage) return invalid_argument("copy_to_host: tensor has no storage");
+  uint64_t nbytes = static_cast<uint64_t>(std::max<int64_t>(t.meta.nbytes(), 0));
+  nbytes = std::min<uint64_t>(nbytes, t.storage->bytes());
+  if (offset > nbytes || n > nbytes - offset)
+    return out_of_range("copy_to_host: {} bytes at offset {} overrun a tensor of {} bytes", n,
+                        offset, nbytes);
+  if (n == 0) return Status::ok();
+  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
+  std::memcpy(dst, static_cast<const unsigned char*>(t.storage->data()) + offset, n);
+  return Status::ok();
+}
+
+}  // namespace gt::worker

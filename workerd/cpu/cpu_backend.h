@@ -1,0 +1,65 @@
+// CpuBackend: the CPU implementation of the worker Backend (DESIGN §6). OpenBLAS for GEMM, its
+// own loops for everything else; float16/bfloat16 are stored as 16 bits and computed through
+// float32. Memory comes from a caching, size-classed allocator with an optional hard limit.
+//
+// run() never throws and never trusts its arguments: it checks that every storage is large
+// enough for its meta and that out.meta is what infer_meta() gives for the inputs and attrs
+// before a kernel touches any byte. Every op in ops.def has a kernel.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "workerd/backend.h"
+
+namespace gt::worker {
+
+namespace cpu {
+class CpuAllocator;
+}  // namespace cpu
+
+struct CpuBackendOptions {
+  uint64_t max_memory_bytes = 0;               // 0 = no limit (beyond what the system gives)
+  int blas_threads = 0;                        // 0 = OpenBLAS default
+  uint64_t max_cached_bytes = uint64_t{256} << 20;  // freed blocks kept for reuse, at most
+};
+
+// A kernel: out is allocated (out.meta = infer_meta(...)), inputs are valid.
+using CpuKernel = Status (*)(const KernelArgs&);
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(CpuBackendOptions opts = {});
+  ~CpuBackend() override;
+  CpuBackend(const CpuBackend&) = delete;
+  CpuBackend& operator=(const CpuBackend&) = delete;
+
+  std::string device_kind() const override { return "cpu"; }
+  std::string device_name() const override;
+  uint64_t memory_bytes() const override;
+
+  Result<std::shared_ptr<Storage>> alloc(size_t bytes) override;
+  void release(void* data, size_t capacity) override;
+
+  bool supports(OpId op) const override;
+  Status run(const KernelArgs& args) override;
+
+  Status copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
+                      uint64_t session) override;
+
+  BackendStats stats() const override;
+
+  // Returns every cached (free) block to the system.
+  void trim_cache();
+
+ private:
+  Status check_args(const KernelArgs& args) const;
+
+  CpuBackendOptions opts_;
+  std::unique_ptr<cpu::CpuAllocator> allocator_;
+  std::array<CpuKernel, kNumOps> kernels_{};
+};
+
+}  // namespace gt::worker

@@ -1,0 +1,104 @@
+// Creation ops and the in-place host upload.
+//   zeros/ones/full  the value converted to the dtype (cast rules: truncation toward zero)
+//   arange           element i = start + i*step computed in double, then converted
+//   rand / randn     element i = philox::uniform / philox::normal(seed, counter, i), converted
+//                    (a 16-bit float may round a uniform just below 1 up to 1.0)
+//   from_host        attrs.data is the first bytes of the row-major contents; the rest is zero
+//   host_chunk       attrs.data written at byte attrs.chunk_offset() of the tensor (re-checked)
+#include <cstring>
+
+#include "libgtcore/philox.h"
+#include "workerd/cpu/kernels.h"
+
+namespace gt::worker::cpu {
+namespace {
+
+Status fill_value(const KernelArgs& args, double value) {
+  const int64_t n = args.out.numel();
+  if (n == 0) return Status::ok();
+  dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T v = convert_value<T>(value);
+    T* o = static_cast<T*>(out_ptr(args));
+    std::fill(o, o + n, v);
+  });
+  return Status::ok();
+}
+
+Status zeros_kernel(const KernelArgs& args) {
+  const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
+  if (nbytes > 0) std::memset(out_ptr(args), 0, nbytes);
+  return Status::ok();
+}
+Status ones_kernel(const KernelArgs& args) { return fill_value(args, 1.0); }
+Status full_kernel(const KernelArgs& args) { return fill_value(args, args.attrs.real_at(0)); }
+
+Status arange_kernel(const KernelArgs& args) {
+  const double start = args.attrs.real_at(0), step = args.attrs.real_at(2);
+  const int64_t n = args.out.numel();
+  dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* o = static_cast<T*>(out_ptr(args));
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = convert_value<T>(start + static_cast<double>(i) * step);
+  });
+  return Status::ok();
+}
+
+template <bool kNormal>
+Status random_kernel(const KernelArgs& args) {
+  const uint64_t seed = args.attrs.seed(), counter = args.attrs.counter();
+  const int64_t n = args.out.numel();
+  if (!is_floating(args.out.meta.dtype))
+    return unimplemented("{}: dtype {}", op_name(args.op), dtype_name(args.out.meta.dtype));
+  dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* o = static_cast<T*>(out_ptr(args));
+    for (int64_t i = 0; i < n; ++i) {
+      const auto idx = static_cast<uint64_t>(i);
+      const float v = kNormal ? philox::normal(seed, counter, idx)
+                              : philox::uniform(seed, counter, idx);
+      o[i] = convert_value<T>(v);
+    }
+  });
+  return Status::ok();
+}
+
+Status from_host_kernel(const KernelArgs& args) {
+  const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
+  const std::string_view data = args.attrs.data;
+  const size_t n = std::min(data.size(), nbytes);
+  auto* o = static_cast<unsigned char*>(out_ptr(args));
+  if (n > 0) std::memcpy(o, data.data(), n);
+  if (nbytes > n) std::memset(o + n, 0, nbytes - n);
+  return Status::ok();
+}
+
+Status host_chunk_kernel(const KernelArgs& args) {
+  const auto nbytes = static_cast<uint64_t>(args.out.meta.nbytes());
+  const int64_t off = args.attrs.chunk_offset();
+  const std::string_view data = args.attrs.data;
+  if (off < 0 || static_cast<uint64_t>(off) > nbytes || data.size() > nbytes - off ||
+      nbytes > args.out.storage->bytes())
+    return out_of_range("host_chunk: {} bytes at offset {} overrun a tensor of {} bytes",
+                        data.size(), off, nbytes);
+  if (!data.empty())
+    std::memcpy(static_cast<unsigned char*>(out_ptr(args)) + off, data.data(), data.size());
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_creation(KernelTable& t) {
+  auto set = [&](OpId op, CpuKernel k) { t[static_cast<size_t>(op)] = k; };
+  set(OpId::k_zeros, zeros_kernel);
+  set(OpId::k_ones, ones_kernel);
+  set(OpId::k_full, full_kernel);
+  set(OpId::k_arange, arange_kernel);
+  set(OpId::k_rand, random_kernel<false>);
+  set(OpId::k_randn, random_kernel<true>);
+  set(OpId::k_from_host, from_host_kernel);
+  set(OpId::k_host_chunk, host_chunk_kernel);
+}
+
+}  // namespace gt::worker::cpu

@@ -1,0 +1,92 @@
+// where (three-way broadcast), cast and copy_ (broadcast + convert into an existing tensor).
+#include <cstring>
+
+#include "workerd/cpu/kernels.h"
+
+namespace gt::worker::cpu {
+namespace {
+
+// where(cond, a, b): out dtype = promote(a, b); a and b are converted to it first, then the
+// selection only moves elements (of the unsigned type of their size). cond bytes are tested
+// != 0, so a bool tensor holding bytes other than 0/1 still behaves.
+Status where_kernel(const KernelArgs& args) {
+  const Tensor& out = args.out;
+  const int64_t n = out.numel();
+  if (n == 0) return Status::ok();
+  const DType dt = out.meta.dtype;
+  TempBuffer ta, tb;
+  const void* va = as_dtype(in(args, 1), dt, ta);
+  const void* vb = as_dtype(in(args, 2), dt, tb);
+  const auto* c = static_cast<const uint8_t*>(in_ptr(args, 0));
+  const Shape& sc = in(args, 0).meta.shape;
+  const Shape& sa = in(args, 1).meta.shape;
+  const Shape& sb = in(args, 2).meta.shape;
+  dispatch_size(dtype_size(dt), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const U* a = static_cast<const U*>(va);
+    const U* b = static_cast<const U*>(vb);
+    U* o = static_cast<U*>(out.storage->data());
+    if (sc.numel() == n && sa.numel() == n && sb.numel() == n) {
+      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+      return;
+    }
+    NdIter<4> it = broadcast_iter<4>(out.meta.shape, {&sc, &sa, &sb});
+    it.for_each_row([&](const std::array<int64_t, 4>& off, int64_t len,
+                        const std::array<int64_t, 4>& st) {
+      U* po = o + off[0];
+      const uint8_t* pc = c + off[1];
+      const U* pa = a + off[2];
+      const U* pb = b + off[3];
+      for (int64_t i = 0; i < len; ++i) po[i] = pc[i * st[1]] ? pa[i * st[2]] : pb[i * st[3]];
+    });
+  });
+  return Status::ok();
+}
+
+// cast: floating -> integer truncates toward zero and saturates, NaN -> 0; anything -> bool is
+// != 0 (NaN -> true); see convert_value.
+Status cast_kernel(const KernelArgs& args) {
+  convert_n(in_ptr(args, 0), in(args, 0).meta.dtype, out_ptr(args), args.out.meta.dtype,
+            args.out.numel());
+  return Status::ok();
+}
+
+bool overlaps(const void* a, size_t na, const void* b, size_t nb) {
+  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
+  return na > 0 && nb > 0 && pa < pb + nb && pb < pa + na;
+}
+
+// copy_(dst, src): src broadcast to dst's shape and converted to dst's dtype. src may share
+// storage with dst (a reshape alias): then it is read from a temporary copy.
+Status copy_kernel(const KernelArgs& args) {
+  Tensor& dst = args.out;
+  const Tensor& src = in(args, 1);
+  const int64_t n = dst.numel();
+  if (n == 0) return Status::ok();
+  const DType dt = dst.meta.dtype;
+  const size_t es = dtype_size(dt);
+  const void* sp = src.storage->data();
+  void* dp = dst.storage->data();
+  const auto src_bytes = static_cast<size_t>(src.meta.nbytes());
+  TempBuffer tmp;
+  if (src.meta.dtype != dt) {
+    sp = as_dtype(src, dt, tmp);  // a fresh buffer: no aliasing left
+  } else if (overlaps(sp, src_bytes, dp, static_cast<size_t>(n) * es)) {
+    if (sp == dp && src.meta.shape.numel() == n) return Status::ok();  // copy onto itself
+    void* t = tmp.get(src_bytes);
+    std::memcpy(t, sp, src_bytes);
+    sp = t;
+  }
+  broadcast_copy(sp, src.meta.shape, dp, dst.meta.shape, es);
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_elementwise(KernelTable& t) {
+  t[static_cast<size_t>(OpId::k_where)] = where_kernel;
+  t[static_cast<size_t>(OpId::k_cast)] = cast_kernel;
+  t[static_cast<size_t>(OpId::k_copy_)] = copy_kernel;
+}
+
+}  // namespace gt::worker::cpu

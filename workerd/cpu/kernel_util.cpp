@@ -1,0 +1,92 @@
+// Shared kernel helpers: dtype conversion of contiguous runs, converted views of inputs,
+// broadcast strides and the broadcasting copy.
+#include <cstring>
+
+#include "workerd/cpu/kernels.h"
+
+namespace gt::worker::cpu {
+
+namespace {
+
+template <class To, class From>
+void convert_loop(const From* __restrict s, To* __restrict d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = convert_value<To>(s[i]);
+}
+
+}  // namespace
+
+void convert_n(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n) {
+  if (n <= 0) return;
+  if (src_dt == dst_dt) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * dtype_size(src_dt));
+    return;
+  }
+  dispatch_dtype(src_dt, [&](auto st) {
+    using S = typename decltype(st)::type;
+    dispatch_dtype(dst_dt, [&](auto dt) {
+      using D = typename decltype(dt)::type;
+      convert_loop<D, S>(static_cast<const S*>(src), static_cast<D*>(dst), n);
+    });
+  });
+}
+
+const void* as_dtype(const Tensor& t, DType dt, TempBuffer& tmp) {
+  if (t.meta.dtype == dt) return t.storage->data();
+  int64_t n = t.meta.shape.numel();
+  void* buf = tmp.get(static_cast<size_t>(n) * dtype_size(dt));
+  convert_n(t.storage->data(), t.meta.dtype, buf, dt, n);
+  return buf;
+}
+
+std::array<int64_t, kMaxRank> row_major_strides(const Shape& s) {
+  std::array<int64_t, kMaxRank> st{};
+  int64_t acc = 1;
+  for (int d = s.rank() - 1; d >= 0; --d) {
+    st[d] = s[d] == 1 ? 0 : acc;
+    acc *= s[d];
+  }
+  return st;
+}
+
+std::array<int64_t, kMaxRank> broadcast_strides(const Shape& in, const Shape& out) {
+  std::array<int64_t, kMaxRank> st{};
+  std::array<int64_t, kMaxRank> own = row_major_strides(in);
+  int shift = out.rank() - in.rank();
+  for (int d = 0; d < in.rank(); ++d) {
+    int od = d + shift;
+    if (od < 0) continue;  // cannot happen for shapes that broadcast
+    st[od] = (in[d] == out[od]) ? own[d] : 0;
+  }
+  return st;
+}
+
+void broadcast_copy(const void* src, const Shape& src_shape, void* dst, const Shape& out,
+                    size_t elem_size) {
+  int64_t n = out.numel();
+  if (n <= 0) return;
+  if (src_shape.numel() == n) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * elem_size);
+    return;
+  }
+  NdIter<2> it = broadcast_iter<2>(out, {&src_shape});
+  dispatch_size(elem_size, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    auto* d = static_cast<U*>(dst);
+    const auto* s = static_cast<const U*>(src);
+    it.for_each_row([&](const std::array<int64_t, 2>& off, int64_t len,
+                        const std::array<int64_t, 2>& inner) {
+      U* o = d + off[0];
+      const U* a = s + off[1];
+      if (inner[1] == 0) {
+        U v = *a;
+        for (int64_t i = 0; i < len; ++i) o[i] = v;
+      } else if (inner[1] == 1) {
+        std::memcpy(o, a, static_cast<size_t>(len) * sizeof(U));
+      } else {
+        for (int64_t i = 0; i < len; ++i) o[i] = a[i * inner[1]];
+      }
+    });
+  });
+}
+
+}  // namespace gt::worker::cpu

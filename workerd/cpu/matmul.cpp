@@ -1,0 +1,147 @@
+// matmul with PyTorch semantics: 1-D operands (a vector is a [1, k] row on the left, a [k, 1]
+// column on the right, the extra dim dropped from the result) and broadcast batch dims.
+// Operands are first converted to the output dtype (promote(a, b)). float32 runs on OpenBLAS
+// sgemm (one call for the whole batch when b is shared by every batch entry and a is not
+// broadcast, else one per batch entry); float16/bfloat16 go through float32 buffers and round
+// back; int32/int64 use an i-k-j triple loop with wrapping arithmetic. k == 0 gives zeros.
+#include <cblas.h>
+
+#include <climits>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "workerd/cpu/kernels.h"
+
+namespace gt::worker::cpu {
+namespace {
+
+struct Plan {
+  int64_t m = 0, k = 0, n = 0;
+  Shape batch;                 // broadcast batch shape
+  std::vector<int64_t> a_off;  // element offset of each batch entry's matrix in a / b
+  std::vector<int64_t> b_off;
+  bool single_gemm = false;    // b shared by all entries and a's entries back to back
+};
+
+Plan make_plan(const Shape& a0, const Shape& b0) {
+  Plan p;
+  Shape a = a0.rank() == 1 ? Shape{1, a0[0]} : a0;
+  Shape b = b0.rank() == 1 ? Shape{b0[0], 1} : b0;
+  p.m = a[a.rank() - 2];
+  p.k = a[a.rank() - 1];
+  p.n = b[b.rank() - 1];
+  Shape ba, bb;
+  for (int i = 0; i < a.rank() - 2; ++i) ba.push_back(a[i]);
+  for (int i = 0; i < b.rank() - 2; ++i) bb.push_back(b[i]);
+  p.batch = broadcast_shapes(ba, bb).value();  // checked by the shape rule
+  NdIter<2> it(p.batch);
+  it.stride[0] = broadcast_strides(ba, p.batch);
+  it.stride[1] = broadcast_strides(bb, p.batch);
+  const int64_t count = p.batch.numel();
+  p.a_off.reserve(static_cast<size_t>(count));
+  p.b_off.reserve(static_cast<size_t>(count));
+  bool a_dense = true, b_shared = true;
+  it.for_each_outer(p.batch.rank(), [&](const std::array<int64_t, 2>& off) {
+    if (off[0] != static_cast<int64_t>(p.a_off.size())) a_dense = false;
+    if (off[1] != 0) b_shared = false;
+    p.a_off.push_back(off[0] * p.m * p.k);
+    p.b_off.push_back(off[1] * p.k * p.n);
+  });
+  p.single_gemm = b_shared;
+  return p;
+}
+
+bool fits_blas(int64_t v) { return v <= INT_MAX; }
+
+void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0f, a, static_cast<int>(std::max<int64_t>(k, 1)), b,
+              static_cast<int>(std::max<int64_t>(n, 1)), 0.0f, c,
+              static_cast<int>(std::max<int64_t>(n, 1)));
+}
+
+Status matmul_f32(const Plan& p, const float* a, const float* b, float* c) {
+  const int64_t count = static_cast<int64_t>(p.a_off.size());
+  if (p.single_gemm) {
+    if (!fits_blas(count * p.m) || !fits_blas(p.n) || !fits_blas(p.k))
+      return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", count * p.m, p.k, p.n);
+    sgemm(a, b, c, count * p.m, p.n, p.k);
+    return Status::ok();
+  }
+  if (!fits_blas(p.m) || !fits_blas(p.n) || !fits_blas(p.k))
+    return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", p.m, p.k, p.n);
+  for (int64_t i = 0; i < count; ++i)
+    sgemm(a + p.a_off[i], b + p.b_off[i], c + i * p.m * p.n, p.m, p.n, p.k);
+  return Status::ok();
+}
+
+template <class T>
+void matmul_int(const Plan& p, const T* a, const T* b, T* c) {
+  using U = std::make_unsigned_t<T>;
+  const int64_t count = static_cast<int64_t>(p.a_off.size());
+  for (int64_t bi = 0; bi < count; ++bi) {
+    const T* A = a + p.a_off[bi];
+    const T* B = b + p.b_off[bi];
+    U* C = reinterpret_cast<U*>(c + bi * p.m * p.n);
+    for (int64_t i = 0; i < p.m; ++i) {
+      U* crow = C + i * p.n;
+      std::fill(crow, crow + p.n, U(0));
+      for (int64_t kk = 0; kk < p.k; ++kk) {
+        const U aik = static_cast<U>(A[i * p.k + kk]);
+        const T* brow = B + kk * p.n;
+        for (int64_t j = 0; j < p.n; ++j) crow[j] = static_cast<U>(crow[j] + aik * static_cast<U>(brow[j]));
+      }
+    }
+  }
+}
+
+Status matmul_kernel(const KernelArgs& args) {
+  const Tensor& ta = in(args, 0);
+  const Tensor& tb = in(args, 1);
+  Tensor& out = args.out;
+  const DType dt = out.meta.dtype;
+  const int64_t total = out.numel();
+  if (total == 0) return Status::ok();
+  const Plan p = make_plan(ta.meta.shape, tb.meta.shape);
+  if (p.k == 0) {
+    std::memset(out.storage->data(), 0, static_cast<size_t>(out.meta.nbytes()));
+    return Status::ok();
+  }
+  TempBuffer ca, cb;
+  const void* va = as_dtype(ta, dt, ca);
+  const void* vb = as_dtype(tb, dt, cb);
+  switch (dt) {
+    case DType::kFloat32:
+      return matmul_f32(p, static_cast<const float*>(va), static_cast<const float*>(vb),
+                        static_cast<float*>(out.storage->data()));
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      const int64_t na = ta.meta.shape.numel(), nb = tb.meta.shape.numel();
+      std::vector<float> fa(static_cast<size_t>(na)), fb(static_cast<size_t>(nb)),
+          fc(static_cast<size_t>(total));
+      convert_n(va, dt, fa.data(), DType::kFloat32, na);
+      convert_n(vb, dt, fb.data(), DType::kFloat32, nb);
+      GT_RETURN_IF_ERROR(matmul_f32(p, fa.data(), fb.data(), fc.data()));
+      convert_n(fc.data(), DType::kFloat32, out.storage->data(), dt, total);
+      return Status::ok();
+    }
+    case DType::kInt32:
+      matmul_int(p, static_cast<const int32_t*>(va), static_cast<const int32_t*>(vb),
+                 static_cast<int32_t*>(out.storage->data()));
+      return Status::ok();
+    case DType::kInt64:
+      matmul_int(p, static_cast<const int64_t*>(va), static_cast<const int64_t*>(vb),
+                 static_cast<int64_t*>(out.storage->data()));
+      return Status::ok();
+    case DType::kBool: break;
+  }
+  return unimplemented("matmul: dtype {} ({} x {})", dtype_name(dt), dtype_name(ta.meta.dtype),
+                       dtype_name(tb.meta.dtype));
+}
+
+}  // namespace
+
+void register_matmul(KernelTable& t) { t[static_cast<size_t>(OpId::k_matmul)] = matmul_kernel; }
+
+}  // namespace gt::worker::cpu

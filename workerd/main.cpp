@@ -1,0 +1,95 @@
+// gt-workerd: executes one device's instruction streams (DESIGN §6). Connects out to the
+// dispatcher, registers its device, and serves until SIGTERM.
+#include <sys/prctl.h>
+#include <systemd/sd-daemon.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include "libgtcore/asio.h"
+#include "libgtcore/config.h"
+#include "libgtcore/logging.h"
+#include "libgtcore/version.h"
+#include "workerd/backend_factory.h"
+#include "workerd/worker_link.h"
+
+namespace {
+
+void declare_options(gt::Config& c) {
+  c.declare_string("dispatcher", "127.0.0.1:29500", "dispatcher address: host:port or unix:/path");
+  c.declare_string("device", "auto", "cpu, a CUDA device index, or auto (GPU 0 if present)");
+  c.declare_int("max_memory_bytes", 0, 0, int64_t{1} << 50,
+                "memory limit for tensors on this worker (0 = no limit)");
+  c.declare_int("max_frame_bytes", 64ll << 20, 1024, 1ll << 30, "largest frame accepted");
+  c.declare_int("blas_threads", 0, 0, 1024, "OpenBLAS threads (0 = OpenBLAS default)");
+  c.declare_int("reconnect_ms", 1000, 10, 600000,
+                "delay before reconnecting to the dispatcher (doubles up to 30 s)");
+  c.declare_bool("exit_on_disconnect", false,
+                 "exit when the dispatcher goes away (the embedded default uses this)");
+  c.declare_string("worker_secret_file", "", "file holding the worker registration secret");
+  c.declare_string("log_level", "info", "trace, debug, info, warn, error, off");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gt::Config cfg;
+  declare_options(cfg);
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: gt-workerd [--config FILE] [--option value ...]\n\n%s",
+                  cfg.help().c_str());
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("gt-workerd %s\n", gt::kVersion);
+      return 0;
+    }
+  }
+  if (gt::Status st = cfg.parse_args(argc, argv); !st.is_ok()) {
+    std::fprintf(stderr, "gt-workerd: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (gt::Status st = gt::init_logging("gt-workerd", cfg.get_string("log_level")); !st.is_ok()) {
+    std::fprintf(stderr, "gt-workerd: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (cfg.get_bool("exit_on_disconnect")) prctl(PR_SET_PDEATHSIG, SIGTERM);
+
+  auto backend = gt::worker::make_backend(cfg.get_string("device"), cfg);
+  if (!backend.is_ok()) {
+    spdlog::critical("{}", backend.status().message());
+    return 1;
+  }
+  spdlog::info("gt-workerd {} on {}", gt::kVersion, (*backend)->device_name());
+
+  gt::worker::WorkerLinkOptions lo;
+  lo.dispatcher = cfg.get_string("dispatcher");
+  lo.max_frame_bytes = static_cast<uint64_t>(cfg.get_int("max_frame_bytes"));
+  lo.reconnect_ms = static_cast<int>(cfg.get_int("reconnect_ms"));
+  lo.exit_on_disconnect = cfg.get_bool("exit_on_disconnect");
+
+  gt::asio::io_context io;
+  gt::worker::WorkerLink link(io, **backend, lo);
+  bool notified = false;
+  link.on_registered = [&](uint32_t) {
+    if (!notified) sd_notify(0, "READY=1");
+    notified = true;
+  };
+  link.on_exit = [&] { io.stop(); };
+  gt::asio::signal_set signals(io, SIGTERM, SIGINT);
+  signals.async_wait([&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    spdlog::info("signal {}: shutting down", sig);
+    sd_notify(0, "STOPPING=1");
+    link.stop();
+    io.stop();
+  });
+  std::signal(SIGPIPE, SIG_IGN);
+  link.start();
+  io.run();
+  link.stop();
+  return 0;
+}

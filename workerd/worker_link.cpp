@@ -1,0 +1,167 @@
+#include "workerd/worker_link.h"
+
+#include <spdlog/spdlog.h>
+
+#include "libgtcore/ops.h"
+#include "libgtcore/version.h"
+
+namespace gt::worker {
+
+namespace {
+constexpr int kMaxBackoffMs = 30000;
+constexpr int kConnectTimeoutMs = 2000;
+}  // namespace
+
+WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions opts)
+    : io_(io),
+      backend_(backend),
+      opts_(std::move(opts)),
+      executor_(backend, [this](v1::WorkerMessage&& m) { send_from_executor(std::move(m)); },
+                std::min<uint64_t>(opts_.max_frame_bytes / 2, 8ull << 20)),
+      reconnect_timer_(io),
+      backoff_ms_(opts_.reconnect_ms) {}
+
+WorkerLink::~WorkerLink() { executor_.stop(); }
+
+void WorkerLink::start() {
+  executor_.start();
+  connect();
+}
+
+void WorkerLink::stop() {
+  stopping_ = true;
+  reconnect_timer_.cancel();
+  if (conn_) conn_->close(Status::ok());
+  executor_.stop();
+}
+
+void WorkerLink::connect() {
+  if (stopping_) return;
+  auto sock = connect_stream(io_, opts_.dispatcher, kConnectTimeoutMs);
+  if (!sock.is_ok()) {
+    spdlog::warn("cannot reach the dispatcher at {}: {}", opts_.dispatcher,
+                 sock.status().message());
+    if (opts_.exit_on_disconnect) {
+      if (on_exit) on_exit();
+      return;
+    }
+    schedule_reconnect();
+    return;
+  }
+  conn_ = std::make_shared<FramedConnection>(std::move(*sock), opts_.max_frame_bytes);
+  ++generation_;
+  {
+    std::lock_guard<std::mutex> lk(out_mu_);
+    outbox_.clear();
+    outbox_generation_ = generation_;
+  }
+  v1::WorkerMessage hello_msg;
+  auto* h = hello_msg.mutable_hello();
+  h->set_proto_major(kProtoMajor);
+  h->set_proto_minor(kProtoMinor);
+  h->set_op_table_hash(op_table_hash());
+  h->set_role(v1::ROLE_WORKER);
+  h->mutable_credentials()->set_worker_secret(opts_.worker_secret);
+  auto* w = h->mutable_worker();
+  w->set_device_kind(backend_.device_kind());
+  w->set_device_name(backend_.device_name());
+  w->set_memory_bytes(backend_.memory_bytes());
+  conn_->start([this](std::string_view b) { on_frame(b); },
+               [this, gen = generation_](const Status& s) {
+                 if (gen == generation_) on_close(s);
+               });
+  (void)conn_->send(hello_msg);
+}
+
+void WorkerLink::schedule_reconnect() {
+  if (stopping_) return;
+  reconnect_timer_.expires_after(std::chrono::milliseconds(backoff_ms_));
+  backoff_ms_ = std::min(backoff_ms_ * 2, kMaxBackoffMs);
+  reconnect_timer_.async_wait([this](boost::system::error_code ec) {
+    if (!ec) connect();
+  });
+}
+
+void WorkerLink::on_frame(std::string_view body) {
+  v1::DispatchMessage msg;
+  // Batches are parsed straight into the object handed to the executor (no second copy).
+  auto batch = std::make_unique<v1::WorkerBatch>();
+  Status st = parse_frame(body, &msg);
+  if (!st.is_ok()) {
+    spdlog::error("dropping the dispatcher connection: {}", st.message());
+    conn_->close(st);
+    return;
+  }
+  switch (msg.kind_case()) {
+    case v1::DispatchMessage::kWelcome:
+      registered_ = true;
+      backoff_ms_ = opts_.reconnect_ms;
+      executor_.set_worker_id(msg.welcome().worker_id());
+      spdlog::info("registered with the dispatcher at {} as worker {}", opts_.dispatcher,
+                   msg.welcome().worker_id());
+      if (on_registered) on_registered(msg.welcome().worker_id());
+      break;
+    case v1::DispatchMessage::kRefusal:
+      spdlog::error("the dispatcher refused this worker: {}", msg.refusal().reason());
+      conn_->close(permission_denied("refused: {}", msg.refusal().reason()));
+      break;
+    case v1::DispatchMessage::kBatch:
+      if (!registered_) {
+        conn_->close(failed_precondition("batch before welcome"));
+        return;
+      }
+      batch->Swap(msg.mutable_batch());
+      executor_.enqueue(std::move(batch));
+      break;
+    default:
+      spdlog::warn("ignoring an unknown message from the dispatcher");
+  }
+}
+
+void WorkerLink::on_close(const Status& why) {
+  bool was_registered = registered_;
+  registered_ = false;
+  executor_.reset();  // a dispatcher restart starts from nothing: drop every tensor
+  if (stopping_) return;
+  if (why.is_ok())
+    spdlog::info("the dispatcher closed the connection");
+  else
+    spdlog::warn("lost the dispatcher: {}", why.message());
+  if (opts_.exit_on_disconnect && (was_registered || !why.is_ok())) {
+    if (on_exit) on_exit();
+    return;
+  }
+  schedule_reconnect();
+}
+
+void WorkerLink::send_from_executor(v1::WorkerMessage&& m) {
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lk(out_mu_);
+    outbox_.push_back(std::move(m));
+    if (!flush_posted_) {
+      flush_posted_ = true;
+      post = true;
+    }
+  }
+  if (post) asio::post(io_, [this] { flush_outbox(); });
+}
+
+void WorkerLink::flush_outbox() {
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> lk(out_mu_);
+    flush_posted_ = false;
+    sending_.swap(outbox_);
+    gen = outbox_generation_;
+  }
+  if (conn_ && !conn_->closed() && gen == generation_) {
+    for (auto& m : sending_) {
+      Status st = conn_->send(m);
+      if (!st.is_ok()) spdlog::error("cannot send to the dispatcher: {}", st.message());
+    }
+  }
+  sending_.clear();
+}
+
+}  // namespace gt::worker
