@@ -24,7 +24,7 @@ void declare_options(gt::Config& c) {
   c.declare_int("port", 29500, 0, 65535, "TCP port (0: ephemeral; see port_file)");
   c.declare_string("port_file", "", "write the bound TCP port to this file once listening");
   c.declare_string("unix_socket", "", "also listen on this Unix socket path");
-  c.declare_int("unix_socket_mode", 0660, 0, 0777, "permissions of the Unix socket");
+  c.declare_string("unix_socket_mode", "0660", "permissions of the Unix socket (octal)");
   c.declare_int("max_frame_bytes", 64ll << 20, 1024, 1ll << 30,
                 "largest frame accepted (checked before allocating)");
   c.declare_int("session_window", 65536, 16, 1ll << 30,
@@ -99,7 +99,16 @@ int main(int argc, char** argv) {
   lo.address = cfg.get_string("listen_address");
   lo.port = static_cast<int>(cfg.get_int("port"));
   lo.unix_socket = cfg.get_string("unix_socket");
-  lo.unix_socket_mode = static_cast<int>(cfg.get_int("unix_socket_mode"));
+  {
+    const std::string& m = cfg.get_string("unix_socket_mode");
+    char* end = nullptr;
+    long mode = std::strtol(m.c_str(), &end, 8);
+    if (m.empty() || *end != '\0' || mode < 0 || mode > 0777) {
+      spdlog::critical("unix_socket_mode: '{}' is not an octal mode like 0660", m);
+      return 2;
+    }
+    lo.unix_socket_mode = static_cast<int>(mode);
+  }
   if (gt::Status st = server.listen(lo); !st.is_ok()) {
     spdlog::critical("{}", st.message());
     return 1;

@@ -51,8 +51,7 @@ int64_t resolve_index(int64_t index, int64_t dim, int64_t n, const char* what) {
 
 }  // namespace
 
-Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
-                     int64_t step) const {
+Tensor Tensor::slice(int64_t dim, SliceBound start, SliceBound end, int64_t step) const {
   const Shape& s = shape();
   if (s.rank() == 0) throw Error("slice: cannot be applied to a 0-dim tensor");
   int64_t d = detail::normalize_dim_or_throw(dim, s.rank(), "slice");

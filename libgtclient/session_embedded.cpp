@@ -83,7 +83,7 @@ Result<std::unique_ptr<EmbeddedDaemons>> EmbeddedDaemons::start(int num_workers)
   const char* level = std::getenv("GT_EMBEDDED_LOG_LEVEL");
   std::string log_level = level ? level : "warn";
   std::vector<std::string> dargs = {"--listen-address=", "--unix-socket", sock,
-                                    "--unix-socket-mode", "384",  // 0600: this user only
+                                    "--unix-socket-mode", "0600",  // this user only
                                     "--exit-when-idle", "--parent-pid",
                                     std::to_string(::getpid()), "--log-level", log_level};
   if (const char* ilog = std::getenv("GT_INSTRUCTION_LOG")) {

@@ -1,21 +1,26 @@
 #include "libgtclient/session_remote.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 
 #include "gt/error.h"
+#include "libgtcore/asio.h"
+#include "libgtcore/framed_connection.h"
 #include "libgtcore/instr_codec.h"
+#include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
 
 namespace gt::detail {
 
 namespace {
-constexpr size_t kMaxQueuedInstrs = 65536;     // user threads block beyond this (backpressure)
-constexpr size_t kWriteHighWater = 8u << 20;   // serialized bytes waiting for the socket
+constexpr size_t kMaxQueuedInstrs = 65536;  // user threads block beyond this (backpressure)
 constexpr int kConnectTimeoutMs = 10000;
-constexpr int kWelcomeTimeoutMs = 60000;
+constexpr int kWelcomeTimeoutMs = 60000;    // the dispatcher may wait for a first worker
 
 std::string program_name() {
   char buf[256];
@@ -25,29 +30,41 @@ std::string program_name() {
   const char* slash = std::strrchr(buf, '/');
   return slash ? slash + 1 : buf;
 }
+
+bool queue_empty(const v1::ClientMessage& q) {
+  const auto& b = q.batch();
+  return b.instrs_size() == 0 && b.frees_size() == 0 && b.requests_size() == 0;
+}
 }  // namespace
 
 std::string format_errors(const std::vector<v1::ErrorInfo>& errors) {
   if (errors.empty()) return "";
   const auto& e = errors.front();
   std::string s = fmt::format("{} failed: {} ({})", e.op(), e.message(), e.origin());
-  if (errors.size() > 1) s += fmt::format(" [and {} more errors since the last sync]", errors.size() - 1);
+  if (errors.size() > 1)
+    s += fmt::format(" [and {} more errors since the last sync]", errors.size() - 1);
   return s;
 }
 
 RemoteSession::RemoteSession(const std::string& address, std::unique_ptr<EmbeddedDaemons> daemons)
     : daemons_(std::move(daemons)) {
-  auto sock = connect_stream(io_, address, kConnectTimeoutMs);
+  try {
+    handshake(address);
+  } catch (...) {
+    if (fd_ >= 0) ::close(fd_);
+    if (daemons_) daemons_->stop(2000);
+    throw;
+  }
+  flusher_ = std::thread([this] { flusher_loop(); });
+}
+
+void RemoteSession::handshake(const std::string& address) {
+  asio::io_context io;
+  auto sock = connect_stream(io, address, kConnectTimeoutMs);
   if (!sock.is_ok()) throw Error("gt: " + sock.status().message());
-  conn_ = std::make_shared<FramedConnection>(std::move(*sock), kDefaultMaxFrameBytes);
-  conn_->set_write_handler([this] {
-    if (awaiting_drain_ && conn_->pending_bytes() < kWriteHighWater) {
-      awaiting_drain_ = false;
-      flush();
-    }
-  });
-  conn_->start([this](std::string_view b) { on_frame(b); },
-               [this](const Status& s) { on_close(s); });
+  boost::system::error_code ec;
+  fd_ = sock->release(ec);
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
   v1::ClientMessage hello;
   auto* h = hello.mutable_hello();
   h->set_proto_major(kProtoMajor);
@@ -56,76 +73,102 @@ RemoteSession::RemoteSession(const std::string& address, std::unique_ptr<Embedde
   h->set_role(v1::ROLE_CLIENT);
   h->set_client_name(program_name());
   if (const char* tok = std::getenv("GT_TOKEN")) h->mutable_credentials()->set_token(tok);
-  (void)conn_->send(hello);
-  io_thread_ = std::thread([this] { io_.run(); });
-
-  std::unique_lock<std::mutex> lk(mu_);
-  bool ok = cv_.wait_for(lk, std::chrono::milliseconds(kWelcomeTimeoutMs),
-                         [&] { return welcomed_ || !lost_.empty(); });
-  if (!welcomed_) {
-    std::string why = ok ? lost_ : "no answer from the dispatcher at " + address;
-    lk.unlock();
-    asio::post(io_, [this] { conn_->close(Status::ok()); });
-    io_.stop();
-    io_thread_.join();
-    if (daemons_) daemons_->stop(2000);
-    throw Error("gt: cannot start a session: " + why);
+  std::string out;
+  (void)append_frame(&out, hello);
+  if (Status st = send_all(fd_, out); !st.is_ok())
+    throw Error("gt: cannot start a session: " + st.message());
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWelcomeTimeoutMs);
+  while (true) {
+    auto frame = decoder_.next();
+    if (!frame.is_ok()) throw Error("gt: cannot start a session: " + frame.status().message());
+    if (frame->has_value()) {
+      v1::ServerMessage m;
+      if (!parse_frame(**frame, &m).is_ok())
+        throw Error("gt: cannot start a session: malformed answer to Hello");
+      if (m.kind_case() == v1::ServerMessage::kWelcome) {
+        session_id_ = m.welcome().session_id();
+        return;
+      }
+      if (m.kind_case() == v1::ServerMessage::kRefusal)
+        throw Error("gt: cannot start a session: refused by the dispatcher: " +
+                    m.refusal().reason());
+      continue;
+    }
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0) throw Error("gt: cannot start a session: no answer from " + address);
+    if (Status st = read_some(fd_, &decoder_, left); !st.is_ok())
+      throw Error("gt: cannot start a session: " + st.message());
   }
 }
 
 RemoteSession::~RemoteSession() {
-  // Send what is queued, then close; the dispatcher frees this session's tensors.
-  asio::post(io_, [this] {
-    flush();
-    conn_->close_after_flush();
-  });
   {
-    std::unique_lock<std::mutex> lk(mu_);
-    cv_.wait_for(lk, std::chrono::seconds(5), [&] { return !lost_.empty(); });
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
   }
-  io_.stop();
-  if (io_thread_.joinable()) io_thread_.join();
+  flusher_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  flush_queue();  // what is still queued (frees, last ops) goes out before we close
+  ::shutdown(fd_, SHUT_WR);
+  // Wait briefly for the dispatcher to close its side, so the embedded daemons see a clean end.
+  pollfd p{fd_, POLLIN, 0};
+  char buf[4096];
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline && ::poll(&p, 1, 100) >= 0) {
+    if (p.revents && ::recv(fd_, buf, sizeof(buf), 0) <= 0) break;
+  }
+  ::close(fd_);
   if (daemons_) daemons_->stop(5000);
 }
 
-void RemoteSession::post_flush_locked() {
-  if (flush_posted_) return;
-  flush_posted_ = true;
-  asio::post(io_, [this] { flush(); });
+void RemoteSession::flusher_loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (true) {
+    while (queue_empty(queue_) && !stopping_) {
+      flusher_sleeping_ = true;
+      flusher_cv_.wait(lk);
+    }
+    flusher_sleeping_ = false;
+    if (stopping_) return;
+    lk.unlock();
+    flush_queue();
+    lk.lock();
+  }
 }
 
-void RemoteSession::flush() {
-  while (!conn_->closed()) {
-    if (conn_->pending_bytes() >= kWriteHighWater) {
-      awaiting_drain_ = true;  // resumed by the write handler
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      const auto& b = queue_.batch();
-      if (b.instrs_size() == 0 && b.frees_size() == 0 && b.requests_size() == 0) {
-        flush_posted_ = false;
-        return;
-      }
-      queue_.Swap(&sending_);
-      queued_ = 0;
-    }
-    cv_.notify_all();  // user threads blocked on a full queue
-    Status st = conn_->send(sending_);
-    if (!st.is_ok()) {
-      conn_->close(st);
-      return;
-    }
-    sending_.Clear();
+bool RemoteSession::flush_queue() {
+  std::lock_guard<std::mutex> wl(write_mu_);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (queue_empty(queue_)) return false;
+    queue_.Swap(&sending_);
+    queued_ = 0;
   }
-  std::lock_guard<std::mutex> lk(mu_);
-  flush_posted_ = false;
+  space_cv_.notify_all();
+  wbuf_.clear();
+  Status st = append_frame(&wbuf_, sending_);
+  sending_.Clear();
+  if (st.is_ok()) st = send_all(fd_, wbuf_);
+  if (wbuf_.capacity() > (64u << 20)) wbuf_ = std::string();
+  if (!st.is_ok()) mark_lost(st.message());
+  return true;
+}
+
+void RemoteSession::mark_lost(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (lost_.empty()) lost_ = why;
+  }
+  space_cv_.notify_all();
+  reply_cv_.notify_all();
 }
 
 uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) {
   std::unique_lock<std::mutex> lk(mu_);
   if (queued_ >= kMaxQueuedInstrs)
-    cv_.wait(lk, [&] { return queued_ < kMaxQueuedInstrs || !lost_.empty(); });
+    space_cv_.wait(lk, [&] { return queued_ < kMaxQueuedInstrs || !lost_.empty(); });
   uint64_t id = is_in_place(op) ? 0 : next_id_++;
   if (!lost_.empty()) return id;  // ops after a lost session are dropped; the next sync raises
   v1::Instr* in = queue_.mutable_batch()->add_instrs();
@@ -133,35 +176,65 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   in->set_out(id);
   for (uint64_t i : inputs) in->add_inputs(i);
   ++queued_;
-  post_flush_locked();
+  if (flusher_sleeping_) {
+    flusher_sleeping_ = false;
+    flusher_cv_.notify_one();
+  }
   return id;
 }
 
 void RemoteSession::free(uint64_t id) {
   std::lock_guard<std::mutex> lk(mu_);
-  if (!lost_.empty()) return;
+  if (!lost_.empty() || stopping_) return;
   queue_.mutable_batch()->add_frees(id);
-  post_flush_locked();
-}
-
-void RemoteSession::throw_lost_locked() {
-  throw Error("gt: session lost: " + lost_);
+  if (flusher_sleeping_) {  // memory on the worker comes back even if no op follows
+    flusher_sleeping_ = false;
+    flusher_cv_.notify_one();
+  }
 }
 
 RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t id) {
+  uint64_t rid;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!lost_.empty()) throw Error("gt: session lost: " + lost_);
+    rid = next_request_id_++;
+    pending_.emplace(rid, Pending{});
+    auto* r = queue_.mutable_batch()->add_requests();
+    r->set_request_id(rid);
+    r->set_kind(kind);
+    r->set_id(id);
+  }
+  flush_queue();  // this thread writes its own request: no hand-off to the flusher
   std::unique_lock<std::mutex> lk(mu_);
-  if (!lost_.empty()) throw_lost_locked();
-  uint64_t rid = next_request_id_++;
-  pending_.emplace(rid, Pending{});
-  auto* r = queue_.mutable_batch()->add_requests();
-  r->set_request_id(rid);
-  r->set_kind(kind);
-  r->set_id(id);
-  post_flush_locked();
-  cv_.wait(lk, [&] { return pending_[rid].done || !lost_.empty(); });
+  while (!pending_[rid].done && lost_.empty()) {
+    if (reader_active_) {
+      reply_cv_.wait(lk);
+      continue;
+    }
+    // Take the reader role: read until our reply is complete, handing others theirs.
+    reader_active_ = true;
+    while (!pending_[rid].done && lost_.empty()) {
+      auto frame = decoder_.next();
+      if (!frame.is_ok()) {
+        lost_ = frame.status().message();
+        break;
+      }
+      if (frame->has_value()) {
+        on_frame_locked(**frame);
+        continue;
+      }
+      lk.unlock();
+      Status st = read_some(fd_, &decoder_, -1);
+      lk.lock();
+      if (!st.is_ok() && lost_.empty()) lost_ = st.message();
+    }
+    reader_active_ = false;
+    reply_cv_.notify_all();
+  }
   Pending p = std::move(pending_[rid]);
   pending_.erase(rid);
-  if (!p.done) throw_lost_locked();
+  if (!p.done) throw Error("gt: session lost: " + lost_);
   return p;
 }
 
@@ -201,74 +274,53 @@ void RemoteSession::manual_seed(uint64_t seed) {
   rng_counter_ = 0;
 }
 
-void RemoteSession::on_frame(std::string_view body) {
+void RemoteSession::on_frame_locked(std::string_view body) {
   v1::ServerMessage m;
-  Status st = parse_frame(body, &m);
-  if (!st.is_ok()) {
-    conn_->close(st);
+  if (!parse_frame(body, &m).is_ok()) {
+    lost_ = "malformed frame from the dispatcher";
     return;
   }
-  std::unique_lock<std::mutex> lk(mu_);
-  switch (m.kind_case()) {
-    case v1::ServerMessage::kWelcome:
-      welcomed_ = true;
-      session_id_ = m.welcome().session_id();
-      break;
-    case v1::ServerMessage::kRefusal:
-      lost_ = "refused by the dispatcher: " + m.refusal().reason();
-      break;
-    case v1::ServerMessage::kReply: {
-      auto it = pending_.find(m.reply().request_id());
-      if (it == pending_.end()) return;
-      Pending& p = it->second;
-      v1::Reply* r = m.mutable_reply();
-      for (auto& e : *r->mutable_errors()) p.errors.push_back(std::move(e));
-      for (const auto& s : r->stats())
-        p.stats.push_back(WorkerStatsInfo{s.worker_id(), s.device(), s.tensors(), s.bytes(),
-                                          s.ops_executed(), s.errors(), s.peak_bytes(),
-                                          s.reserved_bytes(), s.sessions()});
-      if (r->has_tensor()) {
-        const auto& t = r->tensor();
-        if (!p.have_meta) {
-          auto shape = Shape::from({t.shape().data(), static_cast<size_t>(t.shape_size())});
-          if (!shape.is_ok() || !is_valid_dtype(t.dtype())) {
-            lk.unlock();
-            conn_->close(data_loss("malformed fetch reply"));
-            return;
-          }
-          p.tensor.meta = TensorMeta{*shape, static_cast<DType>(t.dtype())};
-          if (static_cast<int64_t>(t.total_bytes()) != p.tensor.meta.nbytes()) {
-            lk.unlock();
-            conn_->close(data_loss("fetch reply size does not match its shape"));
-            return;
-          }
-          p.tensor.bytes.resize(t.total_bytes());
-          p.have_meta = true;
-        }
-        if (t.offset() > p.tensor.bytes.size() ||
-            t.data().size() > p.tensor.bytes.size() - t.offset()) {
-          lk.unlock();
-          conn_->close(data_loss("fetch reply chunk out of bounds"));
-          return;
-        }
-        std::memcpy(p.tensor.bytes.data() + t.offset(), t.data().data(), t.data().size());
+  if (m.kind_case() == v1::ServerMessage::kRefusal) {
+    lost_ = "the dispatcher ended the session: " + m.refusal().reason();
+    return;
+  }
+  if (m.kind_case() != v1::ServerMessage::kReply) return;
+  auto it = pending_.find(m.reply().request_id());
+  if (it == pending_.end()) return;
+  Pending& p = it->second;
+  v1::Reply* r = m.mutable_reply();
+  for (auto& e : *r->mutable_errors()) p.errors.push_back(std::move(e));
+  for (const auto& s : r->stats())
+    p.stats.push_back(WorkerStatsInfo{s.worker_id(), s.device(), s.tensors(), s.bytes(),
+                                      s.ops_executed(), s.errors(), s.peak_bytes(),
+                                      s.reserved_bytes(), s.sessions()});
+  if (r->has_tensor()) {
+    const auto& t = r->tensor();
+    if (!p.have_meta) {
+      auto shape = Shape::from({t.shape().data(), static_cast<size_t>(t.shape_size())});
+      if (!shape.is_ok() || !is_valid_dtype(t.dtype())) {
+        lost_ = "malformed fetch reply";
+        return;
       }
-      if (r->last()) p.done = true;
-      break;
+      p.tensor.meta = TensorMeta{*shape, static_cast<DType>(t.dtype())};
+      if (static_cast<int64_t>(t.total_bytes()) != p.tensor.meta.nbytes()) {
+        lost_ = "fetch reply size does not match its shape";
+        return;
+      }
+      p.tensor.bytes.resize(t.total_bytes());
+      p.have_meta = true;
     }
-    default: break;
+    if (t.offset() > p.tensor.bytes.size() ||
+        t.data().size() > p.tensor.bytes.size() - t.offset()) {
+      lost_ = "fetch reply chunk out of bounds";
+      return;
+    }
+    std::memcpy(p.tensor.bytes.data() + t.offset(), t.data().data(), t.data().size());
   }
-  lk.unlock();
-  cv_.notify_all();
-}
-
-void RemoteSession::on_close(const Status& why) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (lost_.empty())
-      lost_ = why.is_ok() ? "the dispatcher closed the connection" : why.message();
+  if (r->last()) {
+    p.done = true;
+    reply_cv_.notify_all();
   }
-  cv_.notify_all();
 }
 
 }  // namespace gt::detail

@@ -1,7 +1,10 @@
-// RemoteSession: the Session implementation over one connection to a dispatcher. User threads
-// append instructions to a queue under a mutex; the I/O thread swaps the queue out and writes
-// it as one frame whenever the socket can take more (coalescing under load, no added latency
-// when idle). Sync points register a pending request and wait for its reply.
+// RemoteSession: the Session implementation over one connection to a dispatcher.
+//
+// Throughput path: user threads append instructions to a queue under a mutex; a flusher thread
+// swaps the queue out and writes it as one frame whenever it is idle, so batches grow under
+// load and add no latency when idle. Latency path: a thread at a sync point writes the queue
+// (with its request) itself and reads the reply itself (leader/follower: one waiting thread
+// reads for all), so a round trip costs no thread hand-offs on the client.
 #pragma once
 
 #include <condition_variable>
@@ -14,8 +17,7 @@
 
 #include "libgtclient/session.h"
 #include "libgtclient/session_embedded.h"
-#include "libgtcore/asio.h"
-#include "libgtcore/framed_connection.h"
+#include "libgtcore/frame_codec.h"
 #include "proto/gt.pb.h"
 
 namespace gt::detail {
@@ -46,37 +48,43 @@ class RemoteSession : public Session {
     std::vector<WorkerStatsInfo> stats;
   };
 
-  void post_flush_locked();
-  void flush();  // I/O thread
-  void on_frame(std::string_view body);
-  void on_close(const Status& why);
-  // Queues a request and waits for its reply; throws on a lost session.
+  void flusher_loop();
+  // Takes the queue and writes it (caller holds no lock). Returns false when nothing was queued.
+  bool flush_queue();
+  void mark_lost(const std::string& why);
+  // Handles one server frame; called with mu_ held.
+  void on_frame_locked(std::string_view body);
   Pending request(v1::Request::Kind kind, uint64_t id);
-  [[noreturn]] void throw_lost_locked();
+  void handshake(const std::string& address);
 
-  asio::io_context io_;
-  std::thread io_thread_;
-  std::shared_ptr<FramedConnection> conn_;
+  int fd_ = -1;
   std::unique_ptr<EmbeddedDaemons> daemons_;
+  std::thread flusher_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // replies, handshake, queue drained
-  v1::ClientMessage queue_;     // batch being filled by user threads
-  v1::ClientMessage sending_;   // batch being serialized by the I/O thread
+  mutable std::mutex mu_;              // queue, pending requests, state
+  std::condition_variable flusher_cv_; // work for the flusher
+  std::condition_variable space_cv_;   // queue drained (backpressure)
+  std::condition_variable reply_cv_;   // a reply arrived / the reader role is free
+  v1::ClientMessage queue_;
   size_t queued_ = 0;
-  bool flush_posted_ = false;
-  bool awaiting_drain_ = false;
-  bool welcomed_ = false;
-  std::string lost_;            // non-empty once the session is gone
+  bool flusher_sleeping_ = false;
+  bool stopping_ = false;
+  bool reader_active_ = false;
+  std::string lost_;                   // non-empty once the session is gone
   uint64_t next_id_ = 1;
   uint64_t next_request_id_ = 1;
   uint64_t session_id_ = 0;
   uint64_t seed_ = 67280421310721ull;  // PyTorch's default CPU seed
   uint64_t rng_counter_ = 0;
   std::unordered_map<uint64_t, Pending> pending_;
+
+  std::mutex write_mu_;                // one writer on the socket at a time
+  v1::ClientMessage sending_;          // guarded by write_mu_
+  std::string wbuf_;                   // guarded by write_mu_
+  FrameDecoder decoder_;               // used only by the thread holding the reader role
 };
 
-// "op: message (worker 0)" for one error; with several, says how many.
+// "op failed: message (worker 0)" for the first error; with several, says how many.
 std::string format_errors(const std::vector<v1::ErrorInfo>& errors);
 
 }  // namespace gt::detail

@@ -84,13 +84,15 @@ Result<SliceSpec> resolve_slice(int64_t n, std::optional<int64_t> start_o,
     stop = stop_o ? (*stop_o < 0 ? *stop_o + n : *stop_o) : n;
     start = clamp(start, 0, n);
     stop = clamp(stop, 0, n);
-    s.count = stop > start ? (stop - start + step - 1) / step : 0;
+    // 128-bit: a huge step must not overflow (Python allows any step).
+    s.count = stop > start ? static_cast<int64_t>((static_cast<__int128>(stop) - start + step - 1) / step) : 0;
   } else {
     start = start_o ? (*start_o < 0 ? *start_o + n : *start_o) : n - 1;
     stop = stop_o ? (*stop_o < 0 ? *stop_o + n : *stop_o) : -1;
     start = clamp(start, -1, n - 1);
     stop = clamp(stop, -1, n - 1);
-    s.count = start > stop ? (start - stop + (-step) - 1) / (-step) : 0;
+    __int128 mag = -static_cast<__int128>(step);
+    s.count = start > stop ? static_cast<int64_t>((static_cast<__int128>(start) - stop + mag - 1) / mag) : 0;
   }
   s.start = s.count > 0 ? start : 0;
   return s;

@@ -24,10 +24,12 @@ Result<Shape> Shape::from(std::span<const int64_t> dims) {
 }
 
 int64_t Shape::numel() const {
+  for (int i = 0; i < rank_; ++i)
+    if (d_[i] < 0) return -1;
+  for (int i = 0; i < rank_; ++i)
+    if (d_[i] == 0) return 0;  // a zero anywhere wins over a huge prefix
   int64_t n = 1;
   for (int i = 0; i < rank_; ++i) {
-    if (d_[i] == 0) return 0;
-    if (d_[i] < 0) return -1;
     if (n > kMaxNumel / d_[i]) return kMaxNumel + 1;  // saturate: callers reject it
     n *= d_[i];
   }

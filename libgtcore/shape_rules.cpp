@@ -7,7 +7,9 @@ namespace {
 
 Status need_shape(OpId op, const OpAttrs& a) {
   if (!a.has_shape) return invalid_argument("{}: missing shape attribute", op_name(op));
-  return check_shape_size(a.shape, a.dtype);
+  Status st = check_shape_size(a.shape, a.dtype);
+  if (!st.is_ok()) return invalid_argument("{}: {}", op_name(op), st.message());
+  return st;
 }
 
 Result<TensorMeta> rule_create(OpId op, const OpAttrs& a, bool floating_only) {
@@ -47,7 +49,9 @@ Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const Op
   if (in.size() == 2) {
     if (a.n_ints > 0 && a.scalar_side() != ScalarSide::kNone)
       return invalid_argument("{}: two tensor operands and a scalar operand", op_name(op));
-    GT_ASSIGN_OR_RETURN(out.shape, broadcast_shapes(in[0].shape, in[1].shape));
+    auto b = broadcast_shapes(in[0].shape, in[1].shape);
+    if (!b.is_ok()) return invalid_argument("{}: {}", op_name(op), b.status().message());
+    out.shape = *b;
     out.dtype = promote(in[0].dtype, in[1].dtype);
   } else if (in.size() == 1) {
     ScalarSide side = a.scalar_side();
@@ -71,9 +75,10 @@ Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const Op
 Result<TensorMeta> rule_where(std::span<const TensorMeta> in) {
   if (in[0].dtype != DType::kBool)
     return invalid_argument("where: condition must be bool, got {}", dtype_name(in[0].dtype));
-  GT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(in[0].shape, in[1].shape));
-  GT_ASSIGN_OR_RETURN(s, broadcast_shapes(s, in[2].shape));
-  return TensorMeta{s, promote(in[1].dtype, in[2].dtype)};
+  auto s = broadcast_shapes(in[0].shape, in[1].shape);
+  if (s.is_ok()) s = broadcast_shapes(*s, in[2].shape);
+  if (!s.is_ok()) return invalid_argument("where: {}", s.status().message());
+  return TensorMeta{*s, promote(in[1].dtype, in[2].dtype)};
 }
 
 Result<TensorMeta> rule_reduce(OpId op, const TensorMeta& x, const OpAttrs& a) {
@@ -144,7 +149,8 @@ Result<TensorMeta> rule_slice(const TensorMeta& x, const OpAttrs& a) {
     // last = start + (count-1)*step must stay inside [0, n): checked without overflow.
     if (start < 0 || start >= n)
       return invalid_argument("slice: dim {}: start {} is out of range for size {}", d, start, n);
-    int64_t room = step > 0 ? (n - 1 - start) / step : start / (-step);
+    __int128 room = step > 0 ? (static_cast<__int128>(n) - 1 - start) / step
+                             : static_cast<__int128>(start) / -static_cast<__int128>(step);
     if (count - 1 > room)
       return invalid_argument("slice: dim {}: {} elements with step {} from {} leave size {}", d,
                               count, step, start, n);
@@ -205,7 +211,9 @@ Result<Shape> matmul_shape(const Shape& a0, const Shape& b0) {
   return out;
 }
 
-Result<TensorMeta> infer_meta(OpId op, std::span<const TensorMeta> in, const OpAttrs& a) {
+namespace {
+Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
+                                        const OpAttrs& a) {
   const OpInfo& info = op_info(op);
   if (info.arity >= 0) {
     bool scalar_form = info.attrs == AttrKind::kBinary && in.size() == 1;
@@ -256,14 +264,25 @@ Result<TensorMeta> infer_meta(OpId op, std::span<const TensorMeta> in, const OpA
     case ShapeRule::kCat: return rule_cat(in, a);
     case ShapeRule::kCast: return TensorMeta{in[0].shape, a.dtype};
     case ShapeRule::kCopyInto: {
-      GT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(in[0].shape, in[1].shape));
-      if (s != in[0].shape)
+      auto s = broadcast_shapes(in[0].shape, in[1].shape);
+      if (!s.is_ok() || *s != in[0].shape)
         return invalid_argument("copy_: source {} does not broadcast to destination {}",
                                 in[1].shape.str(), in[0].shape.str());
       return in[0];
     }
   }
   return internal_error("{}: no shape rule", info.name);
+}
+
+}  // namespace
+
+Result<TensorMeta> infer_meta(OpId op, std::span<const TensorMeta> in, const OpAttrs& a) {
+  auto m = infer_meta_unchecked(op, in, a);
+  if (!m.is_ok()) return m;
+  // Small (even empty) inputs can broadcast or keep dims into a result too large to address.
+  Status st = check_shape_size(m->shape, m->dtype);
+  if (!st.is_ok()) return invalid_argument("{}: result {}", op_name(op), st.message());
+  return m;
 }
 
 }  // namespace gt

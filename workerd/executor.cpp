@@ -36,6 +36,34 @@ void Executor::enqueue(std::unique_ptr<v1::WorkerBatch> batch) {
   cv_.notify_one();
 }
 
+bool Executor::try_execute_inline(v1::WorkerBatch& batch) {
+  if (batch.instrs_size() != 0) return false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (busy_ || !queue_.empty() || reset_requested_ || stopping_) return false;
+    busy_ = true;
+  }
+  execute(batch);
+  maybe_ack(false);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    busy_ = false;
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void Executor::maybe_ack(bool more) {
+  // Ack when the queue ran dry (the dispatcher's window reopens promptly) or every kAckEvery
+  // instructions under sustained load (bounded ack traffic).
+  if (executed_seq_ != acked_seq_ && (!more || executed_seq_ - acked_seq_ >= kAckEvery)) {
+    v1::WorkerMessage m;
+    m.mutable_ack()->set_executed_seq(executed_seq_);
+    acked_seq_ = executed_seq_;
+    send_(std::move(m));
+  }
+}
+
 void Executor::reset() {
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -51,7 +79,7 @@ void Executor::loop() {
     bool more = false;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stopping_ || reset_requested_ || !queue_.empty(); });
+      cv_.wait(lk, [&] { return stopping_ || (!busy_ && (reset_requested_ || !queue_.empty())); });
       if (stopping_) return;
       if (reset_requested_) {
         reset_requested_ = false;
@@ -65,15 +93,13 @@ void Executor::loop() {
       batch = std::move(queue_.front());
       queue_.pop_front();
       more = !queue_.empty();
+      busy_ = true;
     }
     execute(*batch);
-    // Ack when the queue ran dry (the dispatcher's window reopens promptly) or every
-    // kAckEvery instructions under sustained load (bounded ack traffic).
-    if (executed_seq_ != acked_seq_ && (!more || executed_seq_ - acked_seq_ >= kAckEvery)) {
-      v1::WorkerMessage m;
-      m.mutable_ack()->set_executed_seq(executed_seq_);
-      acked_seq_ = executed_seq_;
-      send_(std::move(m));
+    maybe_ack(more);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      busy_ = false;
     }
   }
 }

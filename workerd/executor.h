@@ -32,6 +32,10 @@ class Executor {
 
   // Hands over a batch (from the I/O thread). Batches execute in arrival order.
   void enqueue(std::unique_ptr<v1::WorkerBatch> batch);
+  // Runs a batch on the calling (I/O) thread when the executor is idle and the batch holds no
+  // instructions (a fetch, a sync, frees): a round trip then costs no thread hand-off. Returns
+  // false (and leaves the batch alone) when the batch must be queued instead.
+  bool try_execute_inline(v1::WorkerBatch& batch);
   // Drops every tensor (the dispatcher went away: a new one starts from nothing).
   void reset();
   void set_worker_id(uint32_t id) { worker_id_ = id; }
@@ -42,6 +46,7 @@ class Executor {
 
  private:
   void loop();
+  void maybe_ack(bool more_queued);
   void run_instr(uint64_t session, const v1::Instr& in);
   void fail(uint64_t session, uint64_t out, const char* op, const Status& st);
   void answer(uint64_t session, const v1::Request& req);
@@ -62,6 +67,7 @@ class Executor {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<v1::WorkerBatch>> queue_;
   bool stopping_ = false;
+  bool busy_ = false;  // a batch is executing (on the executor or inline)
   bool reset_requested_ = false;
   std::thread thread_;
 

@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include "libgtcore/ops.h"
+#include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
 
 namespace gt::worker {
@@ -16,12 +19,15 @@ WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions
     : io_(io),
       backend_(backend),
       opts_(std::move(opts)),
-      executor_(backend, [this](v1::WorkerMessage&& m) { send_from_executor(std::move(m)); },
+      executor_(backend, [this](v1::WorkerMessage&& m) { send_direct(m); },
                 std::min<uint64_t>(opts_.max_frame_bytes / 2, 8ull << 20)),
       reconnect_timer_(io),
       backoff_ms_(opts_.reconnect_ms) {}
 
-WorkerLink::~WorkerLink() { executor_.stop(); }
+WorkerLink::~WorkerLink() {
+  executor_.stop();
+  set_out_fd(-1);
+}
 
 void WorkerLink::start() {
   executor_.start();
@@ -50,11 +56,7 @@ void WorkerLink::connect() {
   }
   conn_ = std::make_shared<FramedConnection>(std::move(*sock), opts_.max_frame_bytes);
   ++generation_;
-  {
-    std::lock_guard<std::mutex> lk(out_mu_);
-    outbox_.clear();
-    outbox_generation_ = generation_;
-  }
+  set_out_fd(::dup(conn_->socket().native_handle()));
   v1::WorkerMessage hello_msg;
   auto* h = hello_msg.mutable_hello();
   h->set_proto_major(kProtoMajor);
@@ -70,7 +72,7 @@ void WorkerLink::connect() {
                [this, gen = generation_](const Status& s) {
                  if (gen == generation_) on_close(s);
                });
-  (void)conn_->send(hello_msg);
+  send_direct(hello_msg);
 }
 
 void WorkerLink::schedule_reconnect() {
@@ -111,7 +113,7 @@ void WorkerLink::on_frame(std::string_view body) {
         return;
       }
       batch->Swap(msg.mutable_batch());
-      executor_.enqueue(std::move(batch));
+      if (!executor_.try_execute_inline(*batch)) executor_.enqueue(std::move(batch));
       break;
     default:
       spdlog::warn("ignoring an unknown message from the dispatcher");
@@ -121,6 +123,7 @@ void WorkerLink::on_frame(std::string_view body) {
 void WorkerLink::on_close(const Status& why) {
   bool was_registered = registered_;
   registered_ = false;
+  set_out_fd(-1);
   executor_.reset();  // a dispatcher restart starts from nothing: drop every tensor
   if (stopping_) return;
   if (why.is_ok())
@@ -134,34 +137,21 @@ void WorkerLink::on_close(const Status& why) {
   schedule_reconnect();
 }
 
-void WorkerLink::send_from_executor(v1::WorkerMessage&& m) {
-  bool post = false;
-  {
-    std::lock_guard<std::mutex> lk(out_mu_);
-    outbox_.push_back(std::move(m));
-    if (!flush_posted_) {
-      flush_posted_ = true;
-      post = true;
-    }
-  }
-  if (post) asio::post(io_, [this] { flush_outbox(); });
+void WorkerLink::set_out_fd(int fd) {
+  std::lock_guard<std::mutex> lk(out_mu_);
+  if (out_fd_ >= 0) ::close(out_fd_);
+  out_fd_ = fd;
 }
 
-void WorkerLink::flush_outbox() {
-  uint64_t gen;
-  {
-    std::lock_guard<std::mutex> lk(out_mu_);
-    flush_posted_ = false;
-    sending_.swap(outbox_);
-    gen = outbox_generation_;
-  }
-  if (conn_ && !conn_->closed() && gen == generation_) {
-    for (auto& m : sending_) {
-      Status st = conn_->send(m);
-      if (!st.is_ok()) spdlog::error("cannot send to the dispatcher: {}", st.message());
-    }
-  }
-  sending_.clear();
+void WorkerLink::send_direct(const v1::WorkerMessage& m) {
+  std::lock_guard<std::mutex> lk(out_mu_);
+  if (out_fd_ < 0) return;  // no dispatcher: replies for it are moot
+  out_buf_.clear();
+  Status st = append_frame(&out_buf_, m);
+  if (st.is_ok()) st = send_all(out_fd_, out_buf_);
+  if (out_buf_.capacity() > (64u << 20)) out_buf_ = std::string();
+  // A failed write means the connection is going: the I/O thread sees it and reconnects.
+  if (!st.is_ok()) spdlog::debug("send to the dispatcher failed: {}", st.message());
 }
 
 }  // namespace gt::worker

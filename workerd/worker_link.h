@@ -1,7 +1,8 @@
 // WorkerLink: the worker's I/O side. Connects out to the dispatcher (TCP or Unix socket),
-// registers the device, decodes batches on the I/O thread and hands them to the Executor; the
-// executor's acks, error reports and replies come back through a mutex-guarded outbox that the
-// I/O thread drains into one coalesced write. Reconnects with backoff when the dispatcher goes.
+// registers the device, decodes batches on the I/O thread and hands them to the Executor (or
+// runs instruction-free batches inline when the executor is idle). Acks, error reports and
+// replies are written directly by the thread that produced them, on a dup of the socket under
+// a mutex: a round trip costs no hand-off back to the I/O thread. Reconnects with backoff.
 #pragma once
 
 #include <atomic>
@@ -44,8 +45,8 @@ class WorkerLink {
   void schedule_reconnect();
   void on_frame(std::string_view body);
   void on_close(const Status& why);
-  void send_from_executor(v1::WorkerMessage&& m);
-  void flush_outbox();
+  void send_direct(const v1::WorkerMessage& m);
+  void set_out_fd(int fd);  // takes ownership; -1 closes the current one
 
   asio::io_context& io_;
   Backend& backend_;
@@ -58,11 +59,9 @@ class WorkerLink {
   bool stopping_ = false;
   uint64_t generation_ = 0;  // bumps on every reconnect; stale outbox entries are dropped
 
-  std::mutex out_mu_;
-  std::vector<v1::WorkerMessage> outbox_;
-  uint64_t outbox_generation_ = 0;
-  bool flush_posted_ = false;
-  std::vector<v1::WorkerMessage> sending_;
+  std::mutex out_mu_;  // guards out_fd_ and out_buf_
+  int out_fd_ = -1;    // dup of the connection's socket, for writes from any thread
+  std::string out_buf_;
 };
 
 }  // namespace gt::worker

@@ -143,7 +143,7 @@ template <class Op>
 Status binary_kernel(const KernelArgs& args) {
   const Tensor& a = in(args, 0);
   const Tensor& out = args.out;
-  const int64_t n = out.numel();
+  const int64_t n = count(out.meta.shape);
   if (n == 0) return Status::ok();
   const bool scalar_form = args.inputs.size() == 1;
   DType p;
@@ -172,7 +172,7 @@ Status binary_kernel(const KernelArgs& args) {
     const Shape& sa = a.meta.shape;
     const Shape& sb = in(args, 1).meta.shape;
     const Shape& so = out.meta.shape;
-    const int64_t na = sa.numel(), nb = sb.numel();
+    const int64_t na = count(sa), nb = count(sb);
     if (na == n && nb == n) loop_same<Op, T, O>(xa, xb, xo, n);
     else if (na == n && nb == 1) loop_scalar_right<Op, T, O>(xa, convert_value<C>(*xb), xo, n);
     else if (na == 1 && nb == n) loop_scalar_left<Op, T, O>(convert_value<C>(*xa), xb, xo, n);

@@ -66,15 +66,25 @@ bool CpuBackend::supports(OpId op) const {
 
 namespace {
 
+// Byte size of a meta, or -1 when a dim is negative or the size overflows (no division, unlike
+// Shape::numel, so the per-op checks stay cheap).
+int64_t meta_bytes(const TensorMeta& m) {
+  int64_t n = static_cast<int64_t>(dtype_size(m.dtype));
+  if (n == 0) return -1;
+  for (int64_t d : m.shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  }
+  return n;
+}
+
 Status check_tensor(const Tensor* t, const char* op, const char* what, size_t i) {
   if (t == nullptr) return invalid_argument("{}: {} {} is missing", op, what, i);
   if (t->poison) return failed_precondition("{}: {} {} is poisoned", op, what, i);
   if (!t->storage) return invalid_argument("{}: {} {} has no storage", op, what, i);
-  GT_RETURN_IF_ERROR(check_shape_size(t->meta.shape, t->meta.dtype));
   if (!is_valid_dtype(static_cast<int>(t->meta.dtype)))
     return invalid_argument("{}: {} {} has an invalid dtype", op, what, i);
-  int64_t need = t->meta.nbytes();
-  if (static_cast<uint64_t>(need) > t->storage->bytes())
+  const int64_t need = meta_bytes(t->meta);
+  if (need < 0 || static_cast<uint64_t>(need) > t->storage->bytes())
     return invalid_argument("{}: {} {} needs {} bytes for {} {} but its storage has {}", op,
                             what, i, need, dtype_name(t->meta.dtype), t->meta.shape.str(),
                             t->storage->bytes());

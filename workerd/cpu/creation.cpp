@@ -14,7 +14,7 @@ namespace gt::worker::cpu {
 namespace {
 
 Status fill_value(const KernelArgs& args, double value) {
-  const int64_t n = args.out.numel();
+  const int64_t n = count(args.out.meta.shape);
   if (n == 0) return Status::ok();
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -35,7 +35,7 @@ Status full_kernel(const KernelArgs& args) { return fill_value(args, args.attrs.
 
 Status arange_kernel(const KernelArgs& args) {
   const double start = args.attrs.real_at(0), step = args.attrs.real_at(2);
-  const int64_t n = args.out.numel();
+  const int64_t n = count(args.out.meta.shape);
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = static_cast<T*>(out_ptr(args));
@@ -48,7 +48,7 @@ Status arange_kernel(const KernelArgs& args) {
 template <bool kNormal>
 Status random_kernel(const KernelArgs& args) {
   const uint64_t seed = args.attrs.seed(), counter = args.attrs.counter();
-  const int64_t n = args.out.numel();
+  const int64_t n = count(args.out.meta.shape);
   if (!is_floating(args.out.meta.dtype))
     return unimplemented("{}: dtype {}", op_name(args.op), dtype_name(args.out.meta.dtype));
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {

@@ -11,7 +11,7 @@ namespace {
 // != 0, so a bool tensor holding bytes other than 0/1 still behaves.
 Status where_kernel(const KernelArgs& args) {
   const Tensor& out = args.out;
-  const int64_t n = out.numel();
+  const int64_t n = count(out.meta.shape);
   if (n == 0) return Status::ok();
   const DType dt = out.meta.dtype;
   TempBuffer ta, tb;
@@ -26,7 +26,7 @@ Status where_kernel(const KernelArgs& args) {
     const U* a = static_cast<const U*>(va);
     const U* b = static_cast<const U*>(vb);
     U* o = static_cast<U*>(out.storage->data());
-    if (sc.numel() == n && sa.numel() == n && sb.numel() == n) {
+    if (count(sc) == n && count(sa) == n && count(sb) == n) {
       for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
       return;
     }
@@ -47,7 +47,7 @@ Status where_kernel(const KernelArgs& args) {
 // != 0 (NaN -> true); see convert_value.
 Status cast_kernel(const KernelArgs& args) {
   convert_n(in_ptr(args, 0), in(args, 0).meta.dtype, out_ptr(args), args.out.meta.dtype,
-            args.out.numel());
+            count(args.out.meta.shape));
   return Status::ok();
 }
 
@@ -61,7 +61,7 @@ bool overlaps(const void* a, size_t na, const void* b, size_t nb) {
 Status copy_kernel(const KernelArgs& args) {
   Tensor& dst = args.out;
   const Tensor& src = in(args, 1);
-  const int64_t n = dst.numel();
+  const int64_t n = count(dst.meta.shape);
   if (n == 0) return Status::ok();
   const DType dt = dst.meta.dtype;
   const size_t es = dtype_size(dt);
@@ -72,7 +72,7 @@ Status copy_kernel(const KernelArgs& args) {
   if (src.meta.dtype != dt) {
     sp = as_dtype(src, dt, tmp);  // a fresh buffer: no aliasing left
   } else if (overlaps(sp, src_bytes, dp, static_cast<size_t>(n) * es)) {
-    if (sp == dp && src.meta.shape.numel() == n) return Status::ok();  // copy onto itself
+    if (sp == dp && count(src.meta.shape) == n) return Status::ok();  // copy onto itself
     void* t = tmp.get(src_bytes);
     std::memcpy(t, sp, src_bytes);
     sp = t;

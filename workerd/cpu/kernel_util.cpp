@@ -32,7 +32,7 @@ void convert_n(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n
 
 const void* as_dtype(const Tensor& t, DType dt, TempBuffer& tmp) {
   if (t.meta.dtype == dt) return t.storage->data();
-  int64_t n = t.meta.shape.numel();
+  int64_t n = count(t.meta.shape);
   void* buf = tmp.get(static_cast<size_t>(n) * dtype_size(dt));
   convert_n(t.storage->data(), t.meta.dtype, buf, dt, n);
   return buf;
@@ -62,9 +62,9 @@ std::array<int64_t, kMaxRank> broadcast_strides(const Shape& in, const Shape& ou
 
 void broadcast_copy(const void* src, const Shape& src_shape, void* dst, const Shape& out,
                     size_t elem_size) {
-  int64_t n = out.numel();
+  int64_t n = count(out);
   if (n <= 0) return;
-  if (src_shape.numel() == n) {
+  if (count(src_shape) == n) {
     std::memcpy(dst, src, static_cast<size_t>(n) * elem_size);
     return;
   }

@@ -34,6 +34,14 @@ void register_reduce(KernelTable& t);       // sum mean max min argmax argmin
 void register_matmul(KernelTable& t);       // matmul
 void register_layout(KernelTable& t);       // reshape permute slice cat
 
+// Element count of a shape that run() has already validated (Shape::numel() guards against
+// overflow with a division per dim, which dominates the cost of tiny ops).
+inline int64_t count(const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank(); ++d) n *= s[d];
+  return n;
+}
+
 // ---- dtype dispatch -------------------------------------------------------------------------
 
 template <class T>

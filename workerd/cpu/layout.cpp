@@ -66,7 +66,7 @@ void run_gather(NdIter<2>& it, const void* src, void* dst, size_t elem_size) {
 Status permute_kernel(const KernelArgs& args) {
   const Tensor& x = in(args, 0);
   const Shape& os = args.out.meta.shape;
-  if (os.numel() == 0) return Status::ok();
+  if (count(os) == 0) return Status::ok();
   const auto xs = row_major_strides(x.meta.shape);
   NdIter<2> it(os);
   it.stride[0] = row_major_strides(os);
@@ -78,7 +78,7 @@ Status permute_kernel(const KernelArgs& args) {
 Status slice_kernel(const KernelArgs& args) {
   const Tensor& x = in(args, 0);
   const Shape& os = args.out.meta.shape;
-  if (os.numel() == 0) return Status::ok();
+  if (count(os) == 0) return Status::ok();
   const auto xs = contiguous_strides(x.meta.shape);
   NdIter<2> it(os);
   it.stride[0] = row_major_strides(os);
@@ -93,7 +93,7 @@ Status slice_kernel(const KernelArgs& args) {
 Status cat_kernel(const KernelArgs& args) {
   const Tensor& out = args.out;
   const Shape& os = out.meta.shape;
-  if (os.numel() == 0) return Status::ok();
+  if (count(os) == 0) return Status::ok();
   int64_t axis = args.attrs.axis();
   if (axis < 0) axis += os.rank();
   int64_t outer = 1, inner = 1;

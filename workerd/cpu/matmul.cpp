@@ -38,7 +38,7 @@ Plan make_plan(const Shape& a0, const Shape& b0) {
   NdIter<2> it(p.batch);
   it.stride[0] = broadcast_strides(ba, p.batch);
   it.stride[1] = broadcast_strides(bb, p.batch);
-  const int64_t count = p.batch.numel();
+  const int64_t count = cpu::count(p.batch);
   p.a_off.reserve(static_cast<size_t>(count));
   p.b_off.reserve(static_cast<size_t>(count));
   bool a_dense = true, b_shared = true;
@@ -48,7 +48,7 @@ Plan make_plan(const Shape& a0, const Shape& b0) {
     p.a_off.push_back(off[0] * p.m * p.k);
     p.b_off.push_back(off[1] * p.k * p.n);
   });
-  p.single_gemm = b_shared;
+  p.single_gemm = a_dense && b_shared;
   return p;
 }
 
@@ -101,7 +101,7 @@ Status matmul_kernel(const KernelArgs& args) {
   const Tensor& tb = in(args, 1);
   Tensor& out = args.out;
   const DType dt = out.meta.dtype;
-  const int64_t total = out.numel();
+  const int64_t total = count(out.meta.shape);
   if (total == 0) return Status::ok();
   const Plan p = make_plan(ta.meta.shape, tb.meta.shape);
   if (p.k == 0) {
@@ -117,7 +117,7 @@ Status matmul_kernel(const KernelArgs& args) {
                         static_cast<float*>(out.storage->data()));
     case DType::kFloat16:
     case DType::kBFloat16: {
-      const int64_t na = ta.meta.shape.numel(), nb = tb.meta.shape.numel();
+      const int64_t na = count(ta.meta.shape), nb = count(tb.meta.shape);
       std::vector<float> fa(static_cast<size_t>(na)), fb(static_cast<size_t>(nb)),
           fc(static_cast<size_t>(total));
       convert_n(va, dt, fa.data(), DType::kFloat32, na);

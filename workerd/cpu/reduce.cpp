@@ -23,7 +23,7 @@ struct View {
 View reduce_view(const Shape& s, const OpAttrs& a) {
   View v;
   if (a.reduce_all() || s.rank() == 0) {
-    v.n = s.numel();
+    v.n = count(s);
     return v;
   }
   int64_t d = a.reduce_dim();

@@ -43,7 +43,7 @@ struct SigmoidOp {
 // Same dtype in and out, computed in compute_t<T>.
 template <class Op>
 Status unary_same(const KernelArgs& args) {
-  const int64_t n = args.out.numel();
+  const int64_t n = count(args.out.meta.shape);
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -57,7 +57,7 @@ Status unary_same(const KernelArgs& args) {
 // Floating result, computed in float32.
 template <class Op>
 Status unary_float(const KernelArgs& args) {
-  const int64_t n = args.out.numel();
+  const int64_t n = count(args.out.meta.shape);
   const DType odt = args.out.meta.dtype;
   return dispatch_dtype(in(args, 0).meta.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;

@@ -169,9 +169,9 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze() const;             // drops every size-1 dim
   Tensor squeeze(int64_t dim) const;  // drops `dim` if its size is 1
-  // Python slicing of one dim: start:end:step (open ends as std::nullopt, any step sign).
-  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
-               int64_t step = 1) const;
+  // Python slicing of one dim: start:end:step (open ends: gt::None / std::nullopt; any step
+  // sign; out-of-range ends clamp like Python).
+  Tensor slice(int64_t dim = 0, SliceBound start = {}, SliceBound end = {}, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
