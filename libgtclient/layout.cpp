@@ -56,7 +56,9 @@ Tensor permute_to(const Tensor& x, std::span<const int64_t> perm) {
 
 }  // namespace
 
-Tensor Tensor::reshape(Dims shape) const { return reshape_to(*this, resolve_reshape(*this, shape)); }
+Tensor Tensor::reshape(Dims shape) const {
+  return reshape_to(*this, resolve_reshape(*this, shape));
+}
 
 Tensor Tensor::flatten() const { return reshape_to(*this, Shape{numel()}); }
 

@@ -240,7 +240,8 @@ std::string format_tensor(const TensorMeta& meta, const std::string& bytes) {
     Formatter f(r, is_floating(meta.dtype), shown);
     body = printer.render(f, 0, 0, indent);
   }
-  if (meta.dtype != DType::kFloat32) suffixes.push_back(std::string("dtype=gt.") + dtype_name(meta.dtype));
+  if (meta.dtype != DType::kFloat32)
+    suffixes.push_back(std::string("dtype=gt.") + dtype_name(meta.dtype));
   return add_suffixes(prefix + body, suffixes, indent);
 }
 

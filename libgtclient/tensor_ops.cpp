@@ -28,7 +28,8 @@ Tensor scalar_operand(Scalar s, const Tensor* other) {
   DType dt;
   if (other != nullptr) {
     DType o = other->dtype();
-    dt = (s.is_bool() && o == DType::kBool) ? DType::kBool : promote_with_scalar(o, s.is_integral());
+    dt = (s.is_bool() && o == DType::kBool) ? DType::kBool
+                                            : promote_with_scalar(o, s.is_integral());
   } else {
     dt = s.is_bool() ? DType::kBool : s.is_integral() ? DType::kInt64 : DType::kFloat32;
   }

@@ -45,6 +45,8 @@ Status arange_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
+constexpr int64_t kRandomGrain = 1 << 15;  // elements per thread, at least
+
 template <bool kNormal>
 Status random_kernel(const KernelArgs& args) {
   const uint64_t seed = args.attrs.seed(), counter = args.attrs.counter();
@@ -54,12 +56,14 @@ Status random_kernel(const KernelArgs& args) {
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = static_cast<T*>(out_ptr(args));
-    for (int64_t i = 0; i < n; ++i) {
-      const auto idx = static_cast<uint64_t>(i);
-      const float v = kNormal ? philox::normal(seed, counter, idx)
-                              : philox::uniform(seed, counter, idx);
-      o[i] = convert_value<T>(v);
-    }
+    parallel_for(n, kRandomGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const auto idx = static_cast<uint64_t>(i);
+        const float v = kNormal ? philox::normal(seed, counter, idx)
+                                : philox::uniform(seed, counter, idx);
+        o[i] = convert_value<T>(v);
+      }
+    });
   });
   return Status::ok();
 }

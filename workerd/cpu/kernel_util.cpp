@@ -30,6 +30,14 @@ void convert_n(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n
   });
 }
 
+int max_threads() {
+  static const int n = [] {
+    unsigned h = std::thread::hardware_concurrency();
+    return static_cast<int>(h == 0 ? 1 : h > 8 ? 8 : h);
+  }();
+  return n;
+}
+
 const void* as_dtype(const Tensor& t, DType dt, TempBuffer& tmp) {
   if (t.meta.dtype == dt) return t.storage->data();
   int64_t n = count(t.meta.shape);

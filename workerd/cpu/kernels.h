@@ -13,7 +13,9 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "libgtcore/dtype.h"
 #include "libgtcore/half.h"
@@ -82,6 +84,35 @@ inline constexpr bool is_half_v = std::is_same_v<T, half> || std::is_same_v<T, b
 template <class T>
 inline constexpr bool is_float_like_v = std::is_floating_point_v<T> || is_half_v<T>;
 
+// float16 <-> float32 with the same results as half.h (round to nearest even, NaN -> quiet
+// NaN, overflow -> inf) but with few branches, so conversion loops stay fast. They assume the
+// default floating-point environment (round to nearest, no denormals-are-zero).
+inline float half_bits_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7fffu;
+  float f = bits_float(em << 13) * 0x1p112f;                     // normal and subnormal: exact
+  if (static_cast<int32_t>(em) >= 0x7c00) f = bits_float((em << 13) | 0x7f800000u);  // inf, NaN
+  return bits_float(float_bits(f) | sign);
+}
+inline uint16_t float_to_half_bits(float value) {
+  const uint32_t u = float_bits(value);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t x = u & 0x7fffffffu;
+  // All three candidates are computed and one selected (no branches, so loops vectorize):
+  // beyond the half range: inf, or a quiet NaN;
+  const uint32_t big = static_cast<int32_t>(x) > 0x7f800000 ? 0x7e00u : 0x7c00u;
+  // half subnormal or zero: adding 0.5 aligns the half's last bit with float's, and the float
+  // adder rounds to nearest even;
+  constexpr uint32_t kMagic = 126u << 23;
+  const uint32_t tiny = float_bits(bits_float(x) + bits_float(kMagic)) - kMagic;
+  // normal: rebias ((15 - 127) << 23, mod 2^32) and round to nearest even (a carry into the
+  // exponent, up to inf, is correct).
+  const uint32_t normal = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+  const auto sx = static_cast<int32_t>(x);  // x < 2^31: signed compares are cheaper in SSE2
+  const uint32_t o = sx >= 0x47800000 ? big : sx < 0x38800000 ? tiny : normal;
+  return static_cast<uint16_t>(o | sign);
+}
+
 // The type arithmetic runs in: float for the 16-bit floats, int32 for bool (converted back with
 // != 0, so add = or, mul = and, maximum = or, minimum = and), the type itself otherwise.
 template <class T> struct compute_type { using type = T; };
@@ -116,15 +147,20 @@ inline To convert_value(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (is_half_v<From>) return static_cast<float>(v) != 0.0f;
+    if constexpr (is_half_v<From>) return convert_value<float>(v) != 0.0f;
     else return v != From(0);
-  } else if constexpr (is_half_v<To>) {
-    return To(static_cast<float>(v));
-  } else if constexpr (std::is_integral_v<To> && is_float_like_v<From>) {
-    if constexpr (is_half_v<From>) return float_to_int<To>(static_cast<float>(v));
-    else return float_to_int<To>(static_cast<double>(v));
-  } else if constexpr (is_half_v<From>) {
-    return static_cast<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, half>) {
+    half h;
+    h.bits = float_to_half_bits(convert_value<float>(v));
+    return h;
+  } else if constexpr (std::is_same_v<From, half>) {
+    return convert_value<To>(half_bits_to_float(v.bits));
+  } else if constexpr (std::is_same_v<To, bfloat16>) {
+    return bfloat16(convert_value<float>(v));
+  } else if constexpr (std::is_same_v<From, bfloat16>) {
+    return convert_value<To>(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return float_to_int<To>(static_cast<double>(v));
   } else {
     return static_cast<To>(v);
   }
@@ -261,6 +297,40 @@ NdIter<N> broadcast_iter(const Shape& out, const std::array<const Shape*, N - 1>
 // contiguous `dst` of shape `out` (src's shape must broadcast to out).
 void broadcast_copy(const void* src, const Shape& src_shape, void* dst, const Shape& out,
                     size_t elem_size);
+
+// ---- threads ---------------------------------------------------------------------------------
+
+// How many threads parallel_for may use (hardware threads, at most 8).
+int max_threads();
+
+// Runs f(begin, end) over contiguous chunks of [0, n): on the calling thread alone unless there
+// are at least 2 * grain elements, else split over up to max_threads() std::threads (joined
+// before returning). For expensive per-element work only (random numbers, transcendental
+// functions); memory-bound loops do not gain. f must not throw. If a thread cannot be started,
+// its chunk runs on the calling thread.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& f) {
+  const int64_t parts = std::min<int64_t>(max_threads(), grain > 0 ? n / grain : 1);
+  if (parts <= 1) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  const int64_t chunk = (n + parts - 1) / parts;
+  std::vector<std::thread> threads;
+  int64_t launched = 1;  // chunk 0 is the caller's
+  try {
+    threads.reserve(static_cast<size_t>(parts - 1));
+    for (; launched < parts; ++launched) {
+      const int64_t b = launched * chunk, e = std::min(n, b + chunk);
+      threads.emplace_back([&f, b, e] { f(b, e); });
+    }
+  } catch (...) {
+    // Out of threads: the rest runs here.
+  }
+  f(int64_t{0}, std::min(n, chunk));
+  for (int64_t p = launched; p < parts; ++p) f(p * chunk, std::min(n, (p + 1) * chunk));
+  for (auto& t : threads) t.join();
+}
 
 // Small helpers.
 inline const Tensor& in(const KernelArgs& a, size_t i) { return *a.inputs[i]; }

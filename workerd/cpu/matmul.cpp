@@ -38,9 +38,9 @@ Plan make_plan(const Shape& a0, const Shape& b0) {
   NdIter<2> it(p.batch);
   it.stride[0] = broadcast_strides(ba, p.batch);
   it.stride[1] = broadcast_strides(bb, p.batch);
-  const int64_t count = cpu::count(p.batch);
-  p.a_off.reserve(static_cast<size_t>(count));
-  p.b_off.reserve(static_cast<size_t>(count));
+  const int64_t batches = count(p.batch);
+  p.a_off.reserve(static_cast<size_t>(batches));
+  p.b_off.reserve(static_cast<size_t>(batches));
   bool a_dense = true, b_shared = true;
   it.for_each_outer(p.batch.rank(), [&](const std::array<int64_t, 2>& off) {
     if (off[0] != static_cast<int64_t>(p.a_off.size())) a_dense = false;
@@ -62,16 +62,16 @@ void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64
 }
 
 Status matmul_f32(const Plan& p, const float* a, const float* b, float* c) {
-  const int64_t count = static_cast<int64_t>(p.a_off.size());
+  const int64_t batches = static_cast<int64_t>(p.a_off.size());
   if (p.single_gemm) {
-    if (!fits_blas(count * p.m) || !fits_blas(p.n) || !fits_blas(p.k))
-      return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", count * p.m, p.k, p.n);
-    sgemm(a, b, c, count * p.m, p.n, p.k);
+    if (!fits_blas(batches * p.m) || !fits_blas(p.n) || !fits_blas(p.k))
+      return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", batches * p.m, p.k, p.n);
+    sgemm(a, b, c, batches * p.m, p.n, p.k);
     return Status::ok();
   }
   if (!fits_blas(p.m) || !fits_blas(p.n) || !fits_blas(p.k))
     return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", p.m, p.k, p.n);
-  for (int64_t i = 0; i < count; ++i)
+  for (int64_t i = 0; i < batches; ++i)
     sgemm(a + p.a_off[i], b + p.b_off[i], c + i * p.m * p.n, p.m, p.n, p.k);
   return Status::ok();
 }
@@ -79,8 +79,8 @@ Status matmul_f32(const Plan& p, const float* a, const float* b, float* c) {
 template <class T>
 void matmul_int(const Plan& p, const T* a, const T* b, T* c) {
   using U = std::make_unsigned_t<T>;
-  const int64_t count = static_cast<int64_t>(p.a_off.size());
-  for (int64_t bi = 0; bi < count; ++bi) {
+  const int64_t batches = static_cast<int64_t>(p.a_off.size());
+  for (int64_t bi = 0; bi < batches; ++bi) {
     const T* A = a + p.a_off[bi];
     const T* B = b + p.b_off[bi];
     U* C = reinterpret_cast<U*>(c + bi * p.m * p.n);

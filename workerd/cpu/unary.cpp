@@ -54,7 +54,9 @@ Status unary_same(const KernelArgs& args) {
   return Status::ok();
 }
 
-// Floating result, computed in float32.
+constexpr int64_t kTranscendentalGrain = 1 << 16;  // elements per thread, at least
+
+// Floating result, computed in float32 (split over threads when large: these are expensive).
 template <class Op>
 Status unary_float(const KernelArgs& args) {
   const int64_t n = count(args.out.meta.shape);
@@ -65,9 +67,14 @@ Status unary_float(const KernelArgs& args) {
     if (odt != (is_float_like_v<T> ? in(args, 0).meta.dtype : DType::kFloat32))
       return unimplemented("unary op: unexpected output dtype {} for input {}", dtype_name(odt),
                            dtype_name(in(args, 0).meta.dtype));
-    const T* __restrict a = static_cast<const T*>(in_ptr(args, 0));
-    O* __restrict o = static_cast<O*>(out_ptr(args));
-    for (int64_t i = 0; i < n; ++i) o[i] = convert_value<O>(Op::f(convert_value<float>(a[i])));
+    const T* a = static_cast<const T*>(in_ptr(args, 0));
+    O* o = static_cast<O*>(out_ptr(args));
+    parallel_for(n, kTranscendentalGrain, [&](int64_t begin, int64_t end) {
+      const T* __restrict pa = a + begin;
+      O* __restrict po = o + begin;
+      for (int64_t i = 0; i < end - begin; ++i)
+        po[i] = convert_value<O>(Op::f(convert_value<float>(pa[i])));
+    });
     return Status::ok();
   });
 }

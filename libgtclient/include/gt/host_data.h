@@ -24,7 +24,8 @@ constexpr DType default_dtype() {
   else if constexpr (std::is_same_v<T, half>) return kFloat16;
   else if constexpr (std::is_same_v<T, bfloat16>) return kBFloat16;
   else if constexpr (std::is_floating_point_v<T>) return kFloat32;
-  else if constexpr (std::is_integral_v<T> && (sizeof(T) < 4 || (sizeof(T) == 4 && std::is_signed_v<T>)))
+  else if constexpr (std::is_integral_v<T> &&
+                     (sizeof(T) < 4 || (sizeof(T) == 4 && std::is_signed_v<T>)))
     return kInt32;
   else if constexpr (std::is_integral_v<T>) return kInt64;
   else static_assert(std::is_arithmetic_v<T>, "from_vector: unsupported element type");
@@ -42,8 +43,9 @@ To convert_element(From v) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
     if (v != v) return To(0);
-    if (v <= static_cast<From>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
-    if (v >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    using L = std::numeric_limits<To>;
+    if (v <= static_cast<From>(L::lowest())) return L::lowest();
+    if (v >= static_cast<From>(L::max())) return L::max();
     return static_cast<To>(v);
   } else {
     return static_cast<To>(v);
@@ -73,7 +75,8 @@ std::vector<T> decode_elements(const TensorMeta& meta, const std::string& bytes)
   std::vector<T> out;
   out.reserve(n);
   GT_DISPATCH_DTYPE(meta.dtype, S, [&] {
-    for (size_t i = 0; i < n; ++i) out.push_back(convert_element<T>(load_element<S>(bytes.data(), i)));
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(convert_element<T>(load_element<S>(bytes.data(), i)));
   });
   return out;
 }

@@ -62,7 +62,8 @@ class TensorIndex {
 
   template <std::integral I>
     requires(!std::same_as<I, bool>)
-  constexpr TensorIndex(I i) : kind_(Kind::kInteger), integer_(static_cast<int64_t>(i)) {}  // NOLINT
+  constexpr TensorIndex(I i)  // NOLINT
+      : kind_(Kind::kInteger), integer_(static_cast<int64_t>(i)) {}
   constexpr TensorIndex(Slice s) : kind_(Kind::kSlice), slice_(s) {}    // NOLINT
   constexpr TensorIndex(NoneType) : kind_(Kind::kNone) {}               // NOLINT
   constexpr TensorIndex(EllipsisType) : kind_(Kind::kEllipsis) {}       // NOLINT

@@ -56,7 +56,9 @@ class Scalar {
   template <typename T>
     requires std::is_arithmetic_v<T>
   constexpr Scalar(T v)  // NOLINT: implicit by design
-      : d_(static_cast<double>(v)), integral_(std::is_integral_v<T>), bool_(std::is_same_v<T, bool>) {}
+      : d_(static_cast<double>(v)),
+        integral_(std::is_integral_v<T>),
+        bool_(std::is_same_v<T, bool>) {}
   Scalar(half v) : d_(static_cast<float>(v)) {}      // NOLINT
   Scalar(bfloat16 v) : d_(static_cast<float>(v)) {}  // NOLINT
 
@@ -175,7 +177,10 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
-  Tensor contiguous() const { checked(); return *this; }
+  Tensor contiguous() const {
+    checked();
+    return *this;
+  }
 
   // ---- dtype and in-place --------------------------------------------------------------------
   Tensor to(DType dtype) const;  // returns *this when the dtype already matches (like PyTorch)
@@ -226,7 +231,7 @@ Tensor from_vector(const std::vector<T>& values, std::optional<DType> dtype = st
   return from_vector(values, Dims{static_cast<int64_t>(values.size())}, dtype);
 }
 
-// ---- free-function forms --------------------------------------------------------------------------
+// ---- free-function forms ------------------------------------------------------------------------
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator+(const Tensor& a, Scalar b);
 Tensor operator+(Scalar a, const Tensor& b);
@@ -305,7 +310,7 @@ Tensor permute(const Tensor& x, Dims dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 
-// ---- session-level --------------------------------------------------------------------------------
+// ---- session-level ------------------------------------------------------------------------------
 // Connects to a running dispatcher ("host:port" or "unix:/path"); call before the first op.
 // Without it, GT_ADDRESS is used, or a private dispatcher and workers are spawned.
 void connect(const std::string& address);
@@ -314,14 +319,14 @@ void synchronize();
 using WorkerStats = detail::WorkerStatsInfo;
 std::vector<WorkerStats> worker_stats();
 
-// ---- printing ---------------------------------------------------------------------------------------
+// ---- printing -----------------------------------------------------------------------------------
 // PyTorch-style text of a tensor's values (`bytes`: row-major, meta.nbytes() long), e.g.
 // "tensor([[ 0.1234, -1.2345],\n        [ 2.0000,  0.5000]])". Pure: no session needed.
 std::string format_tensor(const TensorMeta& meta, const std::string& bytes);
 // Fetches the tensor (a sync point) and prints format_tensor of it.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-// ---- implementation details ----------------------------------------------------------------------
+// ---- implementation details ---------------------------------------------------------------------
 namespace detail {
 
 // Payloads above this are uploaded as from_host (first chunk) + host_chunk instructions.
@@ -347,7 +352,7 @@ Shape from_vector_shape(const Dims& shape, size_t n_values);
 
 }  // namespace detail
 
-// ---- template definitions ------------------------------------------------------------------------
+// ---- template definitions -----------------------------------------------------------------------
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {

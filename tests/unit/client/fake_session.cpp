@@ -18,7 +18,8 @@ uint64_t FakeSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint64
 
 detail::HostTensor FakeSession::fetch(uint64_t id) {
   auto it = fetch_bytes.find(id);
-  if (it == fetch_bytes.end()) throw Error("fake session: nothing to fetch for id " + std::to_string(id));
+  if (it == fetch_bytes.end())
+    throw Error("fake session: nothing to fetch for id " + std::to_string(id));
   detail::HostTensor h;
   h.bytes = it->second;
   return h;

@@ -90,7 +90,8 @@ TEST_CASE("format_tensor: integers and bools", "[client][format]") {
                           bytes_of(std::vector<int32_t>{5, 6, 7})) ==
         "tensor([5, 6, 7], dtype=gt.int32)");
   // torch.tensor([True, False, True])
-  CHECK(gt::format_tensor(gt::TensorMeta{gt::Shape{3}, gt::kBool}, std::string("\x01\x00\x01", 3)) ==
+  CHECK(gt::format_tensor(gt::TensorMeta{gt::Shape{3}, gt::kBool},
+                          std::string("\x01\x00\x01", 3)) ==
         "tensor([ True, False,  True], dtype=gt.bool)");
   CHECK(gt::format_tensor(gt::TensorMeta{gt::Shape{2}, gt::kBool}, std::string("\x01\x01", 2)) ==
         "tensor([True, True], dtype=gt.bool)");

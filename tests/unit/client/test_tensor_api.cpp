@@ -315,7 +315,8 @@ TEST_CASE("reshape resolves -1 on the client", "[client]") {
   CHECK(x.flatten().sizes() == std::vector<int64_t>{24});
   CHECK(gt::reshape(x, gt::Shape{24}).sizes() == std::vector<int64_t>{24});
   CHECK_THROWS_WITH(x.reshape({-1, -1}), Contains("reshape") && Contains("one dimension"));
-  CHECK_THROWS_WITH(x.reshape({5, -1}), Contains("reshape") && Contains("invalid for input of size 24"));
+  CHECK_THROWS_WITH(x.reshape({5, -1}),
+                    Contains("reshape") && Contains("invalid for input of size 24"));
   CHECK_THROWS_WITH(x.reshape({0, -1}), Contains("reshape"));
   CHECK_THROWS_WITH(x.reshape({-2, 12}), Contains("reshape"));
   CHECK_THROWS_WITH(x.reshape({5, 5}), Contains("reshape"));

@@ -18,7 +18,7 @@ namespace {
 
 using cpu::CpuAllocator;
 
-TEST_CASE("size classes", "[cpu][allocator]") {
+TEST_CASE("cpu size classes", "[cpu][allocator]") {
   CHECK(CpuAllocator::size_class(0) == 64);
   CHECK(CpuAllocator::size_class(1) == 64);
   CHECK(CpuAllocator::size_class(64) == 64);
@@ -40,7 +40,7 @@ TEST_CASE("size classes", "[cpu][allocator]") {
   }
 }
 
-TEST_CASE("freed blocks are reused: reserved memory stays flat", "[cpu][allocator]") {
+TEST_CASE("cpu freed blocks are reused: reserved memory stays flat", "[cpu][allocator]") {
   CpuBackend be;
   void* first = nullptr;
   {
@@ -78,7 +78,7 @@ TEST_CASE("freed blocks are reused: reserved memory stays flat", "[cpu][allocato
   CHECK(be.stats().peak_bytes == st.peak_bytes);
 }
 
-TEST_CASE("zero-byte allocations are valid", "[cpu][allocator]") {
+TEST_CASE("cpu zero-byte allocations are valid", "[cpu][allocator]") {
   CpuBackend be;
   {
     auto s = be.alloc(0);
@@ -96,7 +96,7 @@ TEST_CASE("zero-byte allocations are valid", "[cpu][allocator]") {
   CHECK(be.stats().allocated_bytes == 0);
 }
 
-TEST_CASE("the cache is capped", "[cpu][allocator]") {
+TEST_CASE("cpu the cache is capped", "[cpu][allocator]") {
   CpuAllocator a(0, 1 << 20);  // keep at most 1 MiB of free blocks
   std::vector<CpuAllocator::Block> blocks;
   for (int i = 0; i < 8; ++i) blocks.push_back(*a.allocate(256 << 10));
@@ -110,7 +110,7 @@ TEST_CASE("the cache is capped", "[cpu][allocator]") {
   CHECK(a.stats().reserved_bytes == 1 << 20);
 }
 
-TEST_CASE("out of memory is a status, and the backend keeps working", "[cpu][allocator]") {
+TEST_CASE("cpu out of memory is a status, and the backend keeps working", "[cpu][allocator]") {
   CpuBackendOptions o;
   o.max_memory_bytes = 1 << 20;
   CpuBackend be(o);
@@ -152,7 +152,7 @@ TEST_CASE("out of memory is a status, and the backend keeps working", "[cpu][all
   CHECK(ys[3] == -4.0f);
 }
 
-TEST_CASE("two threads allocating and freeing", "[cpu][allocator]") {
+TEST_CASE("cpu two threads allocating and freeing", "[cpu][allocator]") {
   CpuBackend be;
   auto work = [&](unsigned seed) {
     std::mt19937 rng(seed);

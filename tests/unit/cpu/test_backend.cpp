@@ -9,7 +9,7 @@
 namespace gt::test {
 namespace {
 
-TEST_CASE("every op in ops.def has a kernel and a test case", "[cpu][coverage]") {
+TEST_CASE("cpu every op in ops.def has a kernel and a test case", "[cpu][coverage]") {
   std::set<std::string> all;
   CpuBackend be;
   for (int i = 0; i < kNumOps; ++i) {
@@ -28,7 +28,7 @@ TEST_CASE("every op in ops.def has a kernel and a test case", "[cpu][coverage]")
   CHECK(claimed_ops() == all);
 }
 
-TEST_CASE("device description", "[cpu][backend]") {
+TEST_CASE("cpu device description", "[cpu][backend]") {
   CpuBackend be;
   CHECK(be.device_kind() == "cpu");
   CHECK(be.device_name().find("CPU") != std::string::npos);
@@ -41,7 +41,7 @@ TEST_CASE("device description", "[cpu][backend]") {
   CHECK(be.synchronize(1).is_ok());
 }
 
-TEST_CASE("run() rejects inconsistent arguments with a status", "[cpu][backend]") {
+TEST_CASE("cpu run() rejects inconsistent arguments with a status", "[cpu][backend]") {
   CpuBackend be;
   Tensor a = make_tensor(be, Shape{2, 3}, DType::kFloat32, {1, 2, 3, 4, 5, 6});
   Tensor b = make_tensor(be, Shape{3}, DType::kFloat32, {1, 1, 1});
@@ -103,7 +103,7 @@ TEST_CASE("run() rejects inconsistent arguments with a status", "[cpu][backend]"
   REQUIRE(run(OpId::k_add, {&a, &b}, ok, none).is_ok());
 }
 
-TEST_CASE("copy_to_host checks bounds", "[cpu][backend]") {
+TEST_CASE("cpu copy_to_host checks bounds", "[cpu][backend]") {
   CpuBackend be;
   Tensor a = make_tensor(be, Shape{4}, DType::kInt32, {1, 2, 3, 4});
   int32_t buf[4] = {};

@@ -90,7 +90,7 @@ void check_tensor_tensor(CpuBackend& be, std::mt19937& rng, OpId op, const Shape
                   sb.str() + " " + dtype_name(db));
 }
 
-TEST_CASE("binary ops: same shape, every dtype", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: same shape, every dtype", "[cpu][binary]") {
   CpuBackend be;
   std::mt19937 rng(1);
   std::vector<OpId> ops = kArith;
@@ -102,7 +102,7 @@ TEST_CASE("binary ops: same shape, every dtype", "[cpu][binary]") {
     }
 }
 
-TEST_CASE("binary ops: broadcasting shapes", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: broadcasting shapes", "[cpu][binary]") {
   CpuBackend be;
   std::mt19937 rng(2);
   const std::vector<std::pair<Shape, Shape>> shapes = {
@@ -123,7 +123,7 @@ TEST_CASE("binary ops: broadcasting shapes", "[cpu][binary]") {
         check_tensor_tensor(be, rng, op, sa, dt, sb, dt);
 }
 
-TEST_CASE("binary ops: mixed dtypes promote", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: mixed dtypes promote", "[cpu][binary]") {
   CpuBackend be;
   std::mt19937 rng(3);
   const std::vector<std::pair<DType, DType>> pairs = {
@@ -141,7 +141,7 @@ TEST_CASE("binary ops: mixed dtypes promote", "[cpu][binary]") {
     }
 }
 
-TEST_CASE("binary ops: scalar operand on either side", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: scalar operand on either side", "[cpu][binary]") {
   CpuBackend be;
   std::mt19937 rng(4);
   std::vector<OpId> ops = kArith;
@@ -176,7 +176,7 @@ TEST_CASE("binary ops: scalar operand on either side", "[cpu][binary]") {
         }
 }
 
-TEST_CASE("binary ops: result dtypes follow promotion", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: result dtypes follow promotion", "[cpu][binary]") {
   CpuBackend be;
   Tensor i32 = make_tensor(be, Shape{2}, DType::kInt32, {7, -7});
   Tensor i64 = make_tensor(be, Shape{2}, DType::kInt64, {2, 2});
@@ -191,7 +191,7 @@ TEST_CASE("binary ops: result dtypes follow promotion", "[cpu][binary]") {
   check_close(to_doubles(be, half_s), {3.5, -3.5}, DType::kFloat32, "int * 0.5");
 }
 
-TEST_CASE("binary ops: integer pow conventions", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: integer pow conventions", "[cpu][binary]") {
   CpuBackend be;
   for (DType dt : {DType::kInt32, DType::kInt64}) {
     Tensor base = make_tensor(be, Shape{10}, dt, {2, 3, -2, 0, 1, -1, -1, 5, 2, 0});
@@ -210,7 +210,7 @@ TEST_CASE("binary ops: integer pow conventions", "[cpu][binary]") {
   CHECK(got == static_cast<int64_t>(want));
 }
 
-TEST_CASE("binary ops: bool arithmetic is logical", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: bool arithmetic is logical", "[cpu][binary]") {
   CpuBackend be;
   Tensor a = make_tensor(be, Shape{4}, DType::kBool, {0, 0, 1, 1});
   Tensor b = make_tensor(be, Shape{4}, DType::kBool, {0, 1, 0, 1});
@@ -230,7 +230,7 @@ TEST_CASE("binary ops: bool arithmetic is logical", "[cpu][binary]") {
   CHECK(to_doubles(be, plus) == std::vector<double>{2, 2, 3, 3});
 }
 
-TEST_CASE("binary ops: maximum/minimum propagate NaN", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: maximum/minimum propagate NaN", "[cpu][binary]") {
   CpuBackend be;
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     Tensor a = make_tensor(be, Shape{4}, dt, {1, kNaN, 3, kNaN});
@@ -246,7 +246,7 @@ TEST_CASE("binary ops: maximum/minimum propagate NaN", "[cpu][binary]") {
   }
 }
 
-TEST_CASE("binary ops: integer arithmetic wraps around", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: integer arithmetic wraps around", "[cpu][binary]") {
   CpuBackend be;
   Tensor a = make_tensor(be, Shape{2}, DType::kInt32, {INT32_MAX, INT32_MIN});
   Tensor one = make_tensor(be, Shape{2}, DType::kInt32, {1, 1});
@@ -256,7 +256,7 @@ TEST_CASE("binary ops: integer arithmetic wraps around", "[cpu][binary]") {
         std::vector<double>{INT32_MAX - 1.0, INT32_MAX});
 }
 
-TEST_CASE("binary ops: many small same-shape adds (fast path)", "[cpu][binary]") {
+TEST_CASE("cpu binary ops: many small same-shape adds (fast path)", "[cpu][binary]") {
   CpuBackend be;
   std::mt19937 rng(5);
   auto va = random_values(rng, 16, DType::kFloat32), vb = random_values(rng, 16, DType::kFloat32);

@@ -12,7 +12,7 @@ namespace {
 
 GT_TESTS_OPS("zeros", "ones", "full", "arange", "rand", "randn", "from_host", "host_chunk");
 
-TEST_CASE("zeros / ones / full for every dtype", "[cpu][creation]") {
+TEST_CASE("cpu zeros / ones / full for every dtype", "[cpu][creation]") {
   CpuBackend be;
   for (DType dt : all_dtypes())
     for (const Shape& s : {Shape{}, Shape{0}, Shape{3, 4}, Shape{2, 1, 5}}) {
@@ -31,7 +31,7 @@ TEST_CASE("zeros / ones / full for every dtype", "[cpu][creation]") {
     }
 }
 
-TEST_CASE("arange in double, converted", "[cpu][creation]") {
+TEST_CASE("cpu arange in double, converted", "[cpu][creation]") {
   CpuBackend be;
   struct Case {
     double start, stop, step;
@@ -55,7 +55,7 @@ TEST_CASE("arange in double, converted", "[cpu][creation]") {
   CHECK(to_doubles(be, big) == std::vector<double>{1e15, 1e15 + 1, 1e15 + 2});
 }
 
-TEST_CASE("rand / randn match philox element by element", "[cpu][creation]") {
+TEST_CASE("cpu rand / randn match philox element by element", "[cpu][creation]") {
   CpuBackend be;
   const uint64_t seed = 0x1234'5678'9abc'def0ull, counter = 77;
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
@@ -82,7 +82,7 @@ TEST_CASE("rand / randn match philox element by element", "[cpu][creation]") {
   CHECK_FALSE(try_run(be, OpId::k_rand, {}, make_random(s, DType::kInt32, 1, 1)).is_ok());
 }
 
-TEST_CASE("rand / randn statistics over 100k samples", "[cpu][creation]") {
+TEST_CASE("cpu rand / randn statistics over 100k samples", "[cpu][creation]") {
   CpuBackend be;
   const int64_t n = 100000;
   auto u = to_doubles(be, run_op(be, OpId::k_rand, {}, make_random(Shape{n}, DType::kFloat32, 9, 3)));
@@ -100,6 +100,11 @@ TEST_CASE("rand / randn statistics over 100k samples", "[cpu][creation]") {
     sg += g[i];
     sg2 += g[i] * g[i];
   }
+  // The threaded fill gives exactly the per-element philox values.
+  for (int64_t i = 0; i < n; i += 7) {
+    REQUIRE(u[i] == static_cast<double>(philox::uniform(9, 3, static_cast<uint64_t>(i))));
+    REQUIRE(g[i] == static_cast<double>(philox::normal(9, 3, static_cast<uint64_t>(i))));
+  }
   double mu = su / n, vu = su2 / n - mu * mu, mg = sg / n, vg = sg2 / n - mg * mg;
   CHECK(std::fabs(mu - 0.5) < 0.01);
   CHECK(std::fabs(vu - 1.0 / 12.0) < 0.005);
@@ -113,7 +118,7 @@ TEST_CASE("rand / randn statistics over 100k samples", "[cpu][creation]") {
   CHECK(std::fabs(static_cast<double>(within) / n - 0.6827) < 0.01);
 }
 
-TEST_CASE("from_host: the first bytes given, the rest zero", "[cpu][creation]") {
+TEST_CASE("cpu from_host: the first bytes given, the rest zero", "[cpu][creation]") {
   CpuBackend be;
   std::vector<float> host = {1.5f, -2.f, 3.25f};
   std::string bytes(reinterpret_cast<const char*>(host.data()), host.size() * sizeof(float));
@@ -136,7 +141,7 @@ TEST_CASE("from_host: the first bytes given, the rest zero", "[cpu][creation]") 
   CHECK_FALSE(try_run(be, OpId::k_from_host, {}, d).is_ok());
 }
 
-TEST_CASE("host_chunk writes at an offset and never out of bounds", "[cpu][creation]") {
+TEST_CASE("cpu host_chunk writes at an offset and never out of bounds", "[cpu][creation]") {
   CpuBackend be;
   Tensor t = make_tensor(be, Shape{8}, DType::kInt32, std::vector<double>(8, 0));
   std::vector<int32_t> chunk = {11, 12, 13};

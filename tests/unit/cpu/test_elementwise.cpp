@@ -12,7 +12,7 @@ GT_TESTS_OPS("where", "cast", "copy_");
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
-TEST_CASE("where: three-way broadcast and promotion", "[cpu][where]") {
+TEST_CASE("cpu where: three-way broadcast and promotion", "[cpu][where]") {
   CpuBackend be;
   std::mt19937 rng(21);
   struct Case {
@@ -60,7 +60,7 @@ double ref_cast(double v, DType to) {
   return quantize(v, to);
 }
 
-TEST_CASE("cast: every dtype pair", "[cpu][cast]") {
+TEST_CASE("cpu cast: every dtype pair", "[cpu][cast]") {
   CpuBackend be;
   std::mt19937 rng(22);
   for (DType from : all_dtypes())
@@ -92,7 +92,7 @@ TEST_CASE("cast: every dtype pair", "[cpu][cast]") {
         std::vector<double>{-7});
 }
 
-TEST_CASE("copy_: broadcast and convert into the destination", "[cpu][copy_]") {
+TEST_CASE("cpu copy_: broadcast and convert into the destination", "[cpu][copy_]") {
   CpuBackend be;
   std::mt19937 rng(23);
   struct Case {
@@ -122,7 +122,7 @@ TEST_CASE("copy_: broadcast and convert into the destination", "[cpu][copy_]") {
   }
 }
 
-TEST_CASE("copy_: source aliasing the destination storage", "[cpu][copy_]") {
+TEST_CASE("cpu copy_: source aliasing the destination storage", "[cpu][copy_]") {
   CpuBackend be;
   // dst [2, 2] = {1, 2, 3, 4}; src = a [2, 1] view of its first two elements (a reshape alias).
   // dst[i][j] = src[i] must use the values from before the copy: {{1, 1}, {2, 2}}.

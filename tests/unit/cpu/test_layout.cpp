@@ -15,7 +15,7 @@ std::vector<double> iota_values(int64_t n, DType dt) {
   return v;
 }
 
-TEST_CASE("reshape copies the elements in row-major order", "[cpu][layout]") {
+TEST_CASE("cpu reshape copies the elements in row-major order", "[cpu][layout]") {
   CpuBackend be;
   for (DType dt : all_dtypes()) {
     auto v = iota_values(24, dt);
@@ -52,7 +52,7 @@ void check_permute(CpuBackend& be, const Shape& s, DType dt, const std::vector<i
   CHECK(to_doubles(be, y) == want);
 }
 
-TEST_CASE("permute: ranks 0-4, every permutation, tiled transposes", "[cpu][layout]") {
+TEST_CASE("cpu permute: ranks 0-4, every permutation, tiled transposes", "[cpu][layout]") {
   CpuBackend be;
   for (const Shape& s : {Shape{}, Shape{7}, Shape{3, 5}, Shape{2, 3, 4}, Shape{2, 3, 1, 5},
                          Shape{3, 2, 4, 5}}) {
@@ -98,7 +98,7 @@ void check_slice(CpuBackend& be, const Shape& s, DType dt, const std::vector<Sli
   CHECK(to_doubles(be, y) == want);
 }
 
-TEST_CASE("slice: starts, positive and negative steps", "[cpu][layout]") {
+TEST_CASE("cpu slice: starts, positive and negative steps", "[cpu][layout]") {
   CpuBackend be;
   for (DType dt : all_dtypes()) {
     check_slice(be, Shape{10}, dt, {{2, 5, 1}});
@@ -114,7 +114,7 @@ TEST_CASE("slice: starts, positive and negative steps", "[cpu][layout]") {
   check_slice(be, Shape{}, DType::kFloat32, {});
 }
 
-TEST_CASE("cat: three inputs, mixed dtypes, every axis", "[cpu][layout]") {
+TEST_CASE("cpu cat: three inputs, mixed dtypes, every axis", "[cpu][layout]") {
   CpuBackend be;
   std::mt19937 rng(51);
   for (int64_t axis : {0, 1, 2, -1, -3}) {

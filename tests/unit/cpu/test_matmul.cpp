@@ -79,7 +79,7 @@ void check_matmul(CpuBackend& be, std::mt19937& rng, const Shape& sa, DType da, 
   CHECK(bad == 0);
 }
 
-TEST_CASE("matmul: shapes incl. vectors, batches, broadcasting", "[cpu][matmul]") {
+TEST_CASE("cpu matmul: shapes incl. vectors, batches, broadcasting", "[cpu][matmul]") {
   CpuBackend be;
   std::mt19937 rng(41);
   const std::vector<std::pair<Shape, Shape>> shapes = {
@@ -97,7 +97,7 @@ TEST_CASE("matmul: shapes incl. vectors, batches, broadcasting", "[cpu][matmul]"
       check_matmul(be, rng, sa, dt, sb, dt);
 }
 
-TEST_CASE("matmul: mixed dtypes", "[cpu][matmul]") {
+TEST_CASE("cpu matmul: mixed dtypes", "[cpu][matmul]") {
   CpuBackend be;
   std::mt19937 rng(42);
   check_matmul(be, rng, Shape{3, 4}, DType::kInt32, Shape{4, 2}, DType::kFloat32);
@@ -106,7 +106,7 @@ TEST_CASE("matmul: mixed dtypes", "[cpu][matmul]") {
   check_matmul(be, rng, Shape{5, 4}, DType::kFloat16, Shape{4}, DType::kInt64);
 }
 
-TEST_CASE("matmul: zero-size dims", "[cpu][matmul]") {
+TEST_CASE("cpu matmul: zero-size dims", "[cpu][matmul]") {
   CpuBackend be;
   std::mt19937 rng(43);
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kInt64}) {
@@ -126,7 +126,7 @@ TEST_CASE("matmul: zero-size dims", "[cpu][matmul]") {
   }
 }
 
-TEST_CASE("matmul: bool operands are rejected, not crashed", "[cpu][matmul]") {
+TEST_CASE("cpu matmul: bool operands are rejected, not crashed", "[cpu][matmul]") {
   CpuBackend be;
   Tensor a = make_tensor(be, Shape{2, 2}, DType::kBool, {1, 0, 0, 1});
   CHECK_FALSE(try_run(be, OpId::k_matmul, {&a, &a}, {}).is_ok());

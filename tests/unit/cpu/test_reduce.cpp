@@ -109,7 +109,7 @@ void check_reduce(CpuBackend& be, OpId op, const Tensor& x, const std::vector<do
                   (keepdim ? " keepdim" : ""));
 }
 
-TEST_CASE("reductions: every dim, keepdim, dtype", "[cpu][reduce]") {
+TEST_CASE("cpu reductions: every dim, keepdim, dtype", "[cpu][reduce]") {
   CpuBackend be;
   std::mt19937 rng(31);
   const std::vector<Shape> shapes = {Shape{2, 3, 4}, Shape{5, 1, 7, 3}, Shape{9}, Shape{1, 1},
@@ -130,7 +130,7 @@ TEST_CASE("reductions: every dim, keepdim, dtype", "[cpu][reduce]") {
       }
 }
 
-TEST_CASE("reductions: non-integer floats", "[cpu][reduce]") {
+TEST_CASE("cpu reductions: non-integer floats", "[cpu][reduce]") {
   CpuBackend be;
   std::mt19937 rng(32);
   for (OpId op : kReduceOps)
@@ -142,7 +142,7 @@ TEST_CASE("reductions: non-integer floats", "[cpu][reduce]") {
     }
 }
 
-TEST_CASE("reductions: empty inputs", "[cpu][reduce]") {
+TEST_CASE("cpu reductions: empty inputs", "[cpu][reduce]") {
   CpuBackend be;
   Tensor e = make_tensor(be, Shape{0, 3}, DType::kFloat32, {});
   auto sum_all = run_op(be, OpId::k_sum, {&e}, make_reduce(kAllDims, false));
@@ -166,7 +166,7 @@ TEST_CASE("reductions: empty inputs", "[cpu][reduce]") {
   CHECK_FALSE(try_run(be, OpId::k_argmin, {&e}, make_reduce(0, false)).is_ok());
 }
 
-TEST_CASE("reductions: NaN behaviour of max/min/argmax/argmin", "[cpu][reduce]") {
+TEST_CASE("cpu reductions: NaN behaviour of max/min/argmax/argmin", "[cpu][reduce]") {
   CpuBackend be;
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     Tensor x = make_tensor(be, Shape{2, 4}, dt, {1, kNaN, 5, kNaN, 3, 2, 9, 9});
@@ -186,7 +186,7 @@ TEST_CASE("reductions: NaN behaviour of max/min/argmax/argmin", "[cpu][reduce]")
   }
 }
 
-TEST_CASE("reductions: large float32 sums stay accurate", "[cpu][reduce]") {
+TEST_CASE("cpu reductions: large float32 sums stay accurate", "[cpu][reduce]") {
   CpuBackend be;
   const int64_t n = int64_t{1} << 22;
   std::vector<double> v(static_cast<size_t>(n), static_cast<double>(0.1f));
@@ -202,7 +202,7 @@ TEST_CASE("reductions: large float32 sums stay accurate", "[cpu][reduce]") {
   for (double c : cols) CHECK(std::fabs(c - want / 64) / (want / 64) < 1e-6);
 }
 
-TEST_CASE("reductions: bool and integer sums", "[cpu][reduce]") {
+TEST_CASE("cpu reductions: bool and integer sums", "[cpu][reduce]") {
   CpuBackend be;
   Tensor b = make_tensor(be, Shape{2, 3}, DType::kBool, {1, 0, 1, 1, 1, 1});
   auto s = run_op(be, OpId::k_sum, {&b}, make_reduce(1, false));

@@ -32,7 +32,7 @@ bool float_result(OpId op) {
          op == OpId::k_tanh;
 }
 
-TEST_CASE("unary ops: every dtype and shape", "[cpu][unary]") {
+TEST_CASE("cpu unary ops: every dtype and shape", "[cpu][unary]") {
   CpuBackend be;
   std::mt19937 rng(11);
   const std::vector<OpId> ops = {OpId::k_neg, OpId::k_exp,     OpId::k_log,  OpId::k_sqrt,
@@ -63,7 +63,23 @@ TEST_CASE("unary ops: every dtype and shape", "[cpu][unary]") {
       }
 }
 
-TEST_CASE("unary ops: special values", "[cpu][unary]") {
+TEST_CASE("cpu unary ops: large tensors (split over threads)", "[cpu][unary]") {
+  CpuBackend be;
+  std::mt19937 rng(12);
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kInt32})
+    for (OpId op : {OpId::k_exp, OpId::k_sigmoid, OpId::k_tanh}) {
+      const int64_t n = 300001;
+      auto v = random_values(rng, n, dt, -4, 4);
+      Tensor a = make_tensor(be, Shape{n}, dt, v);
+      Tensor out = run_op(be, op, {&a});
+      std::vector<double> want(v.size());
+      for (size_t i = 0; i < v.size(); ++i) want[i] = ref_unary(op, v[i]);
+      check_close(to_doubles(be, out), want, out.meta.dtype,
+                  std::string(op_name(op)) + " large " + dtype_name(dt));
+    }
+}
+
+TEST_CASE("cpu unary ops: special values", "[cpu][unary]") {
   CpuBackend be;
   Tensor x = make_tensor(be, Shape{7}, DType::kFloat32, {-200, -100, -20, 0, 20, 100, 200});
   // sigmoid is stable: no NaN, tiny tails kept, saturates to exactly 1.
