@@ -244,7 +244,7 @@ void Dispatcher::end_session(ClientSession& s) {
   }
   spdlog::info("session {} ended ({} tensors freed)", s.id, s.tensors.size());
   if (log_->enabled())
-    log_->write("DISCONNECT", source_of(*s.conn), "-", 0,
+    log_->write("DISCONNECT", fmt::format("CLIENT:{}", s.id), "-", 0,
                 fmt::format("freed={} instrs={}", s.tensors.size(), s.instrs_received));
   s.tensors.clear();
 }

@@ -135,6 +135,9 @@ void Dispatcher::on_worker_reply(WorkerState& w, v1::Reply& reply) {
       r->Swap(&reply);
       r->set_request_id(pr->client_request_id);
       r->set_last(last);
+      if (last && log_->enabled())
+        log_->write("REPLY", source_of(*sit->second.conn), "FETCH", r->tensor().total_bytes(),
+                    fmt::format("request={} errors={}", pr->client_request_id, r->errors_size()));
       reply_to_client(sit->second, m);
     }
     if (last) requests_.erase(it);
@@ -151,7 +154,7 @@ void Dispatcher::on_worker_reply(WorkerState& w, v1::Reply& reply) {
 void Dispatcher::on_worker_gone(WorkerState& w, const std::string& why) {
   std::string what = fmt::format("worker {} ({}) {}", w.id, w.info.device_name(), why);
   spdlog::warn("{}", what);
-  if (log_->enabled()) log_->write("WORKER_LEAVE", source_of(*w.conn), "-", 0, why);
+  if (log_->enabled()) log_->write("WORKER_LEAVE", fmt::format("WORKER:{}", w.id), "-", 0, why);
   auto err = std::make_shared<v1::ErrorInfo>();
   err->set_op("worker");
   err->set_message(what + ": its tensors are lost");
