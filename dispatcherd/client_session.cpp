@@ -129,10 +129,20 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
                 fmt::format("id={} shape={} dtype={} -> worker{}", out, meta->shape.str(),
                             dtype_name(meta->dtype), w.id));
   if (!in_place) {
+    const int64_t bytes = meta->nbytes();
+    UserUsage& use = usage_[s.user.name];
+    if (s.user.max_bytes && use.bytes + static_cast<uint64_t>(bytes) > s.user.max_bytes) {
+      poison(s, out, name,
+             fmt::format("memory quota exceeded: user {} holds {} bytes, this needs {} more "
+                         "(limit {})",
+                         s.user.name, use.bytes, bytes, s.user.max_bytes));
+      return;
+    }
     TensorEntry e;
     e.meta = *meta;
     e.placement.worker = w.id;
     e.handle = w.next_handle++;
+    charge(s, e, bytes);
     in.set_out(e.handle);
     s.tensors.emplace(out, std::move(e));
   }
@@ -144,12 +154,40 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
 void Dispatcher::process_free(ClientSession& s, uint64_t id) {
   auto it = s.tensors.find(id);
   if (it == s.tensors.end()) return;  // freeing an unknown id is harmless
-  const TensorEntry& e = it->second;
+  TensorEntry& e = it->second;
   if (e.handle != 0) {
     auto wit = workers_.find(e.placement.worker);
     if (wit != workers_.end()) scratch_for(wit->second, s.id).add_frees(e.handle);
   }
+  charge(s, e, -e.charged);
   s.tensors.erase(it);
+}
+
+void Dispatcher::charge(ClientSession& s, TensorEntry& e, int64_t bytes) {
+  UserUsage& use = usage_[s.user.name];
+  if (bytes < 0 && static_cast<uint64_t>(-bytes) > use.bytes) bytes = -static_cast<int64_t>(use.bytes);
+  use.bytes = static_cast<uint64_t>(static_cast<int64_t>(use.bytes) + bytes);
+  e.charged += bytes;
+}
+
+void Dispatcher::fill_own_stats(const ClientSession& s, v1::Reply* r) const {
+  // Non-admins see their own tensors only: what other users hold is not theirs to know.
+  for (const auto& [wid, w] : workers_) {
+    v1::WorkerStats* st = r->add_stats();
+    st->set_worker_id(wid);
+    st->set_device(w.info.device_name());
+    uint64_t n = 0, bytes = 0;
+    for (const auto& [sid, other] : sessions_) {
+      if (other.user.name != s.user.name) continue;
+      for (const auto& [id, e] : other.tensors)
+        if (e.handle != 0 && e.placement.worker == wid) {
+          ++n;
+          bytes += static_cast<uint64_t>(e.meta.nbytes());
+        }
+    }
+    st->set_tensors(n);
+    st->set_bytes(bytes);
+  }
 }
 
 void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
@@ -193,6 +231,10 @@ void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
       break;
     }
     case v1::Request::STATS:
+      if (!s.admin) {
+        fill_own_stats(s, pr->reply.mutable_reply());
+        break;
+      }
       for (auto& [wid, w] : workers_) send_request(w, s.id, v1::Request::STATS, 0, pr);
       break;
     default: {
@@ -206,22 +248,37 @@ void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
 }
 
 void Dispatcher::reply_to_client(ClientSession& s, v1::ServerMessage& m) {
-  if (!s.conn->io->closed()) (void)s.conn->io->send(m);
+  if (s.conn->io->closed()) return;
+  if (s.conn->io->pending_bytes() > opts_.max_client_backlog_bytes) {
+    // A client that does not read its replies must not grow our memory without bound.
+    refuse(s.conn, fmt::format("more than {} bytes of replies unread", opts_.max_client_backlog_bytes));
+    return;
+  }
+  (void)s.conn->io->send(m);
+}
+
+bool Dispatcher::over_window(const ClientSession& s) const {
+  if (s.outstanding >= opts_.session_window) return true;
+  auto it = usage_.find(s.user.name);
+  return it != usage_.end() && it->second.outstanding >= s.user.window;
 }
 
 void Dispatcher::update_flow_control(ClientSession& s) {
-  bool over = s.outstanding >= opts_.session_window;
-  if (s.has_home) {
-    auto it = workers_.find(s.home_worker);
-    if (it != workers_.end() && it->second.outstanding() >= opts_.worker_window) over = true;
-  }
-  if (over && !s.paused) {
+  // Backpressure: stop reading the client's socket, so it blocks in its own send path.
+  if (over_window(s) && !s.paused) {
     s.paused = true;
     s.conn->io->pause_reading();
   }
 }
 
 void Dispatcher::end_session(ClientSession& s) {
+  // Batches still waiting in the schedulers are dropped: the tensors they would create are
+  // never made, and the frees below for their handles are harmless on the worker.
+  for (auto& [wid, w] : workers_) (void)w.sched.take_session(s.id);
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    if (it->second.request->session == s.id) it = requests_.erase(it);
+    else ++it;
+  }
   // A disconnected client's tensors are freed on every worker (DESIGN §8).
   touched_.clear();
   for (auto& [id, e] : s.tensors) {
@@ -242,6 +299,13 @@ void Dispatcher::end_session(ClientSession& s) {
     auto it = workers_.find(s.home_worker);
     if (it != workers_.end() && it->second.sessions_homed > 0) it->second.sessions_homed--;
   }
+  for (auto& [id, e] : s.tensors) charge(s, e, -e.charged);
+  UserUsage& use = usage_[s.user.name];
+  if (use.sessions > 0) use.sessions--;
+  // Everything this session had queued or in flight stops counting against its user (acks for
+  // it that arrive later find no session and are ignored).
+  use.outstanding -= std::min(s.outstanding, use.outstanding);
+  s.outstanding = 0;
   spdlog::info("session {} ended ({} tensors freed)", s.id, s.tensors.size());
   if (log_->enabled())
     log_->write("DISCONNECT", fmt::format("CLIENT:{}", s.id), "-", 0,

@@ -5,13 +5,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <pwd.h>
+#include <sys/socket.h>
+
 #include "libgtcore/ops.h"
 #include "libgtcore/version.h"
 
 namespace gt::dispatcher {
 
-Dispatcher::Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log)
-    : io_(io), opts_(opts), log_(log) {}
+Dispatcher::Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log,
+                       UserTable users)
+    : io_(io), opts_(std::move(opts)), log_(log), users_(std::move(users)) {}
 
 Dispatcher::~Dispatcher() = default;
 
@@ -99,6 +103,10 @@ void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello
   }
   switch (hello.role()) {
     case v1::ROLE_CLIENT:
+      if (shutting_down_) {
+        refuse(c, "the dispatcher is shutting down");
+        return;
+      }
       if (workers_.empty()) {
         // Hold the client until a worker registers (the embedded default starts both at once).
         c->deadline->expires_after(std::chrono::milliseconds(opts_.worker_wait_ms));
@@ -114,7 +122,15 @@ void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello
       }
       start_session(c, hello);
       return;
-    case v1::ROLE_WORKER: register_worker(c, hello); return;
+    case v1::ROLE_WORKER:
+      // A stranger must not be able to register as a worker and receive tensors.
+      if (!opts_.worker_secret.empty() &&
+          !constant_time_equal(hello.credentials().worker_secret(), opts_.worker_secret)) {
+        refuse(c, "worker authentication failed: wrong or missing worker secret");
+        return;
+      }
+      register_worker(c, hello);
+      return;
     default: refuse(c, "Hello without a valid role"); return;
   }
 }
@@ -127,14 +143,62 @@ uint32_t Dispatcher::pick_home_worker() const {
   return best ? best->id : 0;
 }
 
+Result<UserPolicy> Dispatcher::authenticate_client(const Conn& c, const v1::Hello& hello) const {
+  if (c.transport == "unix") {
+    // Local users are who the kernel says they are.
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    int fd = c.io->socket().native_handle();
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+      return permission_denied("cannot read the peer's credentials");
+    char buf[4096];
+    passwd pw{};
+    passwd* found = nullptr;
+    std::string name = ::getpwuid_r(cred.uid, &pw, buf, sizeof(buf), &found) == 0 && found
+                           ? std::string(found->pw_name)
+                           : "uid" + std::to_string(cred.uid);
+    UserPolicy p = users_.policy_for(name);
+    if (!users_.configured()) p.admin = true;  // single-user development setup
+    return p;
+  }
+  if (!users_.configured()) {
+    UserPolicy p = users_.defaults();
+    p.name = "anonymous";
+    p.admin = true;  // no users file: a single-user development setup on loopback
+    return p;
+  }
+  const UserPolicy* u = users_.find_by_token(hello.credentials().token());
+  if (!u)
+    return Status(Code::kPermissionDenied,
+                  hello.credentials().token().empty()
+                      ? "authentication required: set GT_TOKEN (or GT_TOKEN_FILE)"
+                      : "authentication failed: unknown token");
+  return *u;
+}
+
 void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
   c->deadline->cancel();
+  auto user = authenticate_client(*c, hello);
+  if (!user.is_ok()) {
+    refuse(c, user.status().message());
+    return;
+  }
+  UserUsage& use = usage_[user->name];
+  if (user->max_sessions && use.sessions >= user->max_sessions) {
+    refuse(c, fmt::format("session quota: user {} already has {} sessions (limit {})",
+                          user->name, use.sessions, user->max_sessions));
+    return;
+  }
+  use.sessions++;
   c->role = Conn::Role::kClient;
   c->session = next_session_id_++;
   ClientSession& s = sessions_[c->session];
   s.id = c->session;
   s.conn = c;
   s.name = hello.client_name();
+  s.user = *user;
+  s.admin = user->admin;
+  if (!s.user.window) s.user.window = opts_.user_window;
   if (!workers_.empty()) {
     s.home_worker = pick_home_worker();
     s.has_home = true;
@@ -149,12 +213,14 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   w->set_num_workers(static_cast<uint32_t>(workers_.size()));
   w->set_max_frame_bytes(opts_.max_frame_bytes);
   w->set_server_version(kVersion);
+  w->set_identity(s.user.name);
   (void)c->io->send(m);
-  spdlog::info("session {} started ({} via {}, home worker {})", s.id,
-               s.name.empty() ? "client" : s.name, c->transport, s.home_worker);
+  spdlog::info("session {} started ({} of user {} via {}, home worker {})", s.id,
+               s.name.empty() ? "client" : s.name, s.user.name, c->transport, s.home_worker);
   if (log_->enabled())
     log_->write("CONNECT", source_of(*c), "Hello", 0,
-                fmt::format("name={} via={} home=worker{}", s.name, c->transport, s.home_worker));
+                fmt::format("name={} user={} via={} home=worker{}", s.name, s.user.name,
+                            c->transport, s.home_worker));
 }
 
 void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
@@ -173,6 +239,7 @@ void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello
   wel->set_num_workers(static_cast<uint32_t>(workers_.size()));
   wel->set_max_frame_bytes(opts_.max_frame_bytes);
   wel->set_server_version(kVersion);
+  wel->set_heartbeat_interval_ms(static_cast<uint32_t>(opts_.heartbeat_interval_ms));
   (void)c->io->send(m);
   spdlog::info("worker {} registered: {} {} ({} MiB)", w.id, w.info.device_kind(),
                w.info.device_name(), w.info.memory_bytes() >> 20);
@@ -227,6 +294,58 @@ void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
   } else if (role == Conn::Role::kPending) {
     std::erase_if(waiting_clients_, [&](auto& p) { return p.first == c; });
   }
+}
+
+void Dispatcher::start_heartbeats() {
+  heartbeat_timer_ = std::make_unique<asio::steady_timer>(io_);
+  heartbeat_tick();
+}
+
+void Dispatcher::heartbeat_tick() {
+  auto now = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<Conn>> dead;
+  v1::DispatchMessage ping;
+  ping.mutable_heartbeat()->set_nonce(++heartbeat_nonce_);
+  for (auto& [id, w] : workers_) {
+    auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard);
+    if (silent.count() > opts_.heartbeat_timeout_ms) {
+      spdlog::warn("worker {} stopped answering ({} ms without a heartbeat)", id, silent.count());
+      dead.push_back(w.conn);
+      continue;
+    }
+    (void)w.conn->io->send(ping);
+  }
+  for (auto& c : dead)
+    c->io->close(deadline_exceeded("no heartbeat for over {} ms", opts_.heartbeat_timeout_ms));
+  heartbeat_timer_->expires_after(std::chrono::milliseconds(opts_.heartbeat_interval_ms));
+  heartbeat_timer_->async_wait([this](boost::system::error_code ec) {
+    if (!ec) heartbeat_tick();
+  });
+}
+
+void Dispatcher::drain(int deadline_ms, std::function<void()> done) {
+  shutting_down_ = true;  // new sessions are refused; existing ones finish what they sent
+  drained_ = std::move(done);
+  drain_timer_ = std::make_unique<asio::steady_timer>(io_);
+  drain_timer_->expires_after(std::chrono::milliseconds(deadline_ms));
+  drain_timer_->async_wait([this](boost::system::error_code ec) {
+    if (ec || !drained_) return;
+    spdlog::warn("drain deadline passed with work still queued");
+    auto fn = std::move(drained_);
+    drained_ = nullptr;
+    fn();
+  });
+  check_drained();
+}
+
+void Dispatcher::check_drained() {
+  if (!drained_) return;
+  for (auto& [id, w] : workers_)
+    if (w.outstanding() > 0 || !w.sched.empty()) return;
+  drain_timer_->cancel();
+  auto fn = std::move(drained_);
+  drained_ = nullptr;
+  fn();
 }
 
 void Dispatcher::shutdown() {

@@ -4,7 +4,9 @@
 // this is the handler logic (DESIGN §11: session, codec and handler in separate files).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <map>
 #include <memory>
@@ -15,6 +17,8 @@
 
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/placement.h"
+#include "dispatcherd/scheduler.h"
+#include "dispatcherd/users.h"
 #include "libgtcore/asio.h"
 #include "libgtcore/framed_connection.h"
 #include "proto/gt.pb.h"
@@ -23,11 +27,16 @@ namespace gt::dispatcher {
 
 struct DispatcherOptions {
   uint64_t max_frame_bytes = kDefaultMaxFrameBytes;
-  uint64_t session_window = 65536;
-  uint64_t worker_window = 262144;
+  uint64_t session_window = 65536;   // queued + in flight, per session
+  uint64_t user_window = 262144;     // default per-user window (users file may override)
+  uint64_t worker_window = 16384;    // in flight on one worker (the rest waits, fairly, here)
   int worker_wait_ms = 10000;
   int handshake_timeout_ms = 10000;
+  int heartbeat_interval_ms = 1000;
+  int heartbeat_timeout_ms = 5000;
+  uint64_t max_client_backlog_bytes = 1ull << 31;  // replies a client has not read yet
   bool exit_when_idle = false;
+  std::string worker_secret;         // empty: workers need none (development)
 };
 
 // One accepted connection, before and after its Hello.
@@ -46,12 +55,14 @@ struct ClientSession {
   uint64_t id = 0;
   std::shared_ptr<Conn> conn;
   std::string name;
+  UserPolicy user;    // who is connected, with their quotas and weight
+  bool admin = false;
   uint32_t home_worker = 0;
   bool has_home = false;
   std::unordered_map<uint64_t, TensorEntry> tensors;  // the session's private id namespace
   std::set<uint32_t> workers_used;
   std::vector<v1::ErrorInfo> errors;  // reported since the last sync
-  uint64_t outstanding = 0;           // instructions sent to workers, not yet acknowledged
+  uint64_t outstanding = 0;           // instructions queued or in flight, not yet acknowledged
   bool paused = false;
   uint64_t instrs_received = 0;
 };
@@ -62,6 +73,8 @@ struct WorkerState {
   v1::WorkerInfo info;
   uint64_t next_handle = 1;
   uint64_t sent_seq = 0, acked_seq = 0;
+  DrrScheduler sched;  // rewritten batches waiting for window room, in fair order
+  std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
   struct InFlight {
     uint64_t seq_end;
     uint64_t session;
@@ -75,6 +88,13 @@ struct WorkerState {
   uint64_t outstanding() const { return sent_seq - acked_seq; }
 };
 
+// What one user holds and has in flight across all their sessions.
+struct UserUsage {
+  uint32_t sessions = 0;
+  uint64_t bytes = 0;
+  uint64_t outstanding = 0;
+};
+
 // A request from a client that waits on one or more workers.
 struct PendingRequest {
   uint64_t session = 0;
@@ -86,7 +106,8 @@ struct PendingRequest {
 
 class Dispatcher {
  public:
-  Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log);
+  Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log,
+             UserTable users = {});
   ~Dispatcher();
 
   // A newly accepted connection; it must send Hello within the handshake timeout.
@@ -95,8 +116,13 @@ class Dispatcher {
   size_t num_workers() const { return workers_.size(); }
   // Called when exit_when_idle fires (the last client left).
   std::function<void()> on_idle;
-  // Stops accepting work and closes every connection.
+  // Stops accepting new sessions; calls `done` once every worker has executed what it was sent
+  // (or the deadline passed). Used for a graceful SIGTERM.
+  void drain(int deadline_ms, std::function<void()> done);
+  // Closes every connection.
   void shutdown();
+  // Starts the heartbeat timer (workers that stop answering are dropped).
+  void start_heartbeats();
 
   // Counters for tests and metrics.
   uint64_t bytes_from_clients() const { return bytes_from_clients_; }
@@ -107,6 +133,10 @@ class Dispatcher {
   void on_close(const std::shared_ptr<Conn>& c, const Status& why);
   void on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
   void refuse(const std::shared_ptr<Conn>& c, const std::string& reason);
+  // Who is on the other end: Unix peer credentials or a token; an error refuses the client.
+  Result<UserPolicy> authenticate_client(const Conn& c, const v1::Hello& hello) const;
+  void heartbeat_tick();
+  void check_drained();
   void start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
   void register_worker(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
   void admit_waiting_clients();
@@ -122,10 +152,14 @@ class Dispatcher {
   void end_session(ClientSession& s);
   void reply_to_client(ClientSession& s, v1::ServerMessage& m);
   void update_flow_control(ClientSession& s);
+  bool over_window(const ClientSession& s) const;
+  void charge(ClientSession& s, TensorEntry& e, int64_t bytes);
+  void fill_own_stats(const ClientSession& s, v1::Reply* r) const;
 
   // worker_conn.cpp: worker streams, acks, replies
   v1::WorkerBatch& scratch_for(WorkerState& w, uint64_t session);
   void flush_worker(WorkerState& w);
+  void pump(WorkerState& w);  // sends queued batches while the worker's window has room
   void on_worker_frame(WorkerState& w, std::string_view body);
   void on_ack(WorkerState& w, uint64_t executed_seq);
   void on_worker_reply(WorkerState& w, v1::Reply& reply);
@@ -138,6 +172,12 @@ class Dispatcher {
   asio::io_context& io_;
   DispatcherOptions opts_;
   InstructionLog* log_;
+  UserTable users_;
+  std::map<std::string, UserUsage> usage_;
+  std::unique_ptr<asio::steady_timer> heartbeat_timer_;
+  uint64_t heartbeat_nonce_ = 0;
+  std::unique_ptr<asio::steady_timer> drain_timer_;
+  std::function<void()> drained_;
   uint64_t next_conn_id_ = 1;
   uint64_t next_session_id_ = 1;
   uint32_t next_worker_id_ = 0;

@@ -9,11 +9,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 #include "dispatcherd/dispatcher.h"
 #include "dispatcherd/server.h"
+#include "dispatcherd/users.h"
 #include "libgtcore/config.h"
 #include "libgtcore/logging.h"
+#include "libgtcore/secret_file.h"
 #include "libgtcore/version.h"
 
 namespace {
@@ -29,8 +32,21 @@ void declare_options(gt::Config& c) {
                 "largest frame accepted (checked before allocating)");
   c.declare_int("session_window", 65536, 16, 1ll << 30,
                 "instructions a session may have outstanding before its socket is not read");
-  c.declare_int("worker_window", 262144, 16, 1ll << 30,
-                "instructions a worker may have outstanding before senders are paused");
+  c.declare_int("worker_window", 16384, 16, 1ll << 30,
+                "instructions in flight on one worker; the rest waits in the fair scheduler");
+  c.declare_int("user_window", 262144, 16, 1ll << 30,
+                "default per-user limit on instructions queued or in flight (users file overrides)");
+  c.declare_int("heartbeat_interval_ms", 1000, 10, 600000, "how often workers are pinged");
+  c.declare_int("heartbeat_timeout_ms", 5000, 50, 3600000,
+                "a worker silent this long is declared dead and its sessions get an error");
+  c.declare_int("drain_timeout_ms", 10000, 0, 3600000,
+                "on SIGTERM, how long queued work may take to finish before exiting");
+  c.declare_int("max_client_backlog_bytes", 1ll << 31, 1 << 20, 1ll << 40,
+                "unread reply bytes after which a client that does not read is dropped");
+  c.declare_string("users_file", "",
+                   "users, token hashes, quotas and weights (empty: single-user development mode)");
+  c.declare_string("worker_secret_file", "",
+                   "file with the secret workers must present (mode 0600; empty: none)");
   c.declare_int("worker_wait_ms", 10000, 0, 3600000,
                 "how long a new session waits for a first worker before being refused");
   c.declare_int("handshake_timeout_ms", 10000, 100, 600000,
@@ -61,9 +77,43 @@ int main(int argc, char** argv) {
       return 0;
     }
   }
-  if (gt::Status st = cfg.parse_args(argc, argv); !st.is_ok()) {
+  // `--add-user NAME` is an action, not an option: it prints a new token once and exits.
+  std::string add_user_name;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--add-user" && i + 1 < argc) {
+      add_user_name = argv[++i];
+      continue;
+    }
+    if (a.rfind("--add-user=", 0) == 0) {
+      add_user_name = a.substr(11);
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  if (gt::Status st = cfg.parse_args(static_cast<int>(args.size()), args.data()); !st.is_ok()) {
     std::fprintf(stderr, "gt-dispatcherd: %s\n", st.message().c_str());
     return 2;
+  }
+  if (!add_user_name.empty()) {
+    const std::string& path = cfg.get_string("users_file");
+    if (path.empty()) {
+      std::fprintf(stderr, "gt-dispatcherd: --add-user needs --users-file (or users_file in --config)\n");
+      return 2;
+    }
+    auto token = gt::dispatcher::add_user(path, add_user_name);
+    if (!token.is_ok()) {
+      std::fprintf(stderr, "gt-dispatcherd: %s\n", token.status().message().c_str());
+      return 1;
+    }
+    std::printf("%s\n", token->c_str());
+    std::fprintf(stderr,
+                 "user %s added to %s. The token above is shown once: give it to the user "
+                 "(GT_TOKEN or a 0600 file named by GT_TOKEN_FILE). A running dispatcher reads "
+                 "the users file at start: restart it.\n",
+                 add_user_name.c_str(), path.c_str());
+    return 0;
   }
   if (gt::Status st = gt::init_logging("gt-dispatcherd", cfg.get_string("log_level"));
       !st.is_ok()) {
@@ -91,9 +141,28 @@ int main(int argc, char** argv) {
   o.worker_wait_ms = static_cast<int>(cfg.get_int("worker_wait_ms"));
   o.handshake_timeout_ms = static_cast<int>(cfg.get_int("handshake_timeout_ms"));
   o.exit_when_idle = cfg.get_bool("exit_when_idle");
+  o.user_window = static_cast<uint64_t>(cfg.get_int("user_window"));
+  o.heartbeat_interval_ms = static_cast<int>(cfg.get_int("heartbeat_interval_ms"));
+  o.heartbeat_timeout_ms = static_cast<int>(cfg.get_int("heartbeat_timeout_ms"));
+  o.max_client_backlog_bytes = static_cast<uint64_t>(cfg.get_int("max_client_backlog_bytes"));
+  if (std::string f = cfg.get_string("worker_secret_file"); !f.empty()) {
+    auto secret = gt::read_secret_file(f);
+    if (!secret.is_ok()) {
+      spdlog::critical("worker_secret_file: {}", secret.status().message());
+      return 1;
+    }
+    o.worker_secret = *secret;
+  }
+  auto users = gt::dispatcher::UserTable::load(cfg.get_string("users_file"));
+  if (!users.is_ok()) {
+    spdlog::critical("users_file: {}", users.status().message());
+    return 1;
+  }
 
   gt::asio::io_context io(1);
-  gt::dispatcher::Dispatcher dispatcher(io, o, &ilog);
+  const bool tokens_configured = users->configured();
+  const bool worker_secret_configured = !o.worker_secret.empty();
+  gt::dispatcher::Dispatcher dispatcher(io, o, &ilog, std::move(*users));
   gt::dispatcher::Server server(io, dispatcher);
   gt::dispatcher::ListenOptions lo;
   lo.address = cfg.get_string("listen_address");
@@ -113,6 +182,14 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", st.message());
     return 1;
   }
+  if (server.tcp_port() > 0 && !server.tcp_loopback_only() &&
+      (!tokens_configured || !worker_secret_configured))
+    spdlog::warn("*** listening on {}:{} beyond loopback WITHOUT {}: anyone who can reach this "
+                 "port can {} — set users_file and worker_secret_file ***",
+                 lo.address, server.tcp_port(),
+                 !tokens_configured ? "client tokens" : "a worker secret",
+                 !tokens_configured ? "run code on the workers and read tensors"
+                                    : "register as a worker and receive tensors");
   if (std::string pf = cfg.get_string("port_file"); !pf.empty()) {
     std::string tmp = pf + ".tmp";
     std::ofstream(tmp) << server.tcp_port() << "\n";
@@ -130,12 +207,15 @@ int main(int argc, char** argv) {
     stop();
   };
   gt::asio::signal_set signals(io, SIGTERM, SIGINT);
+  const int drain_ms = static_cast<int>(cfg.get_int("drain_timeout_ms"));
   signals.async_wait([&](boost::system::error_code ec, int sig) {
     if (ec) return;
-    spdlog::info("signal {}: shutting down", sig);
+    spdlog::info("signal {}: draining (up to {} ms), then exiting", sig, drain_ms);
     sd_notify(0, "STOPPING=1");
-    stop();
+    server.close();  // stop accepting; work already queued is finished first
+    dispatcher.drain(drain_ms, stop);
   });
+  dispatcher.start_heartbeats();
   gt::asio::steady_timer log_flush(io);
   std::function<void()> flush_tick = [&] {
     log_flush.expires_after(std::chrono::seconds(1));

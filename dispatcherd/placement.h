@@ -23,6 +23,7 @@ struct TensorEntry {
   Placement placement;
   uint64_t handle = 0;                             // on placement.worker; 0 when poisoned here
   std::shared_ptr<const v1::ErrorInfo> poison;    // set when the dispatcher knows it failed
+  int64_t charged = 0;                             // bytes counted against the user's quota
 };
 
 }  // namespace gt::dispatcher

@@ -23,8 +23,7 @@ Status Server::listen(const ListenOptions& o) {
     if (!ec) tcp_->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return unavailable("cannot listen on {}:{}: {}", o.address, o.port, ec.message());
     tcp_port_ = tcp_->local_endpoint().port();
-    if (!addr.is_loopback())
-      spdlog::warn("listening on {}:{} — reachable beyond this machine", o.address, tcp_port_);
+    tcp_loopback_ = addr.is_loopback();
     spdlog::info("listening on {}:{}", o.address, tcp_port_);
     accept_tcp();
   }

@@ -23,6 +23,7 @@ class Server {
   ~Server();
   Status listen(const ListenOptions& o);
   int tcp_port() const { return tcp_port_; }
+  bool tcp_loopback_only() const { return tcp_loopback_; }
   void close();
 
  private:
@@ -35,6 +36,7 @@ class Server {
   std::unique_ptr<asio::local::stream_protocol::acceptor> unix_;
   std::string unix_path_;
   int tcp_port_ = 0;
+  bool tcp_loopback_ = true;
 };
 
 }  // namespace gt::dispatcher

@@ -21,17 +21,32 @@ void Dispatcher::flush_worker(WorkerState& w) {
   w.scratch_used = false;
   v1::WorkerBatch* b = w.scratch.mutable_batch();
   uint64_t count = static_cast<uint64_t>(b->instrs_size()) + static_cast<uint64_t>(b->frees_size());
-  b->set_first_seq(w.sent_seq);
-  w.sent_seq += count;
   uint64_t session = b->session();
-  if (count > 0) {
-    w.inflight.push_back({w.sent_seq, session, count});
-    auto sit = sessions_.find(session);
-    if (sit != sessions_.end()) sit->second.outstanding += count;
+  double weight = 1.0;
+  auto sit = sessions_.find(session);
+  if (sit != sessions_.end()) {
+    sit->second.outstanding += count;
+    usage_[sit->second.user.name].outstanding += count;
+    weight = sit->second.user.weight;
   }
-  Status st = w.conn->io->send(w.scratch);
-  if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
+  w.sched.enqueue(session, weight, count, std::move(w.scratch));
   w.scratch.Clear();
+  pump(w);
+}
+
+void Dispatcher::pump(WorkerState& w) {
+  // Keep at most worker_window instructions in flight on the worker; the rest waits here in
+  // fair order, so a light user's work is never queued behind a flood on the worker itself.
+  while (!w.conn->io->closed() && (w.outstanding() < opts_.worker_window || w.inflight.empty())) {
+    auto item = w.sched.next();
+    if (!item) break;
+    v1::WorkerBatch* b = item->msg.mutable_batch();
+    b->set_first_seq(w.sent_seq);
+    w.sent_seq += item->cost;
+    if (item->cost > 0) w.inflight.push_back({w.sent_seq, item->session, item->cost});
+    Status st = w.conn->io->send(item->msg);
+    if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
+  }
 }
 
 uint64_t Dispatcher::send_request(WorkerState& w, uint64_t session, v1::Request::Kind kind,
@@ -74,7 +89,9 @@ void Dispatcher::on_worker_frame(WorkerState& w, std::string_view body) {
     w.conn->io->close(st);
     return;
   }
+  w.last_heard = std::chrono::steady_clock::now();
   switch (worker_msg_.kind_case()) {
+    case v1::WorkerMessage::kHeartbeat: break;  // last_heard is all it is for
     case v1::WorkerMessage::kAck: on_ack(w, worker_msg_.ack().executed_seq()); break;
     case v1::WorkerMessage::kError: {
       const auto& rep = worker_msg_.error();
@@ -103,18 +120,22 @@ void Dispatcher::on_ack(WorkerState& w, uint64_t executed_seq) {
     auto f = w.inflight.front();
     w.inflight.pop_front();
     auto sit = sessions_.find(f.session);
-    if (sit != sessions_.end()) sit->second.outstanding -= std::min(f.count, sit->second.outstanding);
+    if (sit != sessions_.end()) {
+      ClientSession& s = sit->second;
+      s.outstanding -= std::min(f.count, s.outstanding);
+      UserUsage& use = usage_[s.user.name];
+      use.outstanding -= std::min(f.count, use.outstanding);
+    }
   }
+  pump(w);
   resume_paused_sessions();
+  check_drained();
 }
 
 void Dispatcher::resume_paused_sessions() {
   for (auto& [sid, s] : sessions_) {
     if (!s.paused) continue;
-    bool over = s.outstanding >= opts_.session_window;
-    auto it = workers_.find(s.home_worker);
-    if (it != workers_.end() && it->second.outstanding() >= opts_.worker_window) over = true;
-    if (!over) {
+    if (!over_window(s)) {
       s.paused = false;
       s.conn->io->resume_reading();
     }
@@ -159,12 +180,31 @@ void Dispatcher::on_worker_gone(WorkerState& w, const std::string& why) {
   err->set_op("worker");
   err->set_message(what + ": its tensors are lost");
   err->set_origin(fmt::format("worker {}", w.id));
+  // Batches that never left for this worker are lost with it.
+  while (auto item = w.sched.next()) {
+    auto sit = sessions_.find(item->session);
+    if (sit == sessions_.end()) continue;
+    ClientSession& s = sit->second;
+    s.outstanding -= std::min(item->cost, s.outstanding);
+    UserUsage& use = usage_[s.user.name];
+    use.outstanding -= std::min(item->cost, use.outstanding);
+  }
+  for (const auto& f : w.inflight) {
+    auto sit = sessions_.find(f.session);
+    if (sit == sessions_.end()) continue;
+    ClientSession& s = sit->second;
+    s.outstanding -= std::min(f.count, s.outstanding);
+    UserUsage& use = usage_[s.user.name];
+    use.outstanding -= std::min(f.count, use.outstanding);
+  }
+  w.inflight.clear();
   for (auto& [sid, s] : sessions_) {
     bool affected = s.workers_used.erase(w.id) > 0;
     for (auto& [id, e] : s.tensors) {
       if (e.handle != 0 && e.placement.worker == w.id) {
         e.poison = err;
         e.handle = 0;
+        charge(s, e, -e.charged);  // the bytes are gone with the worker
       }
     }
     if (affected) s.errors.push_back(*err);

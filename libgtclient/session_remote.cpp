@@ -12,6 +12,7 @@
 #include "libgtcore/asio.h"
 #include "libgtcore/framed_connection.h"
 #include "libgtcore/instr_codec.h"
+#include "libgtcore/secret_file.h"
 #include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
 
@@ -72,7 +73,13 @@ void RemoteSession::handshake(const std::string& address) {
   h->set_op_table_hash(op_table_hash());
   h->set_role(v1::ROLE_CLIENT);
   h->set_client_name(program_name());
-  if (const char* tok = std::getenv("GT_TOKEN")) h->mutable_credentials()->set_token(tok);
+  if (const char* tok = std::getenv("GT_TOKEN")) {
+    h->mutable_credentials()->set_token(tok);
+  } else if (const char* file = std::getenv("GT_TOKEN_FILE")) {
+    auto tok = read_secret_file(file);  // refuses a token file others can read
+    if (!tok.is_ok()) throw Error("gt: GT_TOKEN_FILE: " + tok.status().message());
+    h->mutable_credentials()->set_token(*tok);
+  }
   std::string out;
   (void)append_frame(&out, hello);
   if (Status st = send_all(fd_, out); !st.is_ok())

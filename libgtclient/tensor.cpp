@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gt/tensor.h"
+#include "libgtclient/autograd_node.h"
 #include "libgtclient/session.h"
 #include "libgtcore/shape_rules.h"
 
@@ -17,6 +18,7 @@ bool session_alive();
 namespace gt {
 
 TensorImpl::~TensorImpl() {
+  if (grad_fn) autograd::detail::adopt_output(*this);  // its node may still need the value
   if (id == 0) return;
   try {
     if (detail::session_alive()) detail::Session::get().free(id);
@@ -78,10 +80,19 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
   Result<TensorMeta> meta = infer_meta(op, metas, attrs);
   if (!meta) throw Error(op_error(op, meta.status().message()));
 
+  const bool in_place = is_in_place(op);
+  if (in_place) autograd::detail::check_in_place(op, inputs);
+
   uint64_t id = Session::get().emit(op, attrs, ids);
-  if (is_in_place(op)) return *inputs[0];
+  if (in_place) {
+    ++inputs[0]->impl()->version;
+    autograd::detail::record_in_place(op, inputs);
+    return *inputs[0];
+  }
   if (id == 0) throw Error(std::string(op_name(op)) + ": the session returned no result id");
-  return Tensor(std::make_shared<TensorImpl>(id, *meta));
+  Tensor out(std::make_shared<TensorImpl>(id, *meta));
+  if (is_grad_enabled()) autograd::detail::record(op, attrs, inputs, out);
+  return out;
 }
 
 Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes) {

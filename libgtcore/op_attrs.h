@@ -30,8 +30,14 @@ struct OpAttrs {
   int n_reals = 0;
   std::string_view data;  // host bytes for from_host / host_chunk (not owned)
 
-  void push_int(int64_t v) { ints[n_ints++] = v; }
-  void push_real(double v) { reals[n_reals++] = v; }
+  // Capacity is fixed (no heap): extra values are dropped, and the shape rules then reject the
+  // instruction for its wrong attribute count.
+  void push_int(int64_t v) {
+    if (n_ints < kMaxInts) ints[n_ints++] = v;
+  }
+  void push_real(double v) {
+    if (n_reals < kMaxReals) reals[n_reals++] = v;
+  }
   int64_t int_at(int i, int64_t dflt = 0) const { return i < n_ints ? ints[i] : dflt; }
   double real_at(int i, double dflt = 0) const { return i < n_reals ? reals[i] : dflt; }
 

@@ -30,8 +30,8 @@ int64_t Shape::numel() const {
     if (d_[i] == 0) return 0;  // a zero anywhere wins over a huge prefix
   int64_t n = 1;
   for (int i = 0; i < rank_; ++i) {
-    if (n > kMaxNumel / d_[i]) return kMaxNumel + 1;  // saturate: callers reject it
-    n *= d_[i];
+    // No division on this hot path (every op computes sizes): overflow-checked multiply.
+    if (__builtin_mul_overflow(n, d_[i], &n) || n > kMaxNumel) return kMaxNumel + 1;
   }
   return n;
 }

@@ -45,11 +45,14 @@ bool Executor::try_execute_inline(v1::WorkerBatch& batch) {
   }
   execute(batch);
   maybe_ack(false);
+  bool wake;
   {
     std::lock_guard<std::mutex> lk(mu_);
     busy_ = false;
+    wake = !queue_.empty() || reset_requested_ || stopping_;
   }
-  cv_.notify_one();
+  // Waking the executor for nothing would cost a futex call and a context switch per request.
+  if (wake) cv_.notify_one();
   return true;
 }
 
@@ -197,6 +200,11 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
   }
   if (in_place) {
     Tensor* dst = const_cast<Tensor*>(inputs_[0]);
+    Status cow = unshare_storage(*dst, op, session);
+    if (!cow.is_ok()) {
+      fail(session, 0, name, cow);
+      return;
+    }
     Status st = backend_.run(KernelArgs{op, attrs, inputs_, *dst, session});
     if (!st.is_ok()) {
       fail(session, 0, name, st);
@@ -224,6 +232,21 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
   }
   ++ops_executed_;
   tensors_.emplace(in.out(), std::move(out));
+}
+
+Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {
+  // Reshape results share their input's bytes (a zero-copy view). Tensors have value
+  // semantics, so the first in-place write to shared bytes gets a private copy first.
+  if (!dst.storage || dst.storage.use_count() <= 1) return Status::ok();
+  auto fresh = backend_.alloc(static_cast<size_t>(dst.meta.nbytes()));
+  if (!fresh.is_ok()) return fresh.status();
+  Tensor old = dst;  // keeps the shared bytes alive while they are copied
+  dst.storage = std::move(*fresh);
+  if (op == OpId::k_copy_) return Status::ok();  // copy_ overwrites every element
+  OpAttrs none;
+  const Tensor* src[] = {&old};
+  return backend_.run(KernelArgs{OpId::k_copy_, none, std::span<const Tensor* const>(src, 1), dst,
+                                 session});
 }
 
 void Executor::answer(uint64_t session, const v1::Request& req) {

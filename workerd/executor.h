@@ -48,6 +48,7 @@ class Executor {
   void loop();
   void maybe_ack(bool more_queued);
   void run_instr(uint64_t session, const v1::Instr& in);
+  Status unshare_storage(Tensor& dst, OpId op, uint64_t session);
   void fail(uint64_t session, uint64_t out, const char* op, const Status& st);
   void answer(uint64_t session, const v1::Request& req);
   void answer_fetch(uint64_t session, const v1::Request& req);

@@ -10,6 +10,7 @@
 #include "libgtcore/asio.h"
 #include "libgtcore/config.h"
 #include "libgtcore/logging.h"
+#include "libgtcore/secret_file.h"
 #include "libgtcore/version.h"
 #include "workerd/backend_factory.h"
 #include "workerd/worker_link.h"
@@ -70,6 +71,14 @@ int main(int argc, char** argv) {
   lo.max_frame_bytes = static_cast<uint64_t>(cfg.get_int("max_frame_bytes"));
   lo.reconnect_ms = static_cast<int>(cfg.get_int("reconnect_ms"));
   lo.exit_on_disconnect = cfg.get_bool("exit_on_disconnect");
+  if (std::string f = cfg.get_string("worker_secret_file"); !f.empty()) {
+    auto secret = gt::read_secret_file(f);
+    if (!secret.is_ok()) {
+      spdlog::critical("worker_secret_file: {}", secret.status().message());
+      return 1;
+    }
+    lo.worker_secret = *secret;
+  }
 
   gt::asio::io_context io;
   gt::worker::WorkerLink link(io, **backend, lo);

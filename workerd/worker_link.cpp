@@ -22,6 +22,7 @@ WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions
       executor_(backend, [this](v1::WorkerMessage&& m) { send_direct(m); },
                 std::min<uint64_t>(opts_.max_frame_bytes / 2, 8ull << 20)),
       reconnect_timer_(io),
+      watchdog_(io),
       backoff_ms_(opts_.reconnect_ms) {}
 
 WorkerLink::~WorkerLink() {
@@ -84,7 +85,25 @@ void WorkerLink::schedule_reconnect() {
   });
 }
 
+void WorkerLink::watch_dispatcher() {
+  // A dispatcher that stops talking (hung, or a half-open connection) is treated as gone after
+  // three missed heartbeats: no waiting without a deadline on a peer.
+  if (heartbeat_ms_ == 0) return;
+  watchdog_.expires_after(std::chrono::milliseconds(3 * heartbeat_ms_ + 1000));
+  watchdog_.async_wait([this, gen = generation_](boost::system::error_code ec) {
+    if (ec || gen != generation_ || !conn_ || conn_->closed()) return;
+    auto silent = std::chrono::steady_clock::now() - last_heard_;
+    if (silent > std::chrono::milliseconds(3 * heartbeat_ms_)) {
+      conn_->close(deadline_exceeded("the dispatcher has been silent for {} ms",
+                                     std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
+      return;
+    }
+    watch_dispatcher();
+  });
+}
+
 void WorkerLink::on_frame(std::string_view body) {
+  last_heard_ = std::chrono::steady_clock::now();
   v1::DispatchMessage msg;
   // Batches are parsed straight into the object handed to the executor (no second copy).
   auto batch = std::make_unique<v1::WorkerBatch>();
@@ -95,8 +114,18 @@ void WorkerLink::on_frame(std::string_view body) {
     return;
   }
   switch (msg.kind_case()) {
+    case v1::DispatchMessage::kHeartbeat: {
+      // Answered here on the I/O thread, so a long kernel on the executor does not make this
+      // worker look dead.
+      v1::WorkerMessage pong;
+      pong.mutable_heartbeat()->set_nonce(msg.heartbeat().nonce());
+      send_direct(pong);
+      break;
+    }
     case v1::DispatchMessage::kWelcome:
       registered_ = true;
+      heartbeat_ms_ = msg.welcome().heartbeat_interval_ms();
+      watch_dispatcher();
       backoff_ms_ = opts_.reconnect_ms;
       executor_.set_worker_id(msg.welcome().worker_id());
       spdlog::info("registered with the dispatcher at {} as worker {}", opts_.dispatcher,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +44,7 @@ class WorkerLink {
  private:
   void connect();
   void schedule_reconnect();
+  void watch_dispatcher();
   void on_frame(std::string_view body);
   void on_close(const Status& why);
   void send_direct(const v1::WorkerMessage& m);
@@ -54,6 +56,9 @@ class WorkerLink {
   Executor executor_;
   std::shared_ptr<FramedConnection> conn_;
   asio::steady_timer reconnect_timer_;
+  asio::steady_timer watchdog_;
+  uint32_t heartbeat_ms_ = 0;
+  std::chrono::steady_clock::time_point last_heard_ = std::chrono::steady_clock::now();
   int backoff_ms_;
   bool registered_ = false;
   bool stopping_ = false;

@@ -11,6 +11,7 @@
 // Conventions: integer add/sub/mul/pow wrap around (two's complement); integer pow with a
 // negative exponent is 0 unless the base is 1 (-> 1) or -1 (-> +-1 by parity); maximum/minimum
 // propagate NaN like torch.maximum; bool add/mul/maximum/minimum are or/and/or/and.
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 

@@ -5,6 +5,11 @@
 // run() never throws and never trusts its arguments: it checks that every storage is large
 // enough for its meta and that out.meta is what infer_meta() gives for the inputs and attrs
 // before a kernel touches any byte. Every op in ops.def has a kernel.
+//
+// The backend must outlive every Storage it handed out (~Storage calls release()). Kernels run
+// on the calling thread; a few expensive ones (rand, randn, exp, log, sqrt, sigmoid, tanh) split
+// large tensors over up to 8 std::threads, and sgemm uses OpenBLAS's own threads
+// (blas_threads > 0 sets that count, process-wide, via openblas_set_num_threads).
 #pragma once
 
 #include <array>
@@ -21,8 +26,8 @@ class CpuAllocator;
 }  // namespace cpu
 
 struct CpuBackendOptions {
-  uint64_t max_memory_bytes = 0;               // 0 = no limit (beyond what the system gives)
-  int blas_threads = 0;                        // 0 = OpenBLAS default
+  uint64_t max_memory_bytes = 0;                    // 0 = no limit (beyond the system's)
+  int blas_threads = 0;                             // 0 = OpenBLAS default
   uint64_t max_cached_bytes = uint64_t{256} << 20;  // freed blocks kept for reuse, at most
 };
 

@@ -1,11 +1,14 @@
 // Creation ops and the in-place host upload.
 //   zeros/ones/full  the value converted to the dtype (cast rules: truncation toward zero)
 //   arange           element i = start + i*step computed in double, then converted
-//   rand / randn     element i = philox::uniform / philox::normal(seed, counter, i), converted
-//                    (a 16-bit float may round a uniform just below 1 up to 1.0)
+//   rand / randn     element i = philox::uniform / philox::normal(seed, counter, i), converted;
+//                    a uniform that a 16-bit float would round up to 1.0 becomes the largest
+//                    value below 1 instead, so rand stays in [0, 1)
 //   from_host        attrs.data is the first bytes of the row-major contents; the rest is zero
 //   host_chunk       attrs.data written at byte attrs.chunk_offset() of the tensor (re-checked)
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "libgtcore/philox.h"
 #include "workerd/cpu/kernels.h"
@@ -45,6 +48,15 @@ Status arange_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
+// The largest value below 1 of a 16-bit float: where a uniform just below 1 would round up to
+// 1.0, rand gives this instead (so rand stays in [0, 1) like PyTorch's; float32 holds the 24-bit
+// uniforms exactly).
+template <class T>
+T below_one() {
+  if constexpr (std::is_same_v<T, half>) return T(1.0f - 0x1p-11f);
+  else return T(1.0f - 0x1p-8f);
+}
+
 constexpr int64_t kRandomGrain = 1 << 15;  // elements per thread, at least
 
 template <bool kNormal>
@@ -62,6 +74,9 @@ Status random_kernel(const KernelArgs& args) {
         const float v = kNormal ? philox::normal(seed, counter, idx)
                                 : philox::uniform(seed, counter, idx);
         o[i] = convert_value<T>(v);
+        if constexpr (is_half_v<T>) {
+          if (!kNormal && static_cast<float>(o[i]) >= 1.0f) o[i] = below_one<T>();
+        }
       }
     });
   });

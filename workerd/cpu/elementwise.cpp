@@ -1,4 +1,5 @@
 // where (three-way broadcast), cast and copy_ (broadcast + convert into an existing tensor).
+#include <cstdint>
 #include <cstring>
 
 #include "workerd/cpu/kernels.h"

@@ -1,6 +1,7 @@
 // Shared kernel helpers: dtype conversion of contiguous runs, converted views of inputs,
 // broadcast strides and the broadcasting copy.
 #include <cstring>
+#include <thread>
 
 #include "workerd/cpu/kernels.h"
 

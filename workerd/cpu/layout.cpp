@@ -6,6 +6,7 @@
 //            through 32x32 tiles so neither side is walked with a large stride for long
 //   slice    per dim start/step (negative steps walk backwards), a strided gather
 //   cat      row copies into [outer, sum of extents * inner]
+#include <algorithm>
 #include <cstring>
 
 #include "workerd/cpu/kernels.h"

@@ -6,6 +6,7 @@
 // back; int32/int64 use an i-k-j triple loop with wrapping arithmetic. k == 0 gives zeros.
 #include <cblas.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <type_traits>
@@ -90,7 +91,8 @@ void matmul_int(const Plan& p, const T* a, const T* b, T* c) {
       for (int64_t kk = 0; kk < p.k; ++kk) {
         const U aik = static_cast<U>(A[i * p.k + kk]);
         const T* brow = B + kk * p.n;
-        for (int64_t j = 0; j < p.n; ++j) crow[j] = static_cast<U>(crow[j] + aik * static_cast<U>(brow[j]));
+        for (int64_t j = 0; j < p.n; ++j)
+          crow[j] = static_cast<U>(crow[j] + aik * static_cast<U>(brow[j]));
       }
     }
   }

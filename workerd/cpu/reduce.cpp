@@ -7,8 +7,10 @@
 // bool sums count trues. mean of zero elements is NaN. max/min propagate NaN. argmax/argmin
 // give the first index of the extreme value, a NaN counting as the extreme (like torch); over
 // all elements it is the flat index.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "workerd/cpu/kernels.h"

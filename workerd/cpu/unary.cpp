@@ -49,7 +49,8 @@ Status unary_same(const KernelArgs& args) {
     using C = compute_t<T>;
     const T* __restrict a = static_cast<const T*>(in_ptr(args, 0));
     T* __restrict o = static_cast<T*>(out_ptr(args));
-    for (int64_t i = 0; i < n; ++i) o[i] = convert_value<T>(Op::template f<C>(convert_value<C>(a[i])));
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = convert_value<T>(Op::template f<C>(convert_value<C>(a[i])));
   });
   return Status::ok();
 }

@@ -43,10 +43,12 @@ struct TensorImpl {
   uint64_t id = 0;  // 0: nothing to free
   TensorMeta meta;
 
-  // Autograd (filled in by the autograd change).
+  // Autograd (gt/autograd.h). requires_grad is the leaf flag; a non-leaf requires grad through
+  // its grad_fn. version counts in-place writes, so stale saved tensors are detected.
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<void> grad_fn;  // autograd node
+  uint32_t version = 0;
 };
 
 // A number operand (Python-style scalar): remembers whether it was written as an integer, which
@@ -187,6 +189,38 @@ class Tensor {
   Tensor cast(DType dtype) const;  // always a new tensor
   // Writes src (broadcast, converted to this dtype) into this tensor; returns *this.
   const Tensor& copy_(const Tensor& src) const;
+
+  // ---- in-place arithmetic (written back with copy_; recorded on the tape like copy_; a leaf
+  // that requires grad refuses them outside gt::NoGradGuard, like PyTorch) --------------------
+  const Tensor& add_(const Tensor& o, Scalar alpha = 1) const;  // this += alpha * o
+  const Tensor& add_(Scalar o) const;
+  const Tensor& sub_(const Tensor& o, Scalar alpha = 1) const;  // this -= alpha * o
+  const Tensor& sub_(Scalar o) const;
+  const Tensor& mul_(const Tensor& o) const;
+  const Tensor& mul_(Scalar o) const;
+  const Tensor& div_(const Tensor& o) const;
+  const Tensor& div_(Scalar o) const;
+  const Tensor& zero_() const;
+  const Tensor& fill_(Scalar value) const;
+
+  // ---- autograd (gt/autograd.h: NoGradGuard, autograd::backward/grad, scope hooks) ----------
+  bool requires_grad() const;  // a leaf flagged with requires_grad_, or any result with a grad_fn
+  // Flags a leaf (floating dtype only) as requiring grad; returns *this.
+  const Tensor& requires_grad_(bool requires_grad = true) const;
+  bool is_leaf() const;  // no grad_fn
+  // The accumulated gradient (undefined until a backward pass reaches this tensor). Backward
+  // passes add into it until it is zeroed (grad().zero_()) or cleared (set_grad(Tensor())).
+  Tensor grad() const;
+  void set_grad(const Tensor& grad) const;
+  // Backpropagates from this tensor: `gradient` defaults to ones for a one-element tensor.
+  // Saved tensors are freed afterwards unless retain_graph.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  void retain_grad() const;  // a non-leaf keeps the gradient reaching it in grad()
+  // Same values, no history: a zero-copy view on the worker. Unlike PyTorch, tensors have value
+  // semantics, so an in-place write to either one does not change the other.
+  Tensor detach() const;
+  Tensor clone() const;      // a copy (differentiable)
+  std::string grad_fn_name() const;  // e.g. "MulBackward"; "" for a leaf
 
   // ---- sync points ----------------------------------------------------------------------------
   // Fetches the values (row-major), converted to T (any arithmetic type, gt::Half, gt::BFloat16).

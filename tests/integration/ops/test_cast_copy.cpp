@@ -105,12 +105,10 @@ TEST_CASE("copy_ writes in place with broadcasting and dtype conversion", "[ops]
   CHECK_NOTHROW(gt::synchronize());
 }
 
-// tensor.h documents "every tensor is contiguous; layout ops produce new tensors", so copy_ into
-// a reshape result must not change the tensor it was made from (nor the reverse). The worker's
-// executor instead aliases a reshape's storage with its input (workerd/executor.cpp), so in-place
-// writes leak between them. Kept as [!mayfail] until the intended semantics are decided (either
-// document reshape/view/flatten/(un)squeeze as aliasing views, or copy on write in the worker).
-TEST_CASE("copy_ into a reshape result leaves the original tensor alone", "[ops][copy][!mayfail]") {
+// Tensors have value semantics: copy_ into a reshape result must not change the tensor it was
+// made from (nor the reverse). The worker shares a reshape's bytes with its input (zero copy) and
+// copies them on the first in-place write (workerd/executor.cpp, unshare_storage).
+TEST_CASE("copy_ into a reshape result leaves the original tensor alone", "[ops][copy]") {
   daemons();
   Tensor base = gt::arange(6);
   Tensor view = base.reshape({2, 3});

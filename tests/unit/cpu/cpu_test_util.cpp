@@ -19,7 +19,8 @@ ClaimOps::ClaimOps(std::initializer_list<const char*> ops) {
 double quantize(double v, DType dt) {
   switch (dt) {
     case DType::kFloat32: return static_cast<double>(static_cast<float>(v));
-    case DType::kFloat16: return static_cast<double>(static_cast<float>(half(static_cast<float>(v))));
+    case DType::kFloat16:
+      return static_cast<double>(static_cast<float>(half(static_cast<float>(v))));
     case DType::kBFloat16:
       return static_cast<double>(static_cast<float>(bfloat16(static_cast<float>(v))));
     case DType::kInt32: return static_cast<double>(static_cast<int32_t>(v));
@@ -60,7 +61,12 @@ std::vector<double> to_doubles(CpuBackend& be, const Tensor& t) {
     const unsigned char* p = raw.data() + static_cast<size_t>(i) * es;
     switch (t.meta.dtype) {
       case DType::kFloat32: { float f; std::memcpy(&f, p, 4); out[i] = f; break; }
-      case DType::kFloat16: { uint16_t b; std::memcpy(&b, p, 2); out[i] = half::to_float(b); break; }
+      case DType::kFloat16: {
+        uint16_t b;
+        std::memcpy(&b, p, 2);
+        out[i] = half::to_float(b);
+        break;
+      }
       case DType::kBFloat16: {
         uint16_t b;
         std::memcpy(&b, p, 2);
@@ -71,7 +77,12 @@ std::vector<double> to_doubles(CpuBackend& be, const Tensor& t) {
         break;
       }
       case DType::kInt32: { int32_t v; std::memcpy(&v, p, 4); out[i] = v; break; }
-      case DType::kInt64: { int64_t v; std::memcpy(&v, p, 8); out[i] = static_cast<double>(v); break; }
+      case DType::kInt64: {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        out[i] = static_cast<double>(v);
+        break;
+      }
       case DType::kBool: {
         REQUIRE((*p == 0 || *p == 1));  // a bool result must be a canonical 0/1 byte
         out[i] = *p;

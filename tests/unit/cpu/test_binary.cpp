@@ -171,7 +171,8 @@ TEST_CASE("cpu binary ops: scalar operand on either side", "[cpu][binary]") {
             want[i] = finish(ref_binary(op, x, y, pd), odt);
           }
           check_close(to_doubles(be, out), want, odt,
-                      std::string(op_name(op)) + (side == ScalarSide::kLeft ? " scalar-left " : " scalar-right ") +
+                      std::string(op_name(op)) +
+                          (side == ScalarSide::kLeft ? " scalar-left " : " scalar-right ") +
                           (integral ? "int " : "float ") + dtype_name(dt));
         }
 }
@@ -186,7 +187,8 @@ TEST_CASE("cpu binary ops: result dtypes follow promotion", "[cpu][binary]") {
   Tensor sum = run_op(be, OpId::k_add, {&i32, &i64});
   CHECK(sum.meta.dtype == DType::kInt64);
   check_close(to_doubles(be, sum), {9, -5}, DType::kInt64, "int32 + int64");
-  Tensor half_s = run_op(be, OpId::k_mul, {&i32}, make_binary_scalar(ScalarSide::kRight, 0.5, false));
+  Tensor half_s =
+      run_op(be, OpId::k_mul, {&i32}, make_binary_scalar(ScalarSide::kRight, 0.5, false));
   CHECK(half_s.meta.dtype == DType::kFloat32);
   check_close(to_doubles(be, half_s), {3.5, -3.5}, DType::kFloat32, "int * 0.5");
 }

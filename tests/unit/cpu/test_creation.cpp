@@ -55,6 +55,14 @@ TEST_CASE("cpu arange in double, converted", "[cpu][creation]") {
   CHECK(to_doubles(be, big) == std::vector<double>{1e15, 1e15 + 1, 1e15 + 2});
 }
 
+// rand's value: the uniform in the dtype, except that a 16-bit float never rounds up to 1.0 but
+// gives its largest value below 1 (1 - 2^-11 for float16, 1 - 2^-8 for bfloat16).
+double rand_value(float u, DType dt) {
+  double q = quantize(u, dt);
+  if (q < 1.0) return q;
+  return dt == DType::kFloat16 ? 1.0 - 1.0 / 2048 : 1.0 - 1.0 / 256;
+}
+
 TEST_CASE("cpu rand / randn match philox element by element", "[cpu][creation]") {
   CpuBackend be;
   const uint64_t seed = 0x1234'5678'9abc'def0ull, counter = 77;
@@ -65,7 +73,7 @@ TEST_CASE("cpu rand / randn match philox element by element", "[cpu][creation]")
     auto gu = to_doubles(be, u), gg = to_doubles(be, g);
     std::vector<double> wu, wg;
     for (uint64_t i = 0; i < static_cast<uint64_t>(s.numel()); ++i) {
-      wu.push_back(quantize(philox::uniform(seed, counter, i), dt));
+      wu.push_back(rand_value(philox::uniform(seed, counter, i), dt));
       wg.push_back(quantize(philox::normal(seed, counter, i), dt));
     }
     CHECK(gu == wu);  // bit-exact: the same function, the same conversion
@@ -82,11 +90,33 @@ TEST_CASE("cpu rand / randn match philox element by element", "[cpu][creation]")
   CHECK_FALSE(try_run(be, OpId::k_rand, {}, make_random(s, DType::kInt32, 1, 1)).is_ok());
 }
 
+TEST_CASE("cpu rand in float16 / bfloat16 stays below 1", "[cpu][creation]") {
+  CpuBackend be;
+  const int64_t n = 1 << 16;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    auto u = to_doubles(be, run_op(be, OpId::k_rand, {}, make_random(Shape{n}, dt, 99, 5)));
+    int64_t rounded_up = 0, at_top = 0;
+    const double top = rand_value(1.0f - 0x1p-24f, dt);
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = philox::uniform(99, 5, static_cast<uint64_t>(i));
+      rounded_up += quantize(x, dt) >= 1.0;
+      at_top += u[i] == top;
+      REQUIRE(u[i] >= 0.0);
+      REQUIRE(u[i] < 1.0);
+      REQUIRE(u[i] == rand_value(x, dt));
+    }
+    INFO(dtype_name(dt));
+    CHECK(rounded_up > 0);  // the case happens (p = 2^-12 / 2^-9 per element) and was guarded
+    CHECK(at_top >= rounded_up);
+  }
+}
+
 TEST_CASE("cpu rand / randn statistics over 100k samples", "[cpu][creation]") {
   CpuBackend be;
   const int64_t n = 100000;
-  auto u = to_doubles(be, run_op(be, OpId::k_rand, {}, make_random(Shape{n}, DType::kFloat32, 9, 3)));
-  auto g = to_doubles(be, run_op(be, OpId::k_randn, {}, make_random(Shape{n}, DType::kFloat32, 9, 3)));
+  const OpAttrs attrs = make_random(Shape{n}, DType::kFloat32, 9, 3);
+  auto u = to_doubles(be, run_op(be, OpId::k_rand, {}, attrs));
+  auto g = to_doubles(be, run_op(be, OpId::k_randn, {}, attrs));
   double su = 0, su2 = 0, sg = 0, sg2 = 0;
   double umin = 1, umax = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -11,7 +11,8 @@ GT_TESTS_OPS("reshape", "permute", "slice", "cat");
 
 std::vector<double> iota_values(int64_t n, DType dt) {
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = dt == DType::kBool ? (i % 3 == 0) : static_cast<double>(i % 200);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = dt == DType::kBool ? (i % 3 == 0) : static_cast<double>(i % 200);
   return v;
 }
 

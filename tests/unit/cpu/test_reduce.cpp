@@ -58,7 +58,9 @@ std::vector<double> ref_reduce(OpId op, const std::vector<double>& v, const Shap
   for (const RefAcc& a : acc) {
     switch (op) {
       case OpId::k_sum: out.push_back(a.sum); break;
-      case OpId::k_mean: out.push_back(a.count == 0 ? kNaN : a.sum / static_cast<double>(a.count)); break;
+      case OpId::k_mean:
+        out.push_back(a.count == 0 ? kNaN : a.sum / static_cast<double>(a.count));
+        break;
       case OpId::k_max:
       case OpId::k_min: out.push_back(a.best); break;
       default: out.push_back(static_cast<double>(a.best_idx)); break;
@@ -138,7 +140,8 @@ TEST_CASE("cpu reductions: non-integer floats", "[cpu][reduce]") {
       Shape s{6, 50, 7};
       auto v = random_values(rng, s.numel(), dt, -1, 1);
       Tensor x = make_tensor(be, s, dt, v);
-      for (int64_t d : {kAllDims, int64_t{0}, int64_t{1}, int64_t{-1}}) check_reduce(be, op, x, v, d, false);
+      for (int64_t d : {kAllDims, int64_t{0}, int64_t{1}, int64_t{-1}})
+        check_reduce(be, op, x, v, d, false);
     }
 }
 

@@ -1,0 +1,281 @@
+// gt-bench-mlp: one MLP training step (64x784 -> 256 -> 10, ReLU, cross entropy, SGD, loss.item()
+// every step) through GT (client autograd + daemons), against the same computation in-process:
+// the same ops, in the same order, on the CPU backend's kernels (a CpuBackend called directly,
+// reshapes as views like the worker's executor). Reports medians and their ratio from one run,
+// and checks that both give the same losses. Uses GT_ADDRESS when set, else the embedded default.
+//
+// Usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR]
+#include <gt/gt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "libgtcore/shape_rules.h"
+#include "workerd/cpu/cpu_backend.h"
+
+using gt::bench::median;
+using gt::bench::now_s;
+
+namespace {
+
+constexpr int64_t kBatch = 64, kIn = 784, kHidden = 256, kClasses = 10;
+
+struct Args {
+  int steps = 30;
+  int warmup = 5;
+  double lr = 0.01;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--steps" && i + 1 < argc) a.steps = std::atoi(argv[++i]);
+    else if (s == "--warmup" && i + 1 < argc) a.warmup = std::atoi(argv[++i]);
+    else if (s == "--lr" && i + 1 < argc) a.lr = std::atof(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR]\n");
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+// ---- the in-process reference: ops on a CpuBackend, the way the worker's executor runs them ----
+namespace w = gt::worker;
+using gt::OpAttrs;
+using gt::OpId;
+using LT = w::Tensor;
+
+class Local {
+ public:
+  LT run(OpId op, std::vector<const LT*> ins, const OpAttrs& a = {}) {
+    std::vector<gt::TensorMeta> metas;
+    for (const LT* t : ins) metas.push_back(t->meta);
+    auto m = gt::infer_meta(op, metas, a);
+    check(m.status(), op);
+    LT out;
+    out.meta = *m;
+    if (op == OpId::k_reshape) {
+      out.storage = ins[0]->storage;  // a view, like the executor
+    } else {
+      auto st = be_.alloc(static_cast<size_t>(out.meta.nbytes()));
+      check(st.status(), op);
+      out.storage = std::move(*st);
+      check(be_.run(w::KernelArgs{op, a, ins, out, 0}), op);
+    }
+    ++ops;
+    return out;
+  }
+  void copy_into(LT& dst, const LT& src) {
+    std::vector<const LT*> ins{&dst, &src};
+    check(be_.run(w::KernelArgs{OpId::k_copy_, OpAttrs{}, ins, dst, 0}), OpId::k_copy_);
+    ++ops;
+  }
+  LT upload(const std::vector<float>& v, const gt::Shape& s, gt::DType dt = gt::DType::kFloat32) {
+    LT t;
+    t.meta = gt::TensorMeta{s, dt};
+    auto st = be_.alloc(static_cast<size_t>(t.meta.nbytes()));
+    check(st.status(), OpId::k_from_host);
+    t.storage = std::move(*st);
+    if (dt == gt::DType::kFloat32) {
+      std::memcpy(t.storage->data(), v.data(), v.size() * sizeof(float));
+    } else {  // int64 labels
+      auto* p = static_cast<int64_t*>(t.storage->data());
+      for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<int64_t>(v[i]);
+    }
+    return t;
+  }
+  float item(const LT& t) {
+    float v = 0;
+    check(be_.copy_to_host(t, 0, &v, sizeof(float), 0), OpId::k_sum);
+    return v;
+  }
+  int64_t ops = 0;
+
+ private:
+  static void check(const gt::Status& s, OpId op) {
+    if (!s.is_ok()) {
+      std::fprintf(stderr, "reference: %s failed: %s\n", gt::op_name(op), s.to_string().c_str());
+      std::exit(1);
+    }
+  }
+  w::CpuBackend be_;
+};
+
+OpAttrs perm2() {
+  int64_t p[2] = {1, 0};
+  return gt::make_permute(p);
+}
+OpAttrs scalar(double v) { return gt::make_binary_scalar(gt::ScalarSide::kRight, v, false); }
+
+// One step, op for op what GT's client emits for the same program (forward, the autograd
+// engine's gradient ops in its order, SGD's p.sub_(g, lr) = mul + sub + copy_), then loss.item().
+struct RefModel {
+  LT w1, b1, w2, b2, x, y;
+  double lr;
+
+  float step(Local& L) {
+    // forward: logits = relu(x W1^T + b1) W2^T + b2
+    LT w1t = L.run(OpId::k_permute, {&w1}, perm2());
+    LT h1 = L.run(OpId::k_matmul, {&x, &w1t});
+    LT h1b = L.run(OpId::k_add, {&h1, &b1});
+    LT a1 = L.run(OpId::k_relu, {&h1b});
+    LT w2t = L.run(OpId::k_permute, {&w2}, perm2());
+    LT h2 = L.run(OpId::k_matmul, {&a1, &w2t});
+    LT logits = L.run(OpId::k_add, {&h2, &b2});
+    // cross_entropy = nll_loss(log_softmax(logits, 1), y)
+    LT m = L.run(OpId::k_max, {&logits}, gt::make_reduce(1, true));
+    LT z = L.run(OpId::k_sub, {&logits, &m});
+    LT e = L.run(OpId::k_exp, {&z});
+    LT s = L.run(OpId::k_sum, {&e}, gt::make_reduce(1, true));
+    LT ls = L.run(OpId::k_log, {&s});
+    LT logp = L.run(OpId::k_sub, {&z, &ls});
+    LT cls = L.run(OpId::k_arange, {}, gt::make_arange(0, kClasses, 1, gt::DType::kInt64));
+    LT yc = L.run(OpId::k_reshape, {&y}, gt::make_reshape(gt::Shape{kBatch, 1}));
+    LT hot = L.run(OpId::k_eq, {&yc, &cls});
+    LT wt = L.run(OpId::k_cast, {&hot}, gt::make_cast(gt::DType::kFloat32));
+    LT wl = L.run(OpId::k_mul, {&wt, &logp});
+    LT rows = L.run(OpId::k_sum, {&wl}, gt::make_reduce(1, false));
+    LT nrows = L.run(OpId::k_neg, {&rows});
+    LT den = L.run(OpId::k_sum, {&wt}, gt::make_reduce(gt::kAllDims, false));
+    LT tot = L.run(OpId::k_sum, {&nrows}, gt::make_reduce(gt::kAllDims, false));
+    LT loss = L.run(OpId::k_div, {&tot, &den});
+
+    // backward
+    LT seed = L.run(OpId::k_full, {}, gt::make_full(gt::Shape{}, gt::DType::kFloat32, 1.0));
+    LT g_tot = L.run(OpId::k_div, {&seed, &den});
+    LT z64 = L.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{kBatch}, gt::DType::kFloat32));
+    LT g_nrows = L.run(OpId::k_add, {&z64, &g_tot});
+    LT g_rows = L.run(OpId::k_neg, {&g_nrows});
+    LT g_rows2 = L.run(OpId::k_reshape, {&g_rows}, gt::make_reshape(gt::Shape{kBatch, 1}));
+    LT z6410 = L.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{kBatch, kClasses}, gt::DType::kFloat32));
+    LT g_wl = L.run(OpId::k_add, {&z6410, &g_rows2});
+    LT g_logp = L.run(OpId::k_mul, {&g_wl, &wt});
+    LT g_ls_full = L.run(OpId::k_neg, {&g_logp});
+    LT g_ls = L.run(OpId::k_sum, {&g_ls_full}, gt::make_reduce(1, true));
+    LT g_s = L.run(OpId::k_div, {&g_ls, &s});
+    LT z6410b = L.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{kBatch, kClasses}, gt::DType::kFloat32));
+    LT g_e = L.run(OpId::k_add, {&z6410b, &g_s});
+    LT g_z2 = L.run(OpId::k_mul, {&g_e, &e});
+    LT g_z = L.run(OpId::k_add, {&g_logp, &g_z2});
+    LT g_b2 = L.run(OpId::k_sum, {&g_z}, gt::make_reduce(0, false));
+    LT w2tt = L.run(OpId::k_permute, {&w2t}, perm2());
+    LT g_a1 = L.run(OpId::k_matmul, {&g_z, &w2tt});
+    LT a1t = L.run(OpId::k_permute, {&a1}, perm2());
+    LT g_w2t = L.run(OpId::k_matmul, {&a1t, &g_z});
+    LT g_w2 = L.run(OpId::k_permute, {&g_w2t}, perm2());
+    LT pos = L.run(OpId::k_gt, {&a1}, scalar(0.0));
+    LT g_h1b = L.run(OpId::k_mul, {&g_a1, &pos});
+    LT g_b1 = L.run(OpId::k_sum, {&g_h1b}, gt::make_reduce(0, false));
+    LT xt = L.run(OpId::k_permute, {&x}, perm2());
+    LT g_w1t = L.run(OpId::k_matmul, {&xt, &g_h1b});
+    LT g_w1 = L.run(OpId::k_permute, {&g_w1t}, perm2());
+
+    // SGD: p.sub_(g, lr)
+    std::pair<LT*, LT*> upd[] = {{&w1, &g_w1}, {&b1, &g_b1}, {&w2, &g_w2}, {&b2, &g_b2}};
+    for (auto& [p, g] : upd) {
+      LT scaled = L.run(OpId::k_mul, {g}, scalar(lr));
+      LT next = L.run(OpId::k_sub, {p, &scaled});
+      L.copy_into(*p, next);
+    }
+    return L.item(loss);
+  }
+};
+
+std::vector<float> as_floats(const gt::Tensor& t) { return t.to_vector<float>(); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args = parse(argc, argv);
+  const char* addr = std::getenv("GT_ADDRESS");
+  std::printf("gt-bench-mlp: %s\n", addr ? addr : "embedded default (private dispatcher + 1 CPU worker)");
+
+  // Data and the initial model, shared by both runs.
+  gt::manual_seed(1);
+  gt::Tensor x = gt::randn({kBatch, kIn});
+  std::mt19937 rng(1);
+  std::vector<int64_t> labels(kBatch);
+  for (auto& l : labels) l = static_cast<int64_t>(rng() % kClasses);
+  gt::Tensor y = gt::from_vector(labels, {kBatch}, gt::kInt64);
+  auto model = std::make_shared<gt::nn::Sequential>(std::vector<std::shared_ptr<gt::nn::Module>>{
+      std::make_shared<gt::nn::Linear>(kIn, kHidden), std::make_shared<gt::nn::ReLU>(),
+      std::make_shared<gt::nn::Linear>(kHidden, kClasses)});
+  std::vector<gt::Tensor> params = model->parameters();
+  std::vector<std::vector<float>> init;
+  for (const auto& p : params) init.push_back(as_floats(p));
+
+  Local local;
+  RefModel ref;
+  ref.lr = args.lr;
+  ref.w1 = local.upload(init[0], gt::Shape{kHidden, kIn});
+  ref.b1 = local.upload(init[1], gt::Shape{kHidden});
+  ref.w2 = local.upload(init[2], gt::Shape{kClasses, kHidden});
+  ref.b2 = local.upload(init[3], gt::Shape{kClasses});
+  ref.x = local.upload(as_floats(x), gt::Shape{kBatch, kIn});
+  std::vector<float> lf(labels.begin(), labels.end());
+  ref.y = local.upload(lf, gt::Shape{kBatch}, gt::DType::kInt64);
+
+  // GT: the user's program.
+  gt::optim::SGD opt(params, {.lr = args.lr});
+  auto gt_step = [&] {
+    opt.zero_grad();
+    gt::Tensor loss = gt::nn::functional::cross_entropy((*model)(x), y);
+    loss.backward();
+    opt.step();
+    return loss.item<float>();
+  };
+  std::vector<float> gt_losses, ref_losses;
+  std::vector<double> gt_t, ref_t;
+  auto ops_now = [] {
+    uint64_t n = 0;
+    for (const auto& s : gt::worker_stats()) n += s.ops_executed;
+    return n;
+  };
+  for (int i = 0; i < args.warmup; ++i) {
+    gt_losses.push_back(gt_step());
+    ref_losses.push_back(ref.step(local));
+  }
+  // Alternating blocks of steps, so both see the same load on a shared machine (blocks rather
+  // than single steps: one side's BLAS threads still spinning would slow the other's).
+  const int block = 10;
+  uint64_t gt_ops_total = 0;
+  const int64_t lops0 = local.ops;
+  for (int done = 0; done < args.steps; done += block) {
+    const int n = std::min(block, args.steps - done);
+    const uint64_t ops0 = ops_now();
+    for (int i = 0; i < n; ++i) {
+      double t0 = now_s();
+      gt_losses.push_back(gt_step());
+      gt_t.push_back(now_s() - t0);
+    }
+    gt_ops_total += ops_now() - ops0;
+    for (int i = 0; i < n; ++i) {
+      double t0 = now_s();
+      ref_losses.push_back(ref.step(local));
+      ref_t.push_back(now_s() - t0);
+    }
+  }
+  const double gt_ops = static_cast<double>(gt_ops_total) / args.steps;
+  const double ref_ops = static_cast<double>(local.ops - lops0) / args.steps;
+
+  double max_diff = 0;
+  for (size_t i = 0; i < gt_losses.size(); ++i)
+    max_diff = std::max(max_diff, static_cast<double>(std::abs(gt_losses[i] - ref_losses[i])));
+  const double g = median(gt_t), l = median(ref_t);
+  std::printf("MLP step 64x784 -> 256 -> 10, SGD, loss.item() every step (%d steps each, in alternating blocks, after %d warm-up):\n",
+              args.steps, args.warmup);
+  std::printf("  GT (client autograd + daemons): median %.3f ms/step, %.1f ops/step\n", g * 1e3, gt_ops);
+  std::printf("  in-process CpuBackend, same ops: median %.3f ms/step, %.1f ops/step\n", l * 1e3, ref_ops);
+  std::printf("  ratio %.2fx (target <= 1.3x); loss %.4f -> %.4f, max |GT - in-process| loss diff %.2e\n",
+              g / l, gt_losses.front(), gt_losses.back(), max_diff);
+  return max_diff < 1e-3 ? 0 : 1;
+}

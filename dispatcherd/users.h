@@ -1,0 +1,52 @@
+// Who may use the dispatcher and how much (DESIGN §8): the users file maps each user to the
+// SHA-256 of their token (never the token itself), quotas and a scheduling weight. Unix-socket
+// users are identified by SO_PEERCRED and need no token; TCP clients present one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "libgtcore/status.h"
+
+namespace gt::dispatcher {
+
+struct UserPolicy {
+  std::string name;
+  std::string token_sha256;  // hex; empty: no TCP token (Unix-socket use only)
+  uint64_t max_bytes = 0;     // bytes held across workers; 0 = unlimited
+  uint32_t max_sessions = 0;  // concurrent sessions; 0 = unlimited
+  uint64_t window = 0;        // outstanding instructions across the user's sessions; 0 = default
+  double weight = 1.0;        // share of worker time under contention (deficit round robin)
+  bool admin = false;         // sees every user's activity in stats
+};
+
+class UserTable {
+ public:
+  // Loads a users file (YAML: `defaults:` and `users: {name: {...}}`); unknown keys are errors
+  // naming the file and key.
+  static Result<UserTable> load(const std::string& path);
+  bool configured() const { return configured_; }
+  // The user whose token hashes to `token`'s SHA-256 (constant-time comparison).
+  const UserPolicy* find_by_token(const std::string& token) const;
+  // The policy for a named identity (Unix-socket users): their entry, else the defaults.
+  UserPolicy policy_for(const std::string& name) const;
+  const UserPolicy& defaults() const { return defaults_; }
+
+ private:
+  bool configured_ = false;
+  UserPolicy defaults_;
+  std::map<std::string, UserPolicy> users_;
+};
+
+// Creates (or replaces) `name`'s token in the users file and returns the token, which is shown
+// once and stored only as its hash. The file is created with mode 0600.
+Result<std::string> add_user(const std::string& path, const std::string& name);
+
+std::string sha256_hex(const std::string& data);
+bool constant_time_equal(const std::string& a, const std::string& b);
+// A new random token ("gt_" + 64 hex digits).
+Result<std::string> new_token();
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,158 @@
+// The autograd methods of gt::Tensor (requires_grad_, grad, backward, detach, ...) and its
+// in-place arithmetic (computed out of place, written back with copy_).
+#include <string>
+
+#include "gt/autograd.h"
+#include "libgtclient/autograd_node.h"
+
+namespace gt {
+namespace {
+
+namespace ad = autograd::detail;
+
+void check_in_place_named(const Tensor& t, const char* what) {
+  if (!is_grad_enabled()) return;
+  const TensorImpl& impl = *t.impl();
+  if (impl.requires_grad && !impl.grad_fn)
+    throw Error(std::string(what) +
+                ": a leaf tensor that requires grad is being used in an in-place operation; "
+                "modify it under gt::NoGradGuard (as optimizers do)");
+}
+
+// For in-place ops whose gradient rule saves `self` (mul_, div_ by a tensor that requires grad):
+// the rule must see the old value, so compute from a copy.
+Tensor self_for_rule(const Tensor& self, const Tensor& o) {
+  if (is_grad_enabled() && ad::requires_grad(*o.impl())) return self.clone();
+  return self;
+}
+
+}  // namespace
+
+// ---- in-place arithmetic ------------------------------------------------------------------------
+const Tensor& Tensor::add_(const Tensor& o, Scalar alpha) const {
+  check_in_place_named(*this, "add_");
+  return copy_(alpha.to_double() == 1 ? *this + o : *this + o * alpha);
+}
+const Tensor& Tensor::add_(Scalar o) const {
+  check_in_place_named(*this, "add_");
+  return copy_(*this + o);
+}
+const Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) const {
+  check_in_place_named(*this, "sub_");
+  return copy_(alpha.to_double() == 1 ? *this - o : *this - o * alpha);
+}
+const Tensor& Tensor::sub_(Scalar o) const {
+  check_in_place_named(*this, "sub_");
+  return copy_(*this - o);
+}
+const Tensor& Tensor::mul_(const Tensor& o) const {
+  check_in_place_named(*this, "mul_");
+  return copy_(self_for_rule(*this, o) * o);
+}
+const Tensor& Tensor::mul_(Scalar o) const {
+  check_in_place_named(*this, "mul_");
+  return copy_(*this * o);
+}
+const Tensor& Tensor::div_(const Tensor& o) const {
+  check_in_place_named(*this, "div_");
+  return copy_(self_for_rule(*this, o) / o);
+}
+const Tensor& Tensor::div_(Scalar o) const {
+  check_in_place_named(*this, "div_");
+  return copy_(*this / o);
+}
+const Tensor& Tensor::zero_() const { return fill_(0); }
+const Tensor& Tensor::fill_(Scalar value) const {
+  check_in_place_named(*this, "fill_");
+  return copy_(full({}, value, dtype()));
+}
+
+// ---- autograd -----------------------------------------------------------------------------------
+bool Tensor::requires_grad() const { return ad::requires_grad(checked()); }
+
+const Tensor& Tensor::requires_grad_(bool on) const {
+  checked();
+  TensorImpl& impl = *impl_;
+  if (impl.grad_fn) {
+    if (!on)
+      throw Error(
+          "requires_grad_: you can only change the requires_grad flag of a leaf tensor; use "
+          "detach() to get a tensor without history");
+    return *this;
+  }
+  if (on && !is_floating(impl.meta.dtype))
+    throw Error(std::string("requires_grad_: only tensors of floating point dtype can require "
+                            "gradients, got ") +
+                dtype_name(impl.meta.dtype));
+  impl.requires_grad = on;
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return checked().grad_fn == nullptr; }
+
+Tensor Tensor::grad() const {
+  const TensorImpl& impl = checked();
+  return impl.grad ? Tensor(impl.grad) : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& g) const {
+  checked();
+  if (g.defined() && (g.shape() != shape() || g.dtype() != dtype()))
+    throw Error("set_grad: the gradient must have the tensor's shape " + shape().str() +
+                " and dtype " + dtype_name(dtype()) + ", got " + g.shape().str() + " " +
+                dtype_name(g.dtype()));
+  impl_->grad = g.impl();
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  checked();
+  ad::run_backward({*this}, {gradient}, retain_graph, nullptr);
+}
+
+void Tensor::retain_grad() const {
+  const TensorImpl& impl = checked();
+  if (!impl.grad_fn) {
+    if (!impl.requires_grad)
+      throw Error("retain_grad: can't retain_grad on a tensor that does not require grad");
+    return;  // leaves keep their gradient anyway
+  }
+  static_cast<ad::Node*>(impl.grad_fn.get())->retain_grad = true;
+}
+
+Tensor Tensor::detach() const {
+  NoGradGuard no_grad;
+  // A reshape to the same shape: a new id viewing the same bytes on the worker (copied on the
+  // first in-place write to either), no history.
+  return detail::run_op(OpId::k_reshape, make_reshape(shape()), {this});
+}
+
+Tensor Tensor::clone() const { return cast(dtype()); }
+
+std::string Tensor::grad_fn_name() const {
+  const TensorImpl& impl = checked();
+  if (!impl.grad_fn) return "";
+  return static_cast<const ad::Node*>(impl.grad_fn.get())->name();
+}
+
+// ---- free functions -----------------------------------------------------------------------------
+namespace autograd {
+
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
+              bool retain_graph) {
+  detail::run_backward(outputs, grad_outputs, retain_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                         bool allow_unused_as_zeros) {
+  std::vector<Tensor> g = detail::run_backward(outputs, grad_outputs, retain_graph, &inputs);
+  if (allow_unused_as_zeros) {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < g.size(); ++i)
+      if (!g[i].defined()) g[i] = zeros(inputs[i].shape(), inputs[i].dtype());
+  }
+  return g;
+}
+
+}  // namespace autograd
+}  // namespace gt

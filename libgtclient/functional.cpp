@@ -1,0 +1,241 @@
+// Composites: softmax family, split/chunk/stack/flatten, activations, dropout, linear,
+// layer_norm, embedding, one_hot, clamp, masked_fill, var. Losses are in functional_losses.cpp.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "gt/autograd.h"
+#include "gt/functional.h"
+
+namespace gt {
+namespace {
+
+int64_t dim_of(const Tensor& x, int64_t dim, const char* what) {
+  return detail::normalize_dim_or_throw(dim, x.dim(), what);
+}
+
+// The max over dim (kept), computed outside the tape: subtracting it does not change the
+// gradient of softmax-like functions.
+Tensor detached_max(const Tensor& x, int64_t dim) {
+  NoGradGuard no_grad;
+  return x.max(dim, true);
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+  dim = dim_of(x, dim, "softmax");
+  Tensor e = (x - detached_max(x, dim)).exp();
+  return e / e.sum(dim, true);
+}
+
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  dim = dim_of(x, dim, "log_softmax");
+  Tensor z = x - detached_max(x, dim);
+  return z - z.exp().sum(dim, true).log();
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+  if (split_size <= 0 && !(split_size == 0 && x.dim() > 0 && x.size(dim) == 0))
+    throw Error("split: split_size must be positive, got " + std::to_string(split_size));
+  dim = dim_of(x, dim, "split");
+  const int64_t n = x.size(dim);
+  std::vector<int64_t> sizes;
+  for (int64_t off = 0; off < n; off += split_size) sizes.push_back(std::min(split_size, n - off));
+  if (sizes.empty()) sizes.push_back(0);
+  return split(x, sizes, dim);
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  dim = dim_of(x, dim, "split");
+  const int64_t n = x.size(dim);
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) throw Error("split: sizes must be non-negative");
+    total += s;
+  }
+  if (total != n)
+    throw Error("split: sizes sum to " + std::to_string(total) + " but dim " +
+                std::to_string(dim) + " has size " + std::to_string(n));
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (int64_t s : sizes) {
+    out.push_back(s == n ? x : x.slice(dim, off, off + s));
+    off += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  if (chunks <= 0) throw Error("chunk: chunks must be positive, got " + std::to_string(chunks));
+  dim = dim_of(x, dim, "chunk");
+  const int64_t n = x.size(dim);
+  const int64_t size = (n + chunks - 1) / chunks;
+  if (size == 0) return {x};
+  return split(x, size, dim);
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw Error("stack: expects a non-empty list of tensors");
+  const Shape& s0 = tensors[0].shape();
+  dim = detail::normalize_dim_or_throw(dim, s0.rank() + 1, "stack");
+  std::vector<Tensor> parts;
+  parts.reserve(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].shape() != s0)
+      throw Error("stack: expects each tensor to be equal size, but got " + s0.str() +
+                  " at entry 0 and " + tensors[i].shape().str() + " at entry " +
+                  std::to_string(i));
+    parts.push_back(tensors[i].unsqueeze(dim));
+  }
+  return cat(parts, dim);
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  if (x.dim() == 0) return x.reshape({1});
+  const int64_t s = dim_of(x, start_dim, "flatten"), e = dim_of(x, end_dim, "flatten");
+  if (s > e) throw Error("flatten: start_dim cannot come after end_dim");
+  if (s == e) return x;
+  std::vector<int64_t> shape;
+  int64_t merged = 1;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (i < s || i > e) {
+      shape.push_back(x.size(i));
+    } else {
+      merged *= x.size(i);
+      if (i == e) shape.push_back(merged);
+    }
+  }
+  return x.reshape(shape);
+}
+
+namespace nn::functional {
+
+Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) {
+  dim = dim_of(x, dim, "logsumexp");
+  Tensor m;
+  {
+    NoGradGuard no_grad;
+    m = x.max(dim, true);
+    // An all -inf (or +inf) slice: subtract 0 instead, giving -inf (or inf) like PyTorch.
+    m = where(m.abs() == std::numeric_limits<double>::infinity(), 0.0, m);
+  }
+  Tensor r = (x - m).exp().sum(dim, true).log() + m;
+  return keepdim ? r : r.squeeze(dim);
+}
+
+Tensor relu(const Tensor& x) { return x.relu(); }
+Tensor sigmoid(const Tensor& x) { return x.sigmoid(); }
+Tensor tanh(const Tensor& x) { return x.tanh(); }
+Tensor silu(const Tensor& x) { return x * x.sigmoid(); }
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  if (approximate == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI);
+    Tensor inner = (x + x * x * x * 0.044715) * k;
+    return (x * 0.5) * (inner.tanh() + 1.0);
+  }
+  if (approximate != "none")
+    throw Error("gelu: approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  // erf(|z|) = 1 - poly(t) exp(-z^2), t = 1 / (1 + p |z|)  (Abramowitz & Stegun 7.1.26)
+  constexpr double p = 0.3275911, a1 = 0.254829592, a2 = -0.284496736, a3 = 1.421413741,
+                   a4 = -1.453152027, a5 = 1.061405429;
+  Tensor z = x.abs() * M_SQRT1_2;
+  Tensor t = 1.0 / (z * p + 1.0);
+  Tensor poly = ((((t * a5 + a4) * t + a3) * t + a2) * t + a1) * t;
+  Tensor erf_abs = 1.0 - poly * (z * z).neg().exp();
+  Tensor erf = where(x < 0.0, erf_abs.neg(), erf_abs);
+  return (x * 0.5) * (erf + 1.0);
+}
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  if (p < 0 || p > 1)
+    throw Error("dropout: probability has to be between 0 and 1, but got " + std::to_string(p));
+  if (!training || p == 0) return x;
+  if (p == 1) return x * 0.0;
+  Tensor keep = rand(x.shape(), is_floating(x.dtype()) ? x.dtype() : kFloat32) >= p;
+  return (x * keep) * (1.0 / (1.0 - p));
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  Tensor y = x.matmul(weight.t());
+  return bias.defined() ? y + bias : y;
+}
+
+Tensor layer_norm(const Tensor& x, Dims normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  if (k == 0 || k > x.dim())
+    throw Error("layer_norm: normalized_shape has " + std::to_string(k) +
+                " dims for an input of rank " + std::to_string(x.dim()));
+  int64_t n = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    if (x.size(x.dim() - k + i) != normalized_shape[static_cast<size_t>(i)])
+      throw Error("layer_norm: input shape " + x.shape().str() +
+                  " does not end with normalized_shape");
+    n *= normalized_shape[static_cast<size_t>(i)];
+  }
+  Tensor xr = x;
+  if (k > 1) {
+    std::vector<int64_t> s(x.shape().begin(), x.shape().end() - k);
+    s.push_back(n);
+    xr = x.reshape(s);
+  }
+  Tensor xc = xr - xr.mean(-1, true);
+  Tensor var = (xc * xc).mean(-1, true);
+  Tensor y = xc / (var + eps).sqrt();
+  if (k > 1) y = y.reshape(x.shape());
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
+  if (is_floating(indices.dtype()) || indices.dtype() == kBool)
+    throw Error("one_hot: indices must be an integer tensor, got " +
+                std::string(dtype_name(indices.dtype())));
+  if (num_classes < 0) {
+    if (num_classes != -1) throw Error("one_hot: num_classes must be positive or -1");
+    num_classes = indices.numel() == 0 ? 0 : indices.max().item<int64_t>() + 1;
+  }
+  Tensor classes = arange(num_classes, indices.dtype());
+  Tensor hot = indices.unsqueeze(-1) == classes;
+  return dtype == kBool ? hot : hot.cast(dtype);
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight) {
+  if (weight.dim() != 2)
+    throw Error("embedding: weight must be 2-D [num_embeddings, dim], got " +
+                weight.shape().str());
+  return one_hot(indices, weight.size(0), weight.dtype()).matmul(weight);
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  if (!min && !max) throw Error("clamp: at least one of min and max must be given");
+  Tensor y = x;
+  if (min) y = maximum(y, *min);
+  if (max) y = minimum(y, *max);
+  return y;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  if (mask.dtype() != kBool)
+    throw Error("masked_fill: mask must be bool, got " + std::string(dtype_name(mask.dtype())));
+  return where(mask, full({}, value, x.dtype()), x);
+}
+
+Tensor var(const Tensor& x, std::optional<int64_t> dim, bool unbiased, bool keepdim) {
+  const double ddof = unbiased ? 1.0 : 0.0;
+  if (!dim) {
+    Tensor d = x - x.mean();
+    Tensor v = (d * d).sum() / (static_cast<double>(x.numel()) - ddof);
+    if (!keepdim || x.dim() == 0) return v;
+    return v.reshape(std::vector<int64_t>(static_cast<size_t>(x.dim()), 1));
+  }
+  const int64_t d0 = dim_of(x, *dim, "var");
+  Tensor d = x - x.mean(d0, true);
+  return (d * d).sum(d0, keepdim) / (static_cast<double>(x.size(d0)) - ddof);
+}
+
+}  // namespace nn::functional
+}  // namespace gt

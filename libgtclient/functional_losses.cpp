@@ -1,0 +1,174 @@
+// Losses: mse, binary cross entropy (+ with logits), nll and cross entropy (class indices via
+// one_hot until a gather primitive exists; optional label smoothing and class weights).
+#include <string>
+#include <vector>
+
+#include "gt/functional.h"
+
+namespace gt::nn::functional {
+namespace {
+
+Tensor reduce(const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::kNone: return loss;
+    case Reduction::kSum: return loss.sum();
+    case Reduction::kMean: return loss.mean();
+  }
+  return loss;
+}
+
+void check_same_shape(const Tensor& input, const Tensor& target, const char* what) {
+  if (input.shape() != target.shape())
+    throw Error(std::string(what) + ": target size " + target.shape().str() +
+                " is different from the input size " + input.shape().str());
+}
+
+// Class-index targets, flattened: input [M, C], target [M], plus the shape of a kNone result.
+struct Flat {
+  Tensor input, target;
+  std::vector<int64_t> out_shape;
+  int64_t classes = 0;
+};
+
+Flat flatten_classes(const Tensor& input, const Tensor& target, const char* what) {
+  if (is_floating(target.dtype()) || target.dtype() == kBool)
+    throw Error(std::string(what) + ": target must hold class indices (an integer tensor), got " +
+                dtype_name(target.dtype()));
+  Flat f;
+  const int64_t r = input.dim();
+  if (r == 0) throw Error(std::string(what) + ": input must have at least 1 dim");
+  if (r == 1) {
+    if (target.dim() != 0)
+      throw Error(std::string(what) + ": for a 1-D input of class scores the target must be 0-D, "
+                  "got " + target.shape().str());
+    f.classes = input.size(0);
+    f.input = input.reshape({1, f.classes});
+    f.target = target.reshape({1});
+    return f;
+  }
+  f.classes = input.size(1);
+  std::vector<int64_t> want{input.size(0)};
+  for (int64_t d = 2; d < r; ++d) want.push_back(input.size(d));
+  if (target.sizes() != want)
+    throw Error(std::string(what) + ": expected a target of shape " +
+                detail::to_shape(want, what).str() + " for input " + input.shape().str() +
+                ", got " + target.shape().str());
+  f.out_shape = want;
+  if (r == 2) {
+    f.input = input;
+    f.target = target;
+  } else {  // [N, C, d...] -> [N, d..., C] -> [M, C]
+    std::vector<int64_t> perm{0};
+    for (int64_t d = 2; d < r; ++d) perm.push_back(d);
+    perm.push_back(1);
+    f.input = input.permute(perm).reshape({-1, f.classes});
+    f.target = target.reshape({-1});
+  }
+  return f;
+}
+
+// Target one-hot rows [M, C] (zero rows for ignored targets).
+Tensor hot_rows(const Flat& f, const NLLOptions& o, DType dt) {
+  Tensor hot = one_hot(f.target, f.classes, dt);
+  if (o.ignore_index >= 0 && o.ignore_index < f.classes)
+    hot = hot * (f.target != o.ignore_index).unsqueeze(1);
+  return hot;
+}
+
+void check_weight(const Tensor& w, int64_t classes, const char* what) {
+  if (w.defined() && (w.dim() != 1 || w.size(0) != classes))
+    throw Error(std::string(what) + ": weight must be a 1-D tensor of " +
+                std::to_string(classes) + " class weights, got " + w.shape().str());
+}
+
+Tensor finish(const Tensor& rows, const Tensor& denom, const Flat& f, Reduction r) {
+  switch (r) {
+    case Reduction::kNone: return rows.reshape(f.out_shape);
+    case Reduction::kSum: return rows.sum();
+    case Reduction::kMean: return rows.sum() / denom;
+  }
+  return rows;
+}
+
+}  // namespace
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  Tensor d = input - target;
+  return reduce(d * d, reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCEOptions& o) {
+  check_same_shape(input, target, "binary_cross_entropy");
+  Tensor lp = maximum(input.log(), -100.0);
+  Tensor lq = maximum((1.0 - input).log(), -100.0);
+  Tensor loss = (target * lp + (1.0 - target) * lq).neg();
+  if (o.weight.defined()) loss = loss * o.weight;
+  return reduce(loss, o.reduction);
+}
+
+// PyTorch's stable form: (1 - y) x + lw (log(1 + exp(-|x|)) + max(-x, 0)),
+// lw = 1 + (pos_weight - 1) y.
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BCEOptions& o) {
+  check_same_shape(input, target, "binary_cross_entropy_with_logits");
+  Tensor softplus_neg = (input.abs().neg().exp() + 1.0).log() + input.neg().relu();
+  Tensor loss;
+  if (o.pos_weight.defined()) {
+    Tensor lw = (o.pos_weight - 1.0) * target + 1.0;
+    loss = (1.0 - target) * input + lw * softplus_neg;
+  } else {
+    loss = (1.0 - target) * input + softplus_neg;
+  }
+  if (o.weight.defined()) loss = loss * o.weight;
+  return reduce(loss, o.reduction);
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLOptions& o) {
+  Flat f = flatten_classes(input, target, "nll_loss");
+  check_weight(o.weight, f.classes, "nll_loss");
+  Tensor w = hot_rows(f, o, input.dtype());
+  if (o.weight.defined()) w = w * o.weight;
+  Tensor rows = (w * f.input).sum(1).neg();
+  return finish(rows, o.reduction == Reduction::kMean ? w.sum() : Tensor(), f, o.reduction);
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const NLLOptions& o) {
+  const double eps = o.label_smoothing;
+  if (eps < 0 || eps > 1)
+    throw Error("cross_entropy: label_smoothing must be between 0.0 and 1.0, got " +
+                std::to_string(eps));
+  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  if (input.dim() == 0) throw Error("cross_entropy: input must have at least 1 dim");
+  Tensor logp = log_softmax(input, class_dim);
+
+  if (is_floating(target.dtype())) {  // class probabilities
+    check_same_shape(input, target, "cross_entropy");
+    const int64_t c = input.size(class_dim);
+    check_weight(o.weight, c, "cross_entropy");
+    Tensor t = eps > 0 ? target * (1.0 - eps) + eps / static_cast<double>(c) : target;
+    Tensor terms = t * logp;
+    if (o.weight.defined()) {
+      std::vector<int64_t> ws(static_cast<size_t>(input.dim()), 1);
+      ws[static_cast<size_t>(class_dim)] = c;
+      terms = terms * o.weight.reshape(ws);
+    }
+    Tensor rows = terms.sum(class_dim).neg();
+    if (o.reduction == Reduction::kMean)
+      return rows.sum() / static_cast<double>(input.dim() == 1 ? 1 : rows.numel());
+    return reduce(rows, o.reduction);
+  }
+
+  if (eps == 0) return nll_loss(logp, target, o);
+  Flat f = flatten_classes(logp, target, "cross_entropy");
+  check_weight(o.weight, f.classes, "cross_entropy");
+  Tensor hot = hot_rows(f, o, input.dtype());
+  Tensor valid = hot.sum(1);  // 1 for rows that count, 0 for ignored ones
+  Tensor w = o.weight.defined() ? hot * o.weight : hot;
+  Tensor lw = o.weight.defined() ? f.input * o.weight : f.input;
+  Tensor nll_rows = (w * f.input).sum(1);
+  Tensor smooth_rows = lw.sum(1) * valid;
+  Tensor rows = (nll_rows * (1.0 - eps) + smooth_rows * (eps / static_cast<double>(f.classes))).neg();
+  return finish(rows, o.reduction == Reduction::kMean ? w.sum() : Tensor(), f, o.reduction);
+}
+
+}  // namespace gt::nn::functional

@@ -1,0 +1,109 @@
+// Composite ops built in the client from primitives (DESIGN §3): they emit ordinary ops, so
+// they get gradients and every backend for free. Like torch.nn.functional:
+//
+//   namespace F = gt::nn::functional;
+//   gt::Tensor loss = F::cross_entropy(logits, labels, {.label_smoothing = 0.1});
+//
+// Some of these are compositions that dedicated primitives will make cheaper (one_hot /
+// embedding / nll_loss / cross_entropy -> one_hot, index_select/gather; masked_fill, clamp, var,
+// logsumexp; GELU's erf): the signatures stay when they switch.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gt/tensor.h"
+
+namespace gt {
+
+// ---- torch-level composites ---------------------------------------------------------------------
+// Numerically stable (the max is subtracted, outside the tape).
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+// Pieces of `split_size` along dim (the last may be shorter), or of the given sizes.
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
+// `chunks` pieces of ceil(n / chunks) (fewer when n is small), like torch.chunk.
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// Joins same-shaped tensors along a new dim.
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Merges dims start_dim..end_dim into one.
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim = -1);
+
+namespace nn::functional {
+
+using gt::chunk;
+using gt::flatten;
+using gt::log_softmax;
+using gt::softmax;
+using gt::split;
+using gt::stack;
+
+enum class Reduction { kNone, kMean, kSum };
+
+// log(sum(exp(x))) over dim, stable (the max is subtracted; infinite maxima are handled).
+Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim = false);
+
+// ---- activations -----------------------------------------------------------------------------
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor silu(const Tensor& x);  // x * sigmoid(x)
+// approximate = "none": 0.5 x (1 + erf(x / sqrt 2)), erf evaluated with Abramowitz-Stegun
+// 7.1.26 (|error| < 1.5e-7, below float32 resolution of the result); "tanh": the tanh form.
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+
+// Zeroes elements with probability p (from gt::rand, so reproducible after gt::manual_seed)
+// and scales the rest by 1 / (1 - p); the identity when !training or p == 0.
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
+
+// ---- layers ----------------------------------------------------------------------------------
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// Normalizes over the trailing dims `normalized_shape`; weight/bias optional (elementwise).
+Tensor layer_norm(const Tensor& x, Dims normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// Rows of `weight` [num_embeddings, dim] picked by integer `indices` (any shape) -> [..., dim].
+// Computed as one_hot(indices) @ weight (an index_select primitive will replace it).
+Tensor embedding(const Tensor& indices, const Tensor& weight);
+
+// ---- elementwise helpers -------------------------------------------------------------------------
+// [..., num_classes] with 1 at each index (0 everywhere for an index outside [0, num_classes)).
+// num_classes = -1 infers max(indices) + 1 (a sync point).
+Tensor one_hot(const Tensor& indices, int64_t num_classes = -1, DType dtype = kInt64);
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+// Variance over all elements (no dim) or one dim (unbiased: divide by n - 1).
+Tensor var(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool unbiased = true,
+           bool keepdim = false);
+
+// ---- losses ----------------------------------------------------------------------------------
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::kMean);
+
+struct BCEOptions {
+  Tensor weight{};      // broadcast against the elementwise loss
+  Tensor pos_weight{};  // with_logits only: weight of the positive term, broadcast per class
+  Reduction reduction = Reduction::kMean;
+};
+// input: probabilities in [0, 1]; log terms are clamped at -100 like PyTorch.
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCEOptions& o = {});
+// input: logits (stable for any magnitude).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BCEOptions& o = {});
+
+struct NLLOptions {
+  Tensor weight{};  // [C] class weights
+  int64_t ignore_index = -100;
+  Reduction reduction = Reduction::kMean;
+  double label_smoothing = 0.0;  // cross_entropy only
+};
+// input: log-probabilities [N, C] (or [C], or [N, C, d1, ...]); target: class indices (int64 /
+// int32) [N] (or [], or [N, d1, ...]). Mean reduction divides by the summed weights of the
+// non-ignored targets, like PyTorch.
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLOptions& o = {});
+// log_softmax over the class dim + nll_loss, with optional label smoothing. A floating `target`
+// of the input's shape is read as class probabilities instead.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const NLLOptions& o = {});
+
+}  // namespace nn::functional
+}  // namespace gt

@@ -1,0 +1,144 @@
+// gt::optim: optimizers and learning-rate schedules, like torch.optim. step() runs the update on
+// the workers as ops under NoGradGuard (never recorded on the tape) and writes each parameter in
+// place with copy_, so handles held by modules stay valid. Optimizer state (momentum, Adam
+// moments) lives on the workers too.
+//
+//   gt::optim::Adam opt(model->parameters(), {.lr = 1e-3});
+//   gt::optim::CosineAnnealingLR sched(opt, /*t_max=*/100);
+//   for (...) { opt.zero_grad(); loss.backward(); opt.step(); sched.step(); }
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gt/tensor.h"
+
+namespace gt::optim {
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<Tensor> params, double lr);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update of every parameter with a defined .grad (others are skipped).
+  virtual void step() = 0;
+  // Clears (set_to_none, PyTorch's default) or zeroes every parameter's .grad.
+  void zero_grad(bool set_to_none = true);
+
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  const std::vector<Tensor>& params() const { return params_; }
+
+ protected:
+  std::vector<Tensor> params_;
+  double lr_;
+};
+
+// PyTorch's SGD: d = g + wd p; with momentum: buf = m buf + (1 - dampening) d (buf = d on the
+// first step), d = nesterov ? d + m buf : buf; p -= lr d.
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options);
+  void step() override;
+  const SGDOptions& options() const { return opts_; }
+
+ private:
+  SGDOptions opts_;
+  std::vector<Tensor> momentum_;
+};
+
+// PyTorch's Adam / AdamW (amsgrad optional), with bias correction:
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2   (t = the step count, from 1)
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// Adam adds weight_decay * p to g; AdamW multiplies p by (1 - lr * weight_decay) first.
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool amsgrad = false;
+};
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+};
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options);
+  void step() override;
+  const AdamOptions& options() const { return opts_; }
+
+ protected:
+  Adam(std::vector<Tensor> params, AdamOptions options, bool decoupled);
+
+ private:
+  AdamOptions opts_;
+  bool decoupled_ = false;
+  std::vector<Tensor> m_, v_, vmax_;
+  std::vector<int64_t> steps_;
+};
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamWOptions options);
+};
+
+// Learning-rate schedules: step() advances one epoch and sets the optimizer's lr (closed forms
+// of PyTorch's schedules, from the lr the optimizer had when the scheduler was made).
+class LRScheduler {
+ public:
+  explicit LRScheduler(Optimizer& optimizer);
+  virtual ~LRScheduler() = default;
+  void step();
+  int64_t last_epoch() const { return epoch_; }
+  double get_last_lr() const { return opt_.lr(); }
+
+ protected:
+  virtual double lr_at(int64_t epoch) const = 0;
+  Optimizer& opt_;
+  double base_lr_;
+
+ private:
+  int64_t epoch_ = 0;
+};
+
+// lr = base * gamma^(floor(epoch / step_size))
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+
+ protected:
+  double lr_at(int64_t epoch) const override;
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+// lr = eta_min + (base - eta_min) (1 + cos(pi epoch / t_max)) / 2
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0);
+
+ protected:
+  double lr_at(int64_t epoch) const override;
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+}  // namespace gt::optim

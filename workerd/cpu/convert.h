@@ -1,0 +1,104 @@
+// Element conversion for the CPU kernels: compute types, the cast rules (convert_value) and a
+// float16 conversion that matches half.h bit for bit but vectorizes.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "libgtcore/dtype.h"
+#include "libgtcore/half.h"
+
+namespace gt::worker::cpu {
+
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+template <class T>
+inline constexpr bool is_float_like_v = std::is_floating_point_v<T> || is_half_v<T>;
+
+// float16 <-> float32 with the same results as half.h (round to nearest even, NaN -> quiet
+// NaN, overflow -> inf) but with few branches, so conversion loops stay fast. They assume the
+// default floating-point environment (round to nearest, no denormals-are-zero).
+inline float half_bits_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t em = h & 0x7fffu;
+  float f = bits_float(em << 13) * 0x1p112f;                     // normal and subnormal: exact
+  if (static_cast<int32_t>(em) >= 0x7c00) f = bits_float((em << 13) | 0x7f800000u);  // inf, NaN
+  return bits_float(float_bits(f) | sign);
+}
+inline uint16_t float_to_half_bits(float value) {
+  const uint32_t u = float_bits(value);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const uint32_t x = u & 0x7fffffffu;
+  // All three candidates are computed and one selected (no branches, so loops vectorize):
+  // beyond the half range: inf, or a quiet NaN;
+  const uint32_t big = static_cast<int32_t>(x) > 0x7f800000 ? 0x7e00u : 0x7c00u;
+  // half subnormal or zero: adding 0.5 aligns the half's last bit with float's, and the float
+  // adder rounds to nearest even;
+  constexpr uint32_t kMagic = 126u << 23;
+  const uint32_t tiny = float_bits(bits_float(x) + bits_float(kMagic)) - kMagic;
+  // normal: rebias ((15 - 127) << 23, mod 2^32) and round to nearest even (a carry into the
+  // exponent, up to inf, is correct).
+  const uint32_t normal = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13;
+  const auto sx = static_cast<int32_t>(x);  // x < 2^31: signed compares are cheaper in SSE2
+  const uint32_t o = sx >= 0x47800000 ? big : sx < 0x38800000 ? tiny : normal;
+  return static_cast<uint16_t>(o | sign);
+}
+
+// The type arithmetic runs in: float for the 16-bit floats, int32 for bool (converted back with
+// != 0, so add = or, mul = and, maximum = or, minimum = and), the type itself otherwise.
+template <class T> struct compute_type { using type = T; };
+template <> struct compute_type<half> { using type = float; };
+template <> struct compute_type<bfloat16> { using type = float; };
+template <> struct compute_type<bool> { using type = int32_t; };
+template <class T> using compute_t = typename compute_type<T>::type;
+
+// NaN test that is simply false for integer types (and vectorizes for floating ones).
+template <class C>
+inline bool is_nan(C v) {
+  if constexpr (std::is_floating_point_v<C>) return v != v;
+  else return false;
+}
+
+// Floating -> integer: truncates toward zero, saturates at the type's range, NaN gives 0 (C++
+// leaves these undefined; PyTorch's results are platform dependent).
+template <class To>
+inline To float_to_int(double v) {
+  if (!(v == v)) return 0;
+  constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<To>::max());
+  if (v <= lo) return std::numeric_limits<To>::min();
+  if (v >= hi) return std::numeric_limits<To>::max();
+  return static_cast<To>(v);
+}
+
+// Value conversion between any two element/compute types (cast semantics: anything -> bool is
+// != 0; floating -> integer as float_to_int; 16-bit floats go through float32).
+template <class To, class From>
+inline To convert_value(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (is_half_v<From>) return convert_value<float>(v) != 0.0f;
+    else return v != From(0);
+  } else if constexpr (std::is_same_v<To, half>) {
+    half h;
+    h.bits = float_to_half_bits(convert_value<float>(v));
+    return h;
+  } else if constexpr (std::is_same_v<From, half>) {
+    return convert_value<To>(half_bits_to_float(v.bits));
+  } else if constexpr (std::is_same_v<To, bfloat16>) {
+    return bfloat16(convert_value<float>(v));
+  } else if constexpr (std::is_same_v<From, bfloat16>) {
+    return convert_value<To>(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return float_to_int<To>(static_cast<double>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// Converts n contiguous elements between dtypes (same dtype: memcpy).
+void convert_n(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n);
+
+}  // namespace gt::worker::cpu
