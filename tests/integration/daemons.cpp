@@ -55,26 +55,45 @@ int wait_process(pid_t pid, int timeout_ms) {
   }
 }
 
-Daemons::Daemons(DaemonOptions o) : worker_args_(o.worker_args) {
+Daemons::Daemons(DaemonOptions o)
+    : worker_args_(o.worker_args), dispatcher_args_(o.dispatcher_args), admin_token_(o.admin_token) {
   char tmpl[] = "/tmp/gt-test-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
+  start_dispatcher(0);
+  for (int i = 0; i < o.workers; ++i) add_worker();
+  wait_for_workers(static_cast<size_t>(o.workers));
+}
+
+void Daemons::start_dispatcher(int port) {
   std::string port_file = dir_ + "/port";
-  std::vector<std::string> args = {"--port", "0", "--port-file", port_file, "--log-level", "warn"};
-  args.insert(args.end(), o.dispatcher_args.begin(), o.dispatcher_args.end());
+  ::unlink(port_file.c_str());
+  std::vector<std::string> args = {"--port", std::to_string(port), "--port-file", port_file,
+                                   "--log-level", "warn"};
+  args.insert(args.end(), dispatcher_args_.begin(), dispatcher_args_.end());
   dispatcher_ = spawn_process(bin_path("gt-dispatcherd"), args, dir_ + "/dispatcher.log");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (port_ == 0) {
+  int got = 0;
+  while (got == 0) {
     std::ifstream f(port_file);
-    if (f >> port_ && port_ > 0) break;
-    port_ = 0;
+    if (f >> got && got > 0) break;
+    got = 0;
     if (std::chrono::steady_clock::now() > deadline)
       throw std::runtime_error("dispatcher did not start (see " + dir_ + "/dispatcher.log)");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  for (int i = 0; i < o.workers; ++i) add_worker();
-  wait_for_workers(static_cast<size_t>(o.workers));
+  port_ = got;
 }
+
+void Daemons::kill_dispatcher(int sig) {
+  if (dispatcher_ > 0) {
+    ::kill(dispatcher_, sig);
+    wait_process(dispatcher_, 10000);
+    dispatcher_ = -1;
+  }
+}
+
+void Daemons::restart_dispatcher() { start_dispatcher(port_); }
 
 size_t Daemons::add_worker(const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"--dispatcher", address(), "--device", "cpu", "--log-level",
@@ -104,7 +123,8 @@ void Daemons::wait_for_workers(size_t n) {
   while (std::chrono::steady_clock::now() < deadline) {
     try {
       RawClient c(address());
-      if (c.hello().kind_case() == v1::ServerMessage::kWelcome && c.worker_stats().size() >= n)
+      if (c.hello(0, 0, admin_token_).kind_case() == v1::ServerMessage::kWelcome &&
+          c.worker_stats().size() >= n)
         return;
     } catch (const std::exception&) {
     }

@@ -13,6 +13,7 @@ struct DaemonOptions {
   int workers = 1;
   std::vector<std::string> dispatcher_args;  // extra flags
   std::vector<std::string> worker_args;
+  std::string admin_token;  // when the dispatcher requires tokens: used to watch for workers
 };
 
 class Daemons {
@@ -29,6 +30,11 @@ class Daemons {
   size_t add_worker(const std::vector<std::string>& extra = {});
   void kill_worker(size_t i, int sig);
   pid_t dispatcher_pid() const { return dispatcher_; }
+  pid_t worker_pid(size_t i) const { return workers_.at(i); }
+  // Kills the dispatcher with `sig` and waits for it.
+  void kill_dispatcher(int sig);
+  // Starts a dispatcher again on the same port (after kill_dispatcher).
+  void restart_dispatcher();
   bool dispatcher_alive() const;
   // Waits until the dispatcher reports `n` registered workers (through a stats request).
   void wait_for_workers(size_t n);
@@ -39,6 +45,9 @@ class Daemons {
   pid_t dispatcher_ = -1;
   std::vector<pid_t> workers_;
   std::vector<std::string> worker_args_;
+  std::vector<std::string> dispatcher_args_;
+  std::string admin_token_;
+  void start_dispatcher(int port);
 };
 
 // Path of a program in the build's bin/ folder.

@@ -37,9 +37,26 @@ RawClient::~RawClient() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-v1::ServerMessage RawClient::hello(uint32_t major, uint64_t op_hash) {
+v1::ServerMessage RawClient::hello_as_worker(const std::string& secret) {
+  v1::ClientMessage m;  // Hello is field 1 in both envelopes
+  auto* h = m.mutable_hello();
+  h->set_proto_major(kProtoMajor);
+  h->set_proto_minor(kProtoMinor);
+  h->set_op_table_hash(op_table_hash());
+  h->set_role(v1::ROLE_WORKER);
+  h->mutable_credentials()->set_worker_secret(secret);
+  h->mutable_worker()->set_device_kind("cpu");
+  h->mutable_worker()->set_device_name("impostor");
+  send(m);
+  auto r = read(15000);
+  if (!r) throw std::runtime_error("no answer to Hello");
+  return *r;
+}
+
+v1::ServerMessage RawClient::hello(uint32_t major, uint64_t op_hash, const std::string& token) {
   v1::ClientMessage m;
   auto* h = m.mutable_hello();
+  if (!token.empty()) h->mutable_credentials()->set_token(token);
   h->set_proto_major(major ? major : kProtoMajor);
   h->set_proto_minor(kProtoMinor);
   h->set_op_table_hash(op_hash ? op_hash : op_table_hash());

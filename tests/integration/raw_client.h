@@ -19,7 +19,9 @@ class RawClient {
   RawClient& operator=(const RawClient&) = delete;
 
   // Sends Hello (with the given version / hash overrides) and returns the answer.
-  v1::ServerMessage hello(uint32_t major = 0, uint64_t op_hash = 0);
+  v1::ServerMessage hello(uint32_t major = 0, uint64_t op_hash = 0, const std::string& token = "");
+  // Registers as a worker (hostile-worker tests); the answer uses the same envelope fields.
+  v1::ServerMessage hello_as_worker(const std::string& secret);
   void send(const v1::ClientMessage& m);
   void send_raw(const std::string& bytes);
   // Next message, or nullopt on timeout / closed connection.

@@ -8,6 +8,11 @@
 // into the .grad() of the leaves. Saved tensors are released after a backward pass unless
 // retain_graph is set, so the tape frees what it no longer needs.
 //
+// Gradient conventions (libgtclient/autograd_rules.cpp): maximum/minimum split the gradient
+// evenly between equal operands (like PyTorch); max/min reductions share it evenly among tied
+// extrema (PyTorch does this for full reductions; for a dim reduction it picks one index);
+// abs/relu have gradient 0 at 0; pow follows PyTorch's masks at exponent 0 / base 0.
+//
 // Tensor methods (tensor.h): requires_grad_(), requires_grad(), is_leaf(), grad(), set_grad(),
 // backward(), retain_grad(), detach(), clone(), grad_fn_name(), and the in-place add_/sub_/mul_/
 // div_/zero_/fill_/copy_ (a leaf that requires grad refuses them outside no-grad, like PyTorch).

@@ -1,0 +1,64 @@
+"""gt: GT's Python API -- eager, PyTorch-style tensor code that runs on a shared GT dispatcher and
+its GPU (or CPU) workers, compatible with the original GT's API::
+
+    import gt
+    a = gt.randn(1000, 1000)
+    b = gt.randn(1000, 1000)
+    c = (a @ b).relu()
+    print(c.sum().item())
+
+Every op returns at once and is pipelined to the workers; only sync points wait (``.item()``,
+``.numpy()`` / ``.data.numpy()``, ``numpy.asarray(t)``, ``print(t)``, ``gt.synchronize()``,
+``gt.debug.get_worker_stats()``). They release the GIL while waiting.
+
+Where ops run: ``gt.connect('host:port')`` (or ``'unix:/path'``) before the first op, else the
+``GT_ADDRESS`` environment variable, else the embedded default: a private dispatcher and
+``gt.gpu_workers(n)`` workers (default 1), spawned on first use and stopped at exit. The embedded
+default runs ``gt-dispatcherd`` / ``gt-workerd`` from ``$GT_BIN_DIR``, else the build tree this
+package was built in, else the install prefix's ``bin``.
+
+Errors: ``gt.ShapeError`` (a ``ValueError``) where a shape/dtype/axis error is made;
+``gt.WorkerError`` at the next sync point for failures on the workers; both are ``gt.GTError``
+(a ``RuntimeError``).
+
+Signals / sharding configs (``gt.signal``, ``gt.load_config``, ``gt.register_config``,
+``gt.get_config``, ``GT_CONFIG``) are recorded and validated client-side; they have no placement
+effect until the dispatcher's signal-based sharding (issue 5) lands.
+"""
+import os as _os
+
+from . import _gt
+from ._gt import (GTError, ShapeError, Tensor, WorkerError, arange, cat, connect, dtype,
+                  from_numpy, full, full_like, gpu_workers, is_grad_enabled, manual_seed, ones,
+                  ones_like, rand, rand_like, randn, randn_like, set_grad_enabled, stack,
+                  synchronize, tensor, where, zeros, zeros_like)
+from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
+from ._tensor import (TensorData, abs, argmax, argmin, chunk, clamp, enable_grad, exp, flatten,
+                      log, log_softmax, matmul, max, maximum, mean, min, minimum, neg, no_grad,
+                      permute, pow, relu, reshape, sigmoid, softmax, split, sqrt, squeeze, sum,
+                      tanh, transpose, unsqueeze, var)
+from . import autograd, config, debug, nn, optim, signal
+from .config import ShardConfig, SignalConfig, get_config, load_config, register_config
+
+bool = _gt.bool  # noqa: A001 (gt.bool is the dtype, like torch.bool)
+float = float32  # noqa: A001
+long = int64
+half = float16
+
+__version__ = "0.1.0"
+
+
+def _dtype_by_name(name):
+    return _gt._dtype(name)
+
+
+def _load_env_config():
+    path = _os.environ.get("GT_CONFIG")
+    if path:
+        try:
+            load_config(path)
+        except (OSError, ValueError) as e:
+            raise ImportError(f"gt: cannot load GT_CONFIG={path}: {e}") from e
+
+
+_load_env_config()

@@ -1,0 +1,114 @@
+// Tensor creation: randn / rand / zeros / ones / full / arange (+ *_like), gt.tensor /
+// gt.from_numpy uploads, and the multi-tensor free functions (cat, stack, where).
+#include "common.h"
+
+namespace gtpy {
+namespace {
+
+using T = gt::Tensor;
+
+T finish(T t, bool requires_grad) {
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+int64_t axis_or_dim(int64_t axis, py::handle dim) { return dim.is_none() ? axis : dim.cast<int64_t>(); }
+
+}  // namespace
+
+std::vector<T> tensor_list(py::handle seq, const char* what) {
+  std::vector<T> out;
+  for (py::handle h : py::iter(seq)) {
+    if (!py::isinstance<T>(h))
+      throw py::type_error(std::string(what) + ": expected a sequence of gt.Tensor, got an item of type " +
+                           std::string(py::str(py::type::handle_of(h))));
+    out.push_back(h.cast<T>());
+  }
+  return out;
+}
+
+void init_factories(py::module_& m) {
+#define GT_PY_FACTORY(NAME, DOC)                                                             \
+  m.def(                                                                                     \
+      #NAME,                                                                                 \
+      [](py::args shape, py::handle dtype, bool requires_grad) {                             \
+        return finish(gt::NAME(dims_from_args(shape, #NAME), to_dtype(dtype)), requires_grad); \
+      },                                                                                     \
+      py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false, DOC);                \
+  m.def(                                                                                     \
+      #NAME "_like",                                                                         \
+      [](const T& like, py::handle dtype, bool requires_grad) {                              \
+        return finish(gt::NAME(like.shape(), to_dtype(dtype, like.dtype())), requires_grad); \
+      },                                                                                     \
+      "input"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false);
+  GT_PY_FACTORY(randn, "gt.randn(*shape, dtype=None, requires_grad=False): standard normal values "
+                       "(reproducible after gt.manual_seed).")
+  GT_PY_FACTORY(rand, "gt.rand(*shape, dtype=None, requires_grad=False): uniform values in [0, 1).")
+  GT_PY_FACTORY(zeros, "gt.zeros(*shape, dtype=None, requires_grad=False)")
+  GT_PY_FACTORY(ones, "gt.ones(*shape, dtype=None, requires_grad=False)")
+#undef GT_PY_FACTORY
+
+  m.def(
+      "full",
+      [](py::handle shape, PyScalar value, py::handle dtype, bool requires_grad) {
+        return finish(gt::full(dims_from_handle(shape, "full"), value.get(), to_optional_dtype(dtype)),
+                      requires_grad);
+      },
+      "shape"_a, "fill_value"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false);
+  m.def(
+      "full_like",
+      [](const T& like, PyScalar value, py::handle dtype, bool requires_grad) {
+        return finish(gt::full(like.shape(), value.get(), to_dtype(dtype, like.dtype())), requires_grad);
+      },
+      "input"_a, "fill_value"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false);
+  m.def(
+      "arange",
+      [](PyScalar start, std::optional<PyScalar> end, PyScalar step, py::handle dtype,
+         bool requires_grad) {
+        std::optional<gt::DType> dt = to_optional_dtype(dtype);
+        if (!end) return finish(gt::arange(gt::Scalar(int64_t{0}), start.get(), step.get(), dt), requires_grad);
+        return finish(gt::arange(start.get(), end->get(), step.get(), dt), requires_grad);
+      },
+      "start"_a, "end"_a = py::none(), "step"_a = PyScalar{1, true, false}, py::kw_only(),
+      "dtype"_a = py::none(), "requires_grad"_a = false,
+      "gt.arange(end) or gt.arange(start, end, step=1): int64 for integer arguments, else float32.");
+
+  m.def(
+      "tensor",
+      [](py::handle data, py::handle dtype, bool requires_grad) {
+        if (py::isinstance<T>(data)) {
+          const T& src = data.cast<const T&>();
+          return finish(src.detach().cast(to_dtype(dtype, src.dtype())), requires_grad);
+        }
+        return finish(from_numpy_as(data, to_dtype(dtype, gt::kFloat32)), requires_grad);
+      },
+      "data"_a, "dtype"_a = "float32", "requires_grad"_a = false,
+      "gt.tensor(list_or_array, dtype='float32', requires_grad=False): uploads the values.");
+  m.def(
+      "from_numpy",
+      [](const py::array& array, bool requires_grad) {
+        return finish(from_numpy_as(array, numpy_upload_dtype(array)), requires_grad);
+      },
+      "array"_a, "requires_grad"_a = false,
+      "Uploads a numpy array keeping its dtype (float64 -> float32, small ints -> int32).");
+
+  m.def(
+      "cat",
+      [](py::handle tensors, int64_t axis, py::handle dim) {
+        return gt::cat(tensor_list(tensors, "cat"), axis_or_dim(axis, dim));
+      },
+      "tensors"_a, "axis"_a = 0, py::kw_only(), "dim"_a = py::none());
+  m.def(
+      "stack",
+      [](py::handle tensors, int64_t axis, py::handle dim) {
+        return gt::stack(tensor_list(tensors, "stack"), axis_or_dim(axis, dim));
+      },
+      "tensors"_a, "axis"_a = 0, py::kw_only(), "dim"_a = py::none());
+
+  m.def("where", [](const T& c, const T& a, const T& b) { return gt::where(c, a, b); });
+  m.def("where", [](const T& c, PyScalar a, const T& b) { return gt::where(c, a.get(), b); });
+  m.def("where", [](const T& c, const T& a, PyScalar b) { return gt::where(c, a, b.get()); });
+  m.def("where", [](const T& c, PyScalar a, PyScalar b) { return gt::where(c, a.get(), b.get()); });
+}
+
+}  // namespace gtpy

@@ -1,0 +1,95 @@
+// t[...]: Python indexing with ints, slices (any step), None and Ellipsis, lowered to
+// gt::Tensor::index. Integer indices out of range raise IndexError (so iteration protocols and
+// numpy habits work); indexing with tensors or lists is refused with a TypeError.
+#include "common.h"
+
+namespace gtpy {
+namespace {
+
+std::optional<int64_t> slice_bound(PyObject* o) {
+  if (o == Py_None) return std::nullopt;
+  Py_ssize_t v = PyNumber_AsSsize_t(o, nullptr);  // __index__; saturates instead of overflowing
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return static_cast<int64_t>(v);
+}
+
+bool is_integer_index(PyObject* o) {
+  return !PyBool_Check(o) && (PyLong_Check(o) || (PyIndex_Check(o) && !PyFloat_Check(o) &&
+                                                   !py::isinstance<gt::Tensor>(o)));
+}
+
+gt::TensorIndex to_index(py::handle h) {
+  PyObject* o = h.ptr();
+  if (o == Py_None) return gt::None;
+  if (o == Py_Ellipsis) return gt::Ellipsis;
+  if (PySlice_Check(o)) {
+    auto* s = reinterpret_cast<PySliceObject*>(o);
+    std::optional<int64_t> step = slice_bound(s->step);
+    return gt::Slice(slice_bound(s->start), slice_bound(s->stop),
+                     step ? gt::SliceBound(*step) : gt::SliceBound());
+  }
+  if (is_integer_index(o)) {
+    Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_IndexError);
+    if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+    return static_cast<int64_t>(v);
+  }
+  if (py::isinstance<gt::Tensor>(h))
+    throw py::type_error(
+        "gt: indexing with a tensor (boolean masks, index tensors) is not supported; use "
+        "gt.where(mask, a, b), or ints, slices, None and ...");
+  throw py::type_error("gt: tensor indices must be ints, slices, None or ..., got " +
+                       std::string(py::str(py::type::handle_of(h))));
+}
+
+// IndexError for integer indices out of range (the dims they apply to are known here).
+void check_integer_ranges(const gt::Tensor& t, const std::vector<gt::TensorIndex>& ix) {
+  const int64_t rank = t.dim();
+  int64_t consuming = 0;
+  for (const auto& i : ix) consuming += (i.is_integer() || i.is_slice()) ? 1 : 0;
+  int64_t d = 0;
+  for (const auto& i : ix) {
+    if (i.is_ellipsis()) {
+      d += std::max<int64_t>(0, rank - consuming);
+    } else if (i.is_slice()) {
+      ++d;
+    } else if (i.is_integer()) {
+      if (d >= rank) return;  // too many indices: gt::Tensor::index reports it
+      const int64_t size = t.shape()[static_cast<int>(d)];
+      const int64_t v = i.integer();
+      if (v < -size || v >= size)
+        throw py::index_error("index " + std::to_string(v) + " is out of bounds for dimension " +
+                              std::to_string(d) + " with size " + std::to_string(size));
+      ++d;
+    }
+  }
+}
+
+}  // namespace
+
+void init_indexing(py::class_<gt::Tensor>& cls) {
+  cls.def("__getitem__", [](const gt::Tensor& t, py::handle idx) {
+    std::vector<gt::TensorIndex> ix;
+    if (PyTuple_Check(idx.ptr())) {
+      ix.reserve(static_cast<size_t>(PyTuple_GET_SIZE(idx.ptr())));
+      for (py::handle h : py::reinterpret_borrow<py::tuple>(idx)) ix.push_back(to_index(h));
+    } else {
+      ix.push_back(to_index(idx));
+    }
+    check_integer_ranges(t, ix);
+    return t.index(ix);
+  });
+  cls.def("__setitem__", [](const gt::Tensor&, py::handle, py::handle) {
+    throw py::type_error(
+        "gt: item assignment (t[i] = v) is not supported; build the new tensor with gt.where / "
+        "gt.cat, or update whole tensors in place (t.copy_(v), t += v)");
+  });
+  cls.def("__iter__", [](const gt::Tensor& t) {
+    if (t.dim() == 0) throw py::type_error("iteration over a 0-d tensor");
+    const int64_t n = t.shape()[0];
+    py::list rows(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = py::cast(t.select(0, i));
+    return py::iter(rows);
+  });
+}
+
+}  // namespace gtpy

@@ -1,0 +1,53 @@
+// Session-level functions: connect, the embedded default's worker count, synchronize, seed and
+// the worker statistics behind gt.debug.get_worker_stats (sync points release the GIL).
+#include "common.h"
+#include "libgtclient/session.h"
+
+namespace gt::detail {
+void set_embedded_workers(int n);  // session_global.cpp
+bool session_alive();
+}  // namespace gt::detail
+
+namespace gtpy {
+
+void init_session(py::module_& m) {
+  m.def("connect", &gt::connect, "address"_a,
+        "Connects to a running dispatcher ('host:port' or 'unix:/path'); call before the first op. "
+        "Without it, GT_ADDRESS is used, else a private dispatcher and workers are spawned.");
+  m.def(
+      "gpu_workers",
+      [](int n) {
+        if (n < 1) throw py::value_error("gpu_workers: n must be >= 1, got " + std::to_string(n));
+        gt::detail::set_embedded_workers(n);
+      },
+      "n"_a,
+      "Sets the number of workers of the embedded default (one per GPU, or CPU workers where "
+      "there is none); call before the first op.");
+  m.def(
+      "synchronize", [] { sync_point([] { gt::synchronize(); }); },
+      "Waits until every op queued so far has run; raises gt.WorkerError for the first failure.");
+  m.def("manual_seed", [](uint64_t seed) { gt::manual_seed(seed); }, "seed"_a,
+        "Seeds the counter-based RNG of randn / rand (same numbers on any worker layout).");
+  m.def("_session_alive", &gt::detail::session_alive);
+  m.def("_session_id", [] { return gt::detail::Session::get().session_id(); });
+  m.def("_worker_stats", [] {
+    std::vector<gt::WorkerStats> stats = sync_point([] { return gt::worker_stats(); });
+    py::list out;
+    for (const auto& s : stats) {
+      py::dict d;
+      d["worker_id"] = s.worker_id;
+      d["device"] = s.device;
+      d["tensors"] = s.tensors;
+      d["bytes"] = s.bytes;
+      d["ops_executed"] = s.ops_executed;
+      d["errors"] = s.errors;
+      d["peak_bytes"] = s.peak_bytes;
+      d["reserved_bytes"] = s.reserved_bytes;
+      d["sessions"] = s.sessions;
+      out.append(std::move(d));
+    }
+    return out;
+  });
+}
+
+}  // namespace gtpy

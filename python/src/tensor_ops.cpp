@@ -1,0 +1,229 @@
+// gt.Tensor operators and methods: arithmetic with tensors / Python numbers / numpy arrays on
+// either side, comparisons, unary math, reductions (numpy's axis/keepdims, torch's dim/keepdim),
+// layout and dtype conversion.
+//
+// Hot path: every operator has a (Tensor, Tensor) and a (Tensor, number) overload taking C++
+// types directly (no generic object dispatch); the numpy-array overload comes last.
+#include <algorithm>
+
+#include "common.h"
+
+namespace gtpy {
+namespace {
+
+using T = gt::Tensor;
+
+// A numpy array (or anything numpy accepts) as an operand: uploaded with numpy's dtype mapping.
+T upload(const py::array& a) { return from_numpy_as(a, numpy_upload_dtype(a)); }
+
+// ---- reductions ---------------------------------------------------------------------------------
+template <typename All, typename One>
+T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handle dim,
+         py::handle keepdim, const char* name) {
+  if (!dim.is_none()) axis = dim;
+  if (!keepdim.is_none()) keepdims = keepdim.cast<bool>();
+  if (axis.is_none()) {
+    T r = all(t);
+    if (!keepdims) return r;
+    return r.reshape(std::vector<int64_t>(static_cast<size_t>(t.dim()), 1));
+  }
+  std::vector<int64_t> axes = dims_from_handle(axis, name);
+  if (axes.size() == 1) return one(t, axes[0], keepdims);
+  for (int64_t& a : axes) a = gt::detail::normalize_dim_or_throw(a, t.dim(), name);
+  std::sort(axes.begin(), axes.end(), std::greater<>());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    throw gt::Error(std::string(name) + ": an axis is repeated");
+  T r = t;
+  for (int64_t a : axes) r = one(r, a, keepdims);  // descending: earlier axes keep their index
+  return r;
+}
+
+#define GT_PY_REDUCTION(NAME)                                                                 \
+  cls.def(                                                                                    \
+      #NAME,                                                                                  \
+      [](const T& t, py::handle axis, bool keepdims, py::handle dim, py::handle keepdim) {    \
+        return reduce(                                                                        \
+            t, [](const T& x) { return x.NAME(); },                                           \
+            [](const T& x, int64_t d, bool k) { return x.NAME(d, k); }, axis, keepdims, dim,  \
+            keepdim, #NAME);                                                                  \
+      },                                                                                      \
+      "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "dim"_a = py::none(),       \
+      "keepdim"_a = py::none());
+
+// ---- layout helpers -------------------------------------------------------------------------------
+T transpose_last(const T& t) { return t.dim() < 2 ? t : t.transpose(-2, -1); }
+
+py::tuple to_tuple(std::vector<T> parts) {
+  py::tuple out(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) out[i] = py::cast(std::move(parts[i]));
+  return out;
+}
+
+}  // namespace
+
+void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
+  // ---- binary operators: tensor, number or numpy array on either side -----------------------
+#define GT_PY_BINARY(PYNAME, RPYNAME, EXPR_TT, EXPR_TS, EXPR_ST)                               \
+  cls.def(PYNAME, [](const T& a, const T& b) { return EXPR_TT; }, py::is_operator());          \
+  cls.def(                                                                                     \
+      PYNAME, [](const T& a, PyScalar s) { const gt::Scalar b = s.get(); return EXPR_TS; },    \
+      py::is_operator());                                                                      \
+  cls.def(                                                                                     \
+      PYNAME, [](const T& a, const py::array& arr) { const T b = upload(arr); return EXPR_TT; }, \
+      py::is_operator());                                                                      \
+  cls.def(                                                                                     \
+      RPYNAME, [](const T& b, PyScalar s) { const gt::Scalar a = s.get(); return EXPR_ST; },   \
+      py::is_operator());                                                                      \
+  cls.def(                                                                                     \
+      RPYNAME, [](const T& b, const py::array& arr) { const T a = upload(arr); return EXPR_TT; }, \
+      py::is_operator());
+
+  GT_PY_BINARY("__add__", "__radd__", a.add(b), a.add(b), a + b)
+  GT_PY_BINARY("__sub__", "__rsub__", a.sub(b), a.sub(b), a - b)
+  GT_PY_BINARY("__mul__", "__rmul__", a.mul(b), a.mul(b), a * b)
+  GT_PY_BINARY("__truediv__", "__rtruediv__", a.div(b), a.div(b), a / b)
+  GT_PY_BINARY("__pow__", "__rpow__", a.pow(b), a.pow(b), gt::pow(a, b))
+#undef GT_PY_BINARY
+
+  cls.def("__matmul__", [](const T& a, const T& b) { return a.matmul(b); }, py::is_operator());
+  cls.def("__matmul__", [](const T& a, const py::array& b) { return a.matmul(upload(b)); },
+          py::is_operator());
+  cls.def("__rmatmul__", [](const T& b, const py::array& a) { return upload(a).matmul(b); },
+          py::is_operator());
+
+  // Comparisons (-> bool tensors). Python reflects `2 < t` to `t > 2` itself.
+#define GT_PY_COMPARE(PYNAME, METHOD)                                                          \
+  cls.def(PYNAME, [](const T& a, const T& b) { return a.METHOD(b); }, py::is_operator());      \
+  cls.def(PYNAME, [](const T& a, PyScalar b) { return a.METHOD(b.get()); }, py::is_operator()); \
+  cls.def(PYNAME, [](const T& a, const py::array& b) { return a.METHOD(upload(b)); },          \
+          py::is_operator());                                                                  \
+  cls.def(#METHOD, [](const T& a, const T& b) { return a.METHOD(b); });                        \
+  cls.def(#METHOD, [](const T& a, PyScalar b) { return a.METHOD(b.get()); });
+  GT_PY_COMPARE("__eq__", eq)
+  GT_PY_COMPARE("__ne__", ne)
+  GT_PY_COMPARE("__lt__", lt)
+  GT_PY_COMPARE("__le__", le)
+  GT_PY_COMPARE("__gt__", gt)
+  GT_PY_COMPARE("__ge__", ge)
+#undef GT_PY_COMPARE
+  // (__hash__ is defined by identity in tensor.cpp, before __eq__, so tensors stay hashable.)
+
+  cls.def("__neg__", [](const T& a) { return a.neg(); })
+      .def("__pos__", [](const T& a) { return a; })
+      .def("__abs__", [](const T& a) { return a.abs(); })
+      .def("__invert__", [](const T& a) {
+        if (a.dtype() != gt::DType::kBool)
+          throw gt::Error("invert: ~ is only supported on bool tensors, got " +
+                          std::string(gt::dtype_name(a.dtype())));
+        return a.eq(gt::Scalar(false));
+      });
+
+  // ---- named arithmetic methods ----------------------------------------------------------------
+#define GT_PY_METHOD2(NAME)                                                        \
+  cls.def(#NAME, [](const T& a, const T& b) { return a.NAME(b); }, "other"_a);    \
+  cls.def(#NAME, [](const T& a, PyScalar b) { return a.NAME(b.get()); }, "other"_a);
+  GT_PY_METHOD2(add)
+  GT_PY_METHOD2(sub)
+  GT_PY_METHOD2(mul)
+  GT_PY_METHOD2(div)
+  GT_PY_METHOD2(pow)
+#undef GT_PY_METHOD2
+  cls.def("maximum", [](const T& a, const T& b) { return a.maximum(b); })
+      .def("maximum", [](const T& a, PyScalar b) { return gt::maximum(a, b.get()); })
+      .def("minimum", [](const T& a, const T& b) { return a.minimum(b); })
+      .def("minimum", [](const T& a, PyScalar b) { return gt::minimum(a, b.get()); })
+      .def("matmul", &T::matmul)
+      .def("mm", &T::matmul)
+      .def(
+          "clamp",
+          [](const T& a, std::optional<double> lo, std::optional<double> hi) {
+            return gt::nn::functional::clamp(a, lo, hi);
+          },
+          "min"_a = py::none(), "max"_a = py::none());
+
+  // ---- unary ------------------------------------------------------------------------------------
+  cls.def("exp", &T::exp)
+      .def("log", &T::log)
+      .def("sqrt", &T::sqrt)
+      .def("abs", &T::abs)
+      .def("neg", &T::neg)
+      .def("relu", &T::relu)
+      .def("sigmoid", &T::sigmoid)
+      .def("tanh", &T::tanh)
+      .def("softmax", [](const T& a, int64_t dim) { return gt::softmax(a, dim); }, "dim"_a = -1)
+      .def(
+          "log_softmax", [](const T& a, int64_t dim) { return gt::log_softmax(a, dim); },
+          "dim"_a = -1);
+
+  // ---- reductions -------------------------------------------------------------------------------
+  GT_PY_REDUCTION(sum)
+  GT_PY_REDUCTION(mean)
+  GT_PY_REDUCTION(max)
+  GT_PY_REDUCTION(min)
+  GT_PY_REDUCTION(argmax)
+  GT_PY_REDUCTION(argmin)
+  cls.def(
+      "var",
+      [](const T& a, py::object axis, bool unbiased, bool keepdims) {
+        std::optional<int64_t> d;
+        if (!axis.is_none()) d = axis.cast<int64_t>();
+        return gt::nn::functional::var(a, d, unbiased, keepdims);
+      },
+      "axis"_a = py::none(), "unbiased"_a = true, "keepdims"_a = false);
+
+  // ---- layout -------------------------------------------------------------------------------------
+  cls.def("reshape", [](const T& a, py::args shape) { return a.reshape(dims_from_args(shape, "reshape")); })
+      .def("view", [](const T& a, py::args shape) { return a.reshape(dims_from_args(shape, "view")); })
+      .def("permute", [](const T& a, py::args dims) { return a.permute(dims_from_args(dims, "permute")); })
+      .def(
+          "flatten",
+          [](const T& a, int64_t start, int64_t end) {
+            if (a.dim() == 0) return a.reshape(std::vector<int64_t>{1});
+            return gt::flatten(a, start, end);
+          },
+          "start_dim"_a = 0, "end_dim"_a = -1)
+      .def(
+          "transpose",
+          [](const T& a, py::args dims) {
+            if (dims.size() == 0) return transpose_last(a);
+            if (dims.size() != 2)
+              throw gt::Error("transpose: expects no dims (the last two) or two dims, got " +
+                              std::to_string(dims.size()));
+            return a.transpose(dims[0].cast<int64_t>(), dims[1].cast<int64_t>());
+          },
+          "transpose() swaps the last two dims; transpose(d0, d1) swaps d0 and d1.")
+      .def_property_readonly("T", &transpose_last, "The last two dims swapped (a view-like copy).")
+      .def("t", &T::t)
+      .def("unsqueeze", &T::unsqueeze, "dim"_a)
+      .def(
+          "squeeze",
+          [](const T& a, py::object d) {
+            if (d.is_none()) return a.squeeze();
+            return a.squeeze(d.cast<int64_t>());
+          },
+          "dim"_a = py::none())
+      .def(
+          "split",
+          [](const T& a, py::object size, int64_t dim) {
+            if (PyLong_Check(size.ptr())) return to_tuple(gt::split(a, size.cast<int64_t>(), dim));
+            return to_tuple(gt::split(a, dims_from_handle(size, "split"), dim));
+          },
+          "split_size_or_sections"_a, "dim"_a = 0)
+      .def(
+          "chunk", [](const T& a, int64_t chunks, int64_t dim) { return to_tuple(gt::chunk(a, chunks, dim)); },
+          "chunks"_a, "dim"_a = 0)
+      .def("contiguous", [](const T& a) { return a; });
+
+  // ---- dtype conversion ---------------------------------------------------------------------------
+  cls.def("to", [](const T& a, py::handle dtype) { return a.to(to_dtype(dtype)); }, "dtype"_a)
+      .def("type", [](const T& a, py::handle dtype) { return a.to(to_dtype(dtype)); }, "dtype"_a)
+      .def("float", [](const T& a) { return a.to(gt::kFloat32); })
+      .def("half", [](const T& a) { return a.to(gt::kFloat16); })
+      .def("bfloat16", [](const T& a) { return a.to(gt::kBFloat16); })
+      .def("int", [](const T& a) { return a.to(gt::kInt32); })
+      .def("long", [](const T& a) { return a.to(gt::kInt64); })
+      .def("bool", [](const T& a) { return a.to(gt::kBool); });
+  (void)m;
+}
+
+}  // namespace gtpy
