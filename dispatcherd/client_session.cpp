@@ -273,14 +273,18 @@ void Dispatcher::update_flow_control(ClientSession& s) {
 
 void Dispatcher::end_session(ClientSession& s) {
   // Batches still waiting in the schedulers are dropped: the tensors they would create are
-  // never made, and the frees below for their handles are harmless on the worker.
-  for (auto& [wid, w] : workers_) (void)w.sched.take_session(s.id);
+  // never made, and the frees below for their handles are harmless on the worker. Their own
+  // frees still go out: they may name tensors that batches already sent did make (found by
+  // fuzzing: a client that freed and hung up while its batches waited leaked them).
+  touched_.clear();
+  for (auto& [wid, w] : workers_)
+    for (auto& item : w.sched.take_session(s.id))
+      for (uint64_t h : item.msg.batch().frees()) scratch_for(w, s.id).add_frees(h);
   for (auto it = requests_.begin(); it != requests_.end();) {
     if (it->second.request->session == s.id) it = requests_.erase(it);
     else ++it;
   }
   // A disconnected client's tensors are freed on every worker (DESIGN §8).
-  touched_.clear();
   for (auto& [id, e] : s.tensors) {
     if (e.handle == 0) continue;
     auto wit = workers_.find(e.placement.worker);

@@ -28,6 +28,7 @@ void declare_options(gt::Config& c) {
   c.declare_string("port_file", "", "write the bound TCP port to this file once listening");
   c.declare_string("unix_socket", "", "also listen on this Unix socket path");
   c.declare_string("unix_socket_mode", "0660", "permissions of the Unix socket (octal)");
+  c.declare_string("unix_socket_group", "", "group that owns the Unix socket (empty: ours)");
   c.declare_int("max_frame_bytes", 64ll << 20, 1024, 1ll << 30,
                 "largest frame accepted (checked before allocating)");
   c.declare_int("session_window", 65536, 16, 1ll << 30,
@@ -168,6 +169,7 @@ int main(int argc, char** argv) {
   lo.address = cfg.get_string("listen_address");
   lo.port = static_cast<int>(cfg.get_int("port"));
   lo.unix_socket = cfg.get_string("unix_socket");
+  lo.unix_socket_group = cfg.get_string("unix_socket_group");
   {
     const std::string& m = cfg.get_string("unix_socket_mode");
     char* end = nullptr;

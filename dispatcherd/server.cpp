@@ -1,6 +1,7 @@
 #include "dispatcherd/server.h"
 
 #include <spdlog/spdlog.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +37,17 @@ Status Server::listen(const ListenOptions& o) {
     if (!ec) unix_->listen(asio::socket_base::max_listen_connections, ec);
     if (ec) return unavailable("cannot listen on unix:{}: {}", o.unix_socket, ec.message());
     ::chmod(o.unix_socket.c_str(), static_cast<mode_t>(o.unix_socket_mode));
+    if (!o.unix_socket_group.empty()) {
+      // Local users in this group may connect; identity still comes from SO_PEERCRED.
+      char buf[4096];
+      group gr{};
+      group* found = nullptr;
+      if (::getgrnam_r(o.unix_socket_group.c_str(), &gr, buf, sizeof(buf), &found) != 0 || !found)
+        return invalid_argument("unix_socket_group: no group named '{}'", o.unix_socket_group);
+      if (::chown(o.unix_socket.c_str(), static_cast<uid_t>(-1), found->gr_gid) != 0)
+        return permission_denied("cannot give {} to group {}", o.unix_socket,
+                                 o.unix_socket_group);
+    }
     unix_path_ = o.unix_socket;
     spdlog::info("listening on unix:{}", o.unix_socket);
     accept_unix();

@@ -15,6 +15,7 @@ struct ListenOptions {
   int port = 29500;                    // 0: ephemeral
   std::string unix_socket;             // empty: none
   int unix_socket_mode = 0660;
+  std::string unix_socket_group;       // empty: the daemon's group
 };
 
 class Server {

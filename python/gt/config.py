@@ -9,7 +9,8 @@ gt.get_config, gt.SignalConfig, gt.ShardConfig), in the original GT's YAML schem
       backward: backward_layer1  # optional: the signal the gradient ops run under
       compile: false           # optional: mark the scope's hot path for compilation
 
-(A top-level ``signals:`` mapping holding these entries is accepted too.)
+(A top-level ``signals:`` mapping holding these entries is accepted too.) YAML is read with
+PyYAML (python3-yaml) when it is installed, else with yaml-cpp through the extension.
 
 STATUS: configs are parsed, validated and recorded client-side only. Placement according to
 them is the dispatcher's job (signal-based sharding, issue 5), not available yet: a program with
@@ -153,16 +154,31 @@ def _parse_signal(where, entry):
         raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
 
 
-def parse_config(text, source="<string>"):
-    """Parses YAML text in the schema above into {name: SignalConfig} (registers nothing)."""
+def _yaml_load(text, source):
+    """One YAML document: PyYAML (python3-yaml) when installed, else yaml-cpp via the extension."""
     try:
         import yaml
-    except ImportError:  # pragma: no cover - python3-yaml is a build dependency
-        raise ImportError("gt.load_config needs PyYAML (apt-get install python3-yaml)") from None
+    except ImportError:
+        yaml = None
+    if yaml is not None and not _FORCE_BUILTIN_YAML:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ValueError(f"{source}: invalid YAML: {e}") from None
+    from ._gt import _yaml_load as load
+
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        return load(text)
+    except ValueError as e:
         raise ValueError(f"{source}: invalid YAML: {e}") from None
+
+
+_FORCE_BUILTIN_YAML = False  # tests: exercise the yaml-cpp path even with PyYAML installed
+
+
+def parse_config(text, source="<string>"):
+    """Parses YAML text in the schema above into {name: SignalConfig} (registers nothing)."""
+    doc = _yaml_load(text, source)
     if doc is None:
         return {}
     if isinstance(doc, dict) and set(doc) == {"signals"}:

@@ -14,7 +14,7 @@ PyObject* g_np_generic = nullptr;
 PyObject* g_np_bool = nullptr;
 PyObject* g_np_integer = nullptr;
 PyObject* g_np_floating = nullptr;
-PyObject* g_np_ascontiguousarray = nullptr;
+PyObject* g_np_asarray = nullptr;
 PyObject* g_np_dtype = nullptr;
 
 std::string strip_prefix(std::string s) {
@@ -154,9 +154,9 @@ py::array to_numpy(const gt::Tensor& t) {
 
 gt::Tensor from_numpy_as(py::handle obj, gt::DType dt) {
   py::dtype host = numpy_dtype(dt);
+  // numpy.asarray(obj, dtype, order="C"): contiguous, keeps 0-d (ascontiguousarray makes 1-d).
   auto arr = py::reinterpret_steal<py::array>(
-      PyObject_CallFunctionObjArgs(g_np_ascontiguousarray, obj.ptr(), host.ptr(), nullptr));
-  if (!arr) throw py::error_already_set();
+      py::handle(g_np_asarray)(obj, host, "order"_a = "C").release());
   std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
   gt::Shape shape = gt::detail::to_shape(dims, "tensor");
   gt::DType upload = dt == gt::DType::kBFloat16 ? gt::kFloat32 : dt;
@@ -175,12 +175,12 @@ gt::DType numpy_upload_dtype(py::handle array) {
 
 void init_dtypes(py::module_& m) {
   py::module_ np = py::module_::import("numpy");
-  g_np_generic = np.attr("generic").release().ptr();
-  g_np_bool = np.attr("bool_").release().ptr();
-  g_np_integer = np.attr("integer").release().ptr();
-  g_np_floating = np.attr("floating").release().ptr();
-  g_np_ascontiguousarray = np.attr("ascontiguousarray").release().ptr();
-  g_np_dtype = np.attr("dtype").release().ptr();
+  g_np_generic = py::object(np.attr("generic")).release().ptr();
+  g_np_bool = py::object(np.attr("bool_")).release().ptr();
+  g_np_integer = py::object(np.attr("integer")).release().ptr();
+  g_np_floating = py::object(np.attr("floating")).release().ptr();
+  g_np_asarray = py::object(np.attr("asarray")).release().ptr();
+  g_np_dtype = py::object(np.attr("dtype")).release().ptr();
 
   py::class_<PyDType> cls(m, "dtype", "A GT element type: gt.float32, gt.float16, gt.bfloat16, "
                                       "gt.int32, gt.int64, gt.bool. Compares equal to its name.");

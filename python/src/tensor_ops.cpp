@@ -5,6 +5,7 @@
 // Hot path: every operator has a (Tensor, Tensor) and a (Tensor, number) overload taking C++
 // types directly (no generic object dispatch); the numpy-array overload comes last.
 #include <algorithm>
+#include <type_traits>
 
 #include "common.h"
 
@@ -15,6 +16,30 @@ using T = gt::Tensor;
 
 // A numpy array (or anything numpy accepts) as an operand: uploaded with numpy's dtype mapping.
 T upload(const py::array& a) { return from_numpy_as(a, numpy_upload_dtype(a)); }
+
+// The other operand of a binary operator: a Python number (checked first: the cheapest test), a
+// tensor, or a numpy array / numpy scalar; anything else gives NotImplemented, so Python tries
+// the other side's reflected operator and finally raises TypeError.
+template <typename FT, typename FS>
+py::object binary(const T& self, py::handle o, FT with_tensor, FS with_scalar) {
+  PyObject* p = o.ptr();
+  if constexpr (!std::is_same_v<FS, std::nullptr_t>) {
+    if (PyFloat_Check(p) || PyLong_Check(p)) {
+      py::detail::make_caster<PyScalar> sc;
+      if (sc.load(o, true))
+        return py::cast(with_scalar(self, py::detail::cast_op<PyScalar>(sc).get()));
+    }
+  }
+  py::detail::make_caster<T> tc;
+  if (tc.load(o, false)) return py::cast(with_tensor(self, py::detail::cast_op<const T&>(tc)));
+  if constexpr (!std::is_same_v<FS, std::nullptr_t>) {
+    py::detail::make_caster<PyScalar> sc;  // numpy scalars
+    if (sc.load(o, true))
+      return py::cast(with_scalar(self, py::detail::cast_op<PyScalar>(sc).get()));
+  }
+  if (py::isinstance<py::array>(o)) return py::cast(with_tensor(self, upload(py::reinterpret_borrow<py::array>(o))));
+  return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+}
 
 // ---- reductions ---------------------------------------------------------------------------------
 template <typename All, typename One>
@@ -63,20 +88,18 @@ py::tuple to_tuple(std::vector<T> parts) {
 
 void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
   // ---- binary operators: tensor, number or numpy array on either side -----------------------
-#define GT_PY_BINARY(PYNAME, RPYNAME, EXPR_TT, EXPR_TS, EXPR_ST)                               \
-  cls.def(PYNAME, [](const T& a, const T& b) { return EXPR_TT; }, py::is_operator());          \
-  cls.def(                                                                                     \
-      PYNAME, [](const T& a, PyScalar s) { const gt::Scalar b = s.get(); return EXPR_TS; },    \
-      py::is_operator());                                                                      \
-  cls.def(                                                                                     \
-      PYNAME, [](const T& a, const py::array& arr) { const T b = upload(arr); return EXPR_TT; }, \
-      py::is_operator());                                                                      \
-  cls.def(                                                                                     \
-      RPYNAME, [](const T& b, PyScalar s) { const gt::Scalar a = s.get(); return EXPR_ST; },   \
-      py::is_operator());                                                                      \
-  cls.def(                                                                                     \
-      RPYNAME, [](const T& b, const py::array& arr) { const T a = upload(arr); return EXPR_TT; }, \
-      py::is_operator());
+  // One overload each (no pybind11 overload resolution on the hot path): see binary().
+#define GT_PY_BINARY(PYNAME, RPYNAME, EXPR_TT, EXPR_TS, EXPR_ST)                              \
+  cls.def(PYNAME, [](const T& a, py::handle o) {                                              \
+    return binary(                                                                            \
+        a, o, [](const T& a, const T& b) { return EXPR_TT; },                                 \
+        [](const T& a, gt::Scalar b) { return EXPR_TS; });                                    \
+  });                                                                                         \
+  cls.def(RPYNAME, [](const T& b, py::handle o) {                                             \
+    return binary(                                                                            \
+        b, o, [](const T& b, const T& a) { return EXPR_TT; },                                 \
+        [](const T& b, gt::Scalar a) { return EXPR_ST; });                                    \
+  });
 
   GT_PY_BINARY("__add__", "__radd__", a.add(b), a.add(b), a + b)
   GT_PY_BINARY("__sub__", "__rsub__", a.sub(b), a.sub(b), a - b)
@@ -85,18 +108,20 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
   GT_PY_BINARY("__pow__", "__rpow__", a.pow(b), a.pow(b), gt::pow(a, b))
 #undef GT_PY_BINARY
 
-  cls.def("__matmul__", [](const T& a, const T& b) { return a.matmul(b); }, py::is_operator());
-  cls.def("__matmul__", [](const T& a, const py::array& b) { return a.matmul(upload(b)); },
-          py::is_operator());
-  cls.def("__rmatmul__", [](const T& b, const py::array& a) { return upload(a).matmul(b); },
-          py::is_operator());
+  cls.def("__matmul__", [](const T& a, py::handle o) {
+    return binary(a, o, [](const T& a, const T& b) { return a.matmul(b); }, nullptr);
+  });
+  cls.def("__rmatmul__", [](const T& b, py::handle o) {
+    return binary(b, o, [](const T& b, const T& a) { return a.matmul(b); }, nullptr);
+  });
 
   // Comparisons (-> bool tensors). Python reflects `2 < t` to `t > 2` itself.
 #define GT_PY_COMPARE(PYNAME, METHOD)                                                          \
-  cls.def(PYNAME, [](const T& a, const T& b) { return a.METHOD(b); }, py::is_operator());      \
-  cls.def(PYNAME, [](const T& a, PyScalar b) { return a.METHOD(b.get()); }, py::is_operator()); \
-  cls.def(PYNAME, [](const T& a, const py::array& b) { return a.METHOD(upload(b)); },          \
-          py::is_operator());                                                                  \
+  cls.def(PYNAME, [](const T& a, py::handle o) {                                               \
+    return binary(                                                                             \
+        a, o, [](const T& a, const T& b) { return a.METHOD(b); },                              \
+        [](const T& a, gt::Scalar b) { return a.METHOD(b); });                                 \
+  });                                                                                          \
   cls.def(#METHOD, [](const T& a, const T& b) { return a.METHOD(b); });                        \
   cls.def(#METHOD, [](const T& a, PyScalar b) { return a.METHOD(b.get()); });
   GT_PY_COMPARE("__eq__", eq)

@@ -62,15 +62,17 @@ Daemons::Daemons(DaemonOptions o)
   dir_ = tmpl;
   start_dispatcher(0);
   for (int i = 0; i < o.workers; ++i) add_worker();
-  wait_for_workers(static_cast<size_t>(o.workers));
+  if (o.workers > 0) wait_for_workers(static_cast<size_t>(o.workers));
 }
 
 void Daemons::start_dispatcher(int port) {
   std::string port_file = dir_ + "/port";
   ::unlink(port_file.c_str());
-  std::vector<std::string> args = {"--port", std::to_string(port), "--port-file", port_file,
-                                   "--log-level", "warn"};
-  args.insert(args.end(), dispatcher_args_.begin(), dispatcher_args_.end());
+  // The test's own flags come first; these follow so they win over any --config file.
+  std::vector<std::string> args = dispatcher_args_;
+  for (const char* a : {"--port", "", "--port-file", "", "--log-level", "warn"}) args.push_back(a);
+  args[args.size() - 5] = std::to_string(port);
+  args[args.size() - 3] = port_file;
   dispatcher_ = spawn_process(bin_path("gt-dispatcherd"), args, dir_ + "/dispatcher.log");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int got = 0;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -312,4 +313,29 @@ TEST_CASE("SIGTERM drains: queued work finishes, then the dispatcher exits", "[h
   }
   CHECK(got_reply);
   CHECK(wait_process(d.dispatcher_pid(), 10000) == 0);
+}
+
+TEST_CASE("the shipped configs load: etc/gt/dispatcher.yaml, worker.yaml, users.yaml",
+          "[deploy]") {
+  const std::string etc = std::string(GT_SOURCE_DIR) + "/etc/gt";
+  // The shipped users file, extended by --add-user the way an operator would.
+  AuthSetup auth({});
+  std::filesystem::copy_file(etc + "/users.yaml", auth.users);
+  std::string token = auth.add_user("ops");
+  // The shipped files with only the port overridden (the rest are the documented defaults).
+  Daemons d(DaemonOptions{0, {"--config", etc + "/dispatcher.yaml", "--users-file", auth.users}, {}, token});
+  d.add_worker({"--config", etc + "/worker.yaml", "--dispatcher", d.address(), "--device", "cpu"});
+  d.wait_for_workers(1);
+  RawClient c(d.address());
+  REQUIRE(c.hello().kind_case() == v1::ServerMessage::kRefusal);  // users file set: token needed
+  // A typo in a config is refused at startup, naming the key.
+  std::string bad = d.dir() + "/bad.yaml";
+  std::ofstream(bad) << "listen_adress: 127.0.0.1\n";
+  std::string log = d.dir() + "/bad.log";
+  pid_t p = spawn_process(bin_path("gt-dispatcherd"), {"--config", bad}, log);
+  CHECK(wait_process(p, 10000) != 0);
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  CHECK_THAT(ss.str(), Catch::Contains("listen_adress") && Catch::Contains("bad.yaml"));
 }

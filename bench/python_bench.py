@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""The `gt` Python package's figures beside Debian's python3-torch on CPU, from one run:
+
+  (a) small-op stream: N x `c = a + b` on 4x4 float32 from Python, then one fetch -> ops/s
+      (target >= 100,000 ops/s; the original GT: ~2,000)
+  (b) 1000x1000 float32 matmul + fetch to numpy -> ms, median
+  (c) MLP training step: 64x784 -> 256 -> 10 (ReLU), cross entropy, SGD(lr=0.01),
+      loss.item() every step -> ms/step, median (target <= 1.5x torch CPU; the original: 44-75x)
+
+  PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--ops N] [--reps R]
+      [--steps S] [--only abc]
+
+GT runs on GT_ADDRESS when set, else on the embedded default (a private dispatcher + one worker).
+Without torch (apt-get install python3-torch) it prints GT's figures and says torch is missing.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import gt
+
+try:
+    import torch
+    import torch.nn.functional as TF
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
+
+# ---- (a) ------------------------------------------------------------------------------------------
+def small_ops_gt(n, reps):
+    a, b = gt.randn(4, 4), gt.randn(4, 4)
+    c = a + b
+    c.numpy()
+    rates = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            c = a + b
+        c.numpy()
+        rates.append(n / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+def small_ops_torch(n, reps):
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    rates = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            c = a + b
+        c.numpy()
+        rates.append(n / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+# ---- (b) ------------------------------------------------------------------------------------------
+def matmul_gt(n):
+    a, b = gt.randn(n, n), gt.randn(n, n)
+
+    def run():
+        out = (a @ b).numpy()
+        assert out.shape == (n, n)
+
+    return run
+
+
+def matmul_torch(n):
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    return lambda: (a @ b).numpy()
+
+
+# ---- (c) ------------------------------------------------------------------------------------------
+def mlp_data():
+    rng = np.random.default_rng(1)
+    return (rng.standard_normal((64, 784)).astype(np.float32),
+            rng.integers(0, 10, 64).astype(np.int64))
+
+
+def mlp_gt_step():
+    xs, ys = mlp_data()
+    x, y = gt.from_numpy(xs), gt.from_numpy(ys)
+    gt.manual_seed(1)
+    model = gt.nn.Sequential(gt.nn.Linear(784, 256), gt.nn.ReLU(), gt.nn.Linear(256, 10))
+    opt = gt.nn.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = gt.nn.cross_entropy_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def mlp_torch_step():
+    xs, ys = mlp_data()
+    x, y = torch.from_numpy(xs), torch.from_numpy(ys)
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = TF.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
+def interleaved(fns, steps, blocks=5, warmup=3):
+    """Per-step times of each fn, measured in alternating blocks (so load changes on a shared
+    machine hit both sides alike); returns (median seconds, first result, last result) per fn."""
+    firsts = [fn() for fn in fns]
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    times = [[] for _ in fns]
+    lasts = list(firsts)
+    per_block = max(1, steps // blocks)
+    for _ in range(blocks):
+        for i, fn in enumerate(fns):
+            for _ in range(per_block):
+                t0 = time.perf_counter()
+                lasts[i] = fn()
+                times[i].append(time.perf_counter() - t0)
+    return [(statistics.median(t), f, l) for t, f, l in zip(times, firsts, lasts)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", type=int, default=200000, help="ops per small-op run")
+    ap.add_argument("--reps", type=int, default=5, help="runs of (a), (b)")
+    ap.add_argument("--steps", type=int, default=100, help="timed MLP steps (each side)")
+    ap.add_argument("--only", default="abc")
+    args = ap.parse_args()
+
+    where = os.environ.get("GT_ADDRESS") or "embedded default (private dispatcher + 1 worker)"
+    print(f"python_bench: gt on {where}; python {sys.version.split()[0]}")
+    if torch is None:
+        print("python_bench: torch is missing (apt-get install python3-torch): GT figures only")
+    else:
+        print(f"python_bench: torch {torch.__version__} on CPU, {torch.get_num_threads()} thread(s)")
+    gt.randn(1).numpy()  # start the session outside the timings
+
+    if "a" in args.only:
+        g = small_ops_gt(args.ops, args.reps)
+        line = (f"(a) small-op stream, {args.ops} x (4x4 add) + 1 fetch: gt {g:,.0f} ops/s "
+                f"(target >= 100,000)")
+        if torch is not None:
+            t = small_ops_torch(args.ops, args.reps)
+            line += f"; torch eager {t:,.0f} ops/s"
+        print(line, flush=True)
+
+    if "b" in args.only:
+        n = 1000
+        fns = [matmul_gt(n)] + ([matmul_torch(n)] if torch is not None else [])
+        res = interleaved(fns, args.reps * 4, blocks=args.reps, warmup=1)
+        g = res[0][0]
+        line = f"(b) {n}x{n} matmul + fetch: gt median {g * 1e3:.2f} ms"
+        if torch is not None:
+            t = res[1][0]
+            line += f"; torch median {t * 1e3:.2f} ms; ratio {g / t:.2f}x"
+        print(line, flush=True)
+
+    if "c" in args.only:
+        fns = [mlp_gt_step()] + ([mlp_torch_step()] if torch is not None else [])
+        res = interleaved(fns, args.steps)
+        g, g0, g1 = res[0]
+        line = (f"(c) MLP step 64x784->256->10, CE, SGD, loss.item() each step: gt median "
+                f"{g * 1e3:.2f} ms/step (loss {g0:.3f} -> {g1:.3f})")
+        if torch is not None:
+            t, t0, t1 = res[1]
+            line += (f"; torch median {t * 1e3:.2f} ms/step (loss {t0:.3f} -> {t1:.3f}); "
+                     f"ratio {g / t:.2f}x (target <= 1.5x)")
+        print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

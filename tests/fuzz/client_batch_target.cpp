@@ -1,0 +1,59 @@
+// The dispatcher's handling of a client's instruction batches: a welcomed session (a fake worker
+// registered first) sends the input, as ClientBatch protos or as raw frames, then hangs up. With
+// an executing worker the whole round trip runs (rewriting, DRR scheduling with a small worker
+// window, acks, replies, flow control), and when the client is gone the worker must hold nothing.
+#include <string>
+
+#include "tests/fuzz/dispatcher_rig.h"
+#include "tests/fuzz/harness.h"
+
+namespace gt::fuzz {
+
+void run_client_batch(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const uint8_t mode = data[0];
+  const bool execute = mode & kBatchExecute;
+  dispatcher::DispatcherOptions o;
+  o.max_frame_bytes = kFuzzMaxFrameBytes;
+  o.worker_window = 16;    // the DRR scheduler holds batches back often
+  o.session_window = 256;  // and flow control pauses / resumes the client
+  DispatcherRig rig(o);
+  FakeWorker& w = rig.add_worker(execute, "", kRigWorkerMemoryBytes);
+  rig.settle();
+  GT_FUZZ_CHECK(w.welcomed(), "the worker was not welcomed");
+  Peer& c = rig.connect("unix");
+  c.queue(client_hello());
+  rig.settle();
+  GT_FUZZ_CHECK(rig.dispatcher().num_sessions() == 1, "the client was not welcomed");
+
+  std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
+  if (mode & kBatchRaw) {
+    c.queue_raw(rest);
+  } else {
+    // [u16 little-endian length][ClientBatch] ..., a short tail is one last batch.
+    while (!rest.empty()) {
+      size_t n = rest.size();
+      if (rest.size() >= 2) {
+        n = static_cast<uint8_t>(rest[0]) | (static_cast<size_t>(static_cast<uint8_t>(rest[1])) << 8);
+        rest.remove_prefix(2);
+        n = std::min(n, rest.size());
+      }
+      v1::ClientMessage m;
+      if (m.mutable_batch()->ParseFromArray(rest.data(), static_cast<int>(n))) c.queue(m);
+      rest.remove_prefix(n);
+    }
+  }
+  c.shutdown_write();
+  rig.settle();
+  if (execute) {
+    // Acks flowed, so the client was read to its end and its session is over: everything it
+    // made on the worker must have been freed (DESIGN §8).
+    GT_FUZZ_CHECK(rig.dispatcher().num_sessions() == 0, "the session outlived its connection");
+    GT_FUZZ_CHECK(w.tensors() == 0, "%zu tensors left on the worker after the client left",
+                  w.tensors());
+    GT_FUZZ_CHECK(w.allocated_bytes() == 0, "%llu bytes left on the worker after the client left",
+                  static_cast<unsigned long long>(w.allocated_bytes()));
+  }
+}
+
+}  // namespace gt::fuzz

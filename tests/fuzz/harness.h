@@ -1,0 +1,72 @@
+// The fuzz harnesses (issue 7), as plain functions so the libFuzzer entry points (fuzz_entry.cpp)
+// and the regression tests (tests/integration/test_fuzz_regressions.cpp) run inputs through
+// exactly the same code. Each function takes one fuzz input and aborts (GT_FUZZ_CHECK) when an
+// invariant breaks; the sanitizers report everything else.
+//
+//   run_frame_codec   byte 0: piece-size seed and frame limit; the rest: a byte stream fed to a
+//                     FrameDecoder in random-sized pieces (must decode exactly like one piece);
+//                     every frame is parsed as all four envelopes, re-framed and re-decoded.
+//   run_handshake     byte 0: mode (bit 0 TCP transport, else Unix; bit 1 users file + worker
+//                     secret configured; bit 2 a worker is registered first); the rest: what a
+//                     new connection sends to an in-process Dispatcher before hanging up.
+//   run_client_batch  byte 0: mode (bit 0 raw frames, else length-prefixed ClientBatch protos;
+//                     bit 1 the fake worker executes on a CpuBackend, else discards); the rest
+//                     follows a valid client Hello on a welcomed session.
+//   run_worker_batch  a stream of frames, each a gt.v1.WorkerBatch executed in order by one
+//                     Executor on a CpuBackend with a small memory limit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace gt::fuzz {
+
+// Silences logging (once per process) and prepares the users file of run_handshake's mode 2.
+void init();
+
+void run_frame_codec(const uint8_t* data, size_t size);
+void run_handshake(const uint8_t* data, size_t size);
+void run_client_batch(const uint8_t* data, size_t size);
+void run_worker_batch(const uint8_t* data, size_t size);
+
+inline void run_frame_codec(std::string_view s) {
+  run_frame_codec(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+inline void run_handshake(std::string_view s) {
+  run_handshake(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+inline void run_client_batch(std::string_view s) {
+  run_client_batch(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+inline void run_worker_batch(std::string_view s) {
+  run_worker_batch(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+
+// Constants shared with the seed generator and the tests.
+inline constexpr const char* kWorkerSecret = "fuzz-worker-secret";
+inline constexpr const char* kTokenAlice = "gt_fuzz_token_alice";  // quota'd user
+inline constexpr const char* kTokenRoot = "gt_fuzz_token_root";    // admin
+inline constexpr uint64_t kFuzzMaxFrameBytes = 1u << 20;
+inline constexpr uint64_t kWorkerMemoryBytes = 16u << 20;  // run_worker_batch's CpuBackend
+inline constexpr uint64_t kRigWorkerMemoryBytes = 4u << 20;  // executing fake worker's
+
+// Mode bits (byte 0).
+inline constexpr uint8_t kHandshakeTcp = 1, kHandshakeUsers = 2, kHandshakeWorkerFirst = 4;
+inline constexpr uint8_t kBatchRaw = 1, kBatchExecute = 2;
+
+}  // namespace gt::fuzz
+
+// An invariant of the system under test: violated means a bug (not a harness limit).
+#define GT_FUZZ_CHECK(cond, ...)                                                     \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      std::fprintf(stderr, "%s:%d: GT_FUZZ_CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                                             \
+      std::fprintf(stderr, "\n");                                                    \
+      std::abort();                                                                  \
+    }                                                                                \
+  } while (0)

@@ -1,0 +1,37 @@
+"""examples/python/ run as programs (/usr/bin/python3 subprocesses) and the benchmark's
+smallest configuration runs."""
+import pytest
+
+from conftest import ROOT, run_python
+
+EX = ROOT / "examples" / "python"
+
+
+def test_demo():
+    r = run_python(script=EX / "demo.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.rstrip().endswith("demo: ok")
+
+
+@pytest.mark.parametrize("optim,steps", [("adam", "150"), ("sgd", "150")])
+def test_train_mlp(optim, steps):
+    r = run_python(script=EX / "train_mlp.py", args=["--optim", optim, "--steps", steps],
+                   timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("final accuracy:") and float(last.split()[-1]) >= 0.9
+
+
+def test_signal_sharding():
+    r = run_python(script=EX / "signal_sharding.py", args=["--steps", "10"], env={"GT_ADDRESS": ""})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "signal forward_layer1: SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1]" in r.stdout
+    assert r.stdout.rstrip().endswith("signal_sharding: ok")
+
+
+def test_python_bench_runs():
+    r = run_python(script=ROOT / "bench" / "python_bench.py",
+                   args=["--ops", "2000", "--reps", "1", "--steps", "3"], timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for tag in ("(a) small-op stream", "(b) 1000x1000 matmul", "(c) MLP step"):
+        assert tag in r.stdout
