@@ -2,6 +2,7 @@
 // field that crossed a process boundary (op id, rank, attribute counts, dtype).
 #pragma once
 
+#include "libgtcore/comm.h"
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/ops.h"
 #include "proto/gt.pb.h"
@@ -16,5 +17,13 @@ struct DecodedInstr {
 Result<DecodedInstr> decode_instr(const v1::Instr& in);
 // Writes op and attributes (not ids) into `out`.
 void encode_instr(OpId op, const OpAttrs& attrs, v1::Instr* out);
+
+// Communication instructions (comm.h): `in.comm()` set and `in.op()` zero.
+struct DecodedComm {
+  CommId comm;
+  OpAttrs attrs;
+};
+Result<DecodedComm> decode_comm_instr(const v1::Instr& in);
+void encode_comm_instr(CommId comm, const OpAttrs& attrs, v1::Instr* out);
 
 }  // namespace gt

@@ -13,7 +13,8 @@
 
 namespace gt {
 
-inline constexpr int kMaxInts = 2 * kMaxRank + 2;
+// Room for a slice (2 per dim) or a collective over kMaxGroup workers (group + extents).
+inline constexpr int kMaxInts = 40;
 inline constexpr int kMaxReals = 4;
 inline constexpr int64_t kAllDims = std::numeric_limits<int64_t>::min();
 

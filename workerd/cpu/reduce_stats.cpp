@@ -1,0 +1,97 @@
+// Floating-result reductions over all elements or one dim (keepdim only changes the meta):
+//
+//   var        two passes in double (the mean, then the squared deviations), divided by
+//              max(0, n - correction) like torch.var: n - correction <= 0 gives inf (or NaN
+//              for zero deviations), an empty reduction NaN
+//   logsumexp  max-shifted in double: m + log(sum exp(x - m)); an infinite max is the result
+//              itself (all -inf -> -inf, any +inf -> +inf), any NaN -> NaN, empty -> -inf
+//
+// Outputs keep a floating input's dtype; integer and bool inputs give float32 (the shape rule).
+// Rows with inner == 1 reduce contiguously; otherwise a row of `inner` accumulators sweeps the
+// n slices (unit stride).
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "workerd/cpu/kernels.h"
+
+namespace gt::worker::cpu {
+namespace {
+
+template <class T>
+using out_t = std::conditional_t<is_float_like_v<T>, T, float>;
+
+// The reduction over [outer, n, inner] (every row of n strided by inner), one output each:
+// `fold(values, count, stride)` gets a strided run and returns the reduced double.
+template <class T, class Fold>
+void reduce_rows(const T* x, out_t<T>* y, const ReduceView& v, Fold&& fold) {
+  using O = out_t<T>;
+  if (v.inner == 1) {
+    for (int64_t o = 0; o < v.outer; ++o) y[o] = convert_value<O>(fold(x + o * v.n, 1));
+    return;
+  }
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t j = 0; j < v.inner; ++j)
+      y[o * v.inner + j] = convert_value<O>(fold(x + o * v.n * v.inner + j, v.inner));
+}
+
+template <class T>
+double var_of(const T* x, int64_t n, int64_t stride, double correction) {
+  double s = 0;
+  for (int64_t k = 0; k < n; ++k) s += convert_value<double>(x[k * stride]);
+  const double mean = s / static_cast<double>(n);  // NaN for n == 0
+  double ss = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const double d = convert_value<double>(x[k * stride]) - mean;
+    ss += d * d;
+  }
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  const double denom = std::max(0.0, static_cast<double>(n) - correction);
+  return ss / denom;
+}
+
+template <class T>
+double logsumexp_of(const T* x, int64_t n, int64_t stride) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t k = 0; k < n; ++k) {
+    const double v = convert_value<double>(x[k * stride]);
+    if (v != v) return v;
+    if (v > m) m = v;
+  }
+  if (std::isinf(m)) return m;
+  double s = 0;
+  for (int64_t k = 0; k < n; ++k) s += std::exp(convert_value<double>(x[k * stride]) - m);
+  return m + std::log(s);
+}
+
+template <bool kVar>
+Status stats_kernel(const KernelArgs& args) {
+  const Tensor& x = in(args, 0);
+  const ReduceView v = reduce_view(x.meta.shape, args.attrs);
+  if (v.outer * v.inner == 0) return Status::ok();
+  const double correction = args.attrs.real_at(0, 1.0);
+  return dispatch_dtype(x.meta.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const DType want = is_float_like_v<T> ? x.meta.dtype : DType::kFloat32;
+    if (args.out.meta.dtype != want)
+      return unimplemented("{}: output dtype {} for input {}", op_name(args.op),
+                           dtype_name(args.out.meta.dtype), dtype_name(x.meta.dtype));
+    const T* px = static_cast<const T*>(in_ptr(args, 0));
+    auto* py = static_cast<out_t<T>*>(out_ptr(args));
+    if constexpr (kVar) {
+      reduce_rows<T>(px, py, v, [&](const T* r, int64_t st) { return var_of(r, v.n, st, correction); });
+    } else {
+      reduce_rows<T>(px, py, v, [&](const T* r, int64_t st) { return logsumexp_of(r, v.n, st); });
+    }
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void register_reduce_stats(KernelTable& t) {
+  t[static_cast<size_t>(OpId::k_var)] = stats_kernel<true>;
+  t[static_cast<size_t>(OpId::k_logsumexp)] = stats_kernel<false>;
+}
+
+}  // namespace gt::worker::cpu
