@@ -115,6 +115,9 @@ OpAttrs perm2() {
   return gt::make_permute(p);
 }
 OpAttrs scalar(double v) { return gt::make_binary_scalar(gt::ScalarSide::kRight, v, false); }
+OpAttrs iscalar(int64_t v) {
+  return gt::make_binary_scalar(gt::ScalarSide::kRight, static_cast<double>(v), true);
+}
 
 // One step, op for op what GT's client emits for the same program (forward, the autograd
 // engine's gradient ops in its order, SGD's p.sub_(g, lr) = mul + sub + copy_), then loss.item().
@@ -131,40 +134,35 @@ struct RefModel {
     LT w2t = L.run(OpId::k_permute, {&w2}, perm2());
     LT h2 = L.run(OpId::k_matmul, {&a1, &w2t});
     LT logits = L.run(OpId::k_add, {&h2, &b2});
-    // cross_entropy = nll_loss(log_softmax(logits, 1), y)
-    LT m = L.run(OpId::k_max, {&logits}, gt::make_reduce(1, true));
-    LT z = L.run(OpId::k_sub, {&logits, &m});
-    LT e = L.run(OpId::k_exp, {&z});
-    LT s = L.run(OpId::k_sum, {&e}, gt::make_reduce(1, true));
-    LT ls = L.run(OpId::k_log, {&s});
-    LT logp = L.run(OpId::k_sub, {&z, &ls});
-    LT cls = L.run(OpId::k_arange, {}, gt::make_arange(0, kClasses, 1, gt::DType::kInt64));
-    LT yc = L.run(OpId::k_reshape, {&y}, gt::make_reshape(gt::Shape{kBatch, 1}));
-    LT hot = L.run(OpId::k_eq, {&yc, &cls});
-    LT wt = L.run(OpId::k_cast, {&hot}, gt::make_cast(gt::DType::kFloat32));
-    LT wl = L.run(OpId::k_mul, {&wt, &logp});
-    LT rows = L.run(OpId::k_sum, {&wl}, gt::make_reduce(1, false));
-    LT nrows = L.run(OpId::k_neg, {&rows});
-    LT den = L.run(OpId::k_sum, {&wt}, gt::make_reduce(gt::kAllDims, false));
-    LT tot = L.run(OpId::k_sum, {&nrows}, gt::make_reduce(gt::kAllDims, false));
+    // cross_entropy = nll_loss(log_softmax(logits, 1), y): log_softmax = logits - logsumexp;
+    // nll picks each row's target with gather (ignore_index -100 masked out), mean over the
+    // rows that count: sum / (ignored - rows) = -sum / count.
+    LT lse = L.run(OpId::k_logsumexp, {&logits}, gt::make_reduce(1, true));
+    LT logp = L.run(OpId::k_sub, {&logits, &lse});
+    LT ign = L.run(OpId::k_eq, {&y}, iscalar(-100));
+    LT safe = L.run(OpId::k_masked_fill, {&y, &ign}, gt::make_fill_value(0));
+    LT safe2 = L.run(OpId::k_reshape, {&safe}, gt::make_reshape(gt::Shape{kBatch, 1}));
+    LT g = L.run(OpId::k_gather, {&logp, &safe2}, gt::make_axis(1));
+    LT picked = L.run(OpId::k_reshape, {&g}, gt::make_reshape(gt::Shape{kBatch}));
+    LT pm = L.run(OpId::k_masked_fill, {&picked, &ign}, gt::make_fill_value(0));
+    LT cnt = L.run(OpId::k_sum, {&ign}, gt::make_reduce(gt::kAllDims, false));
+    LT den = L.run(OpId::k_sub, {&cnt}, iscalar(kBatch));
+    LT tot = L.run(OpId::k_sum, {&pm}, gt::make_reduce(gt::kAllDims, false));
     LT loss = L.run(OpId::k_div, {&tot, &den});
 
     // backward
     LT seed = L.run(OpId::k_full, {}, gt::make_full(gt::Shape{}, gt::DType::kFloat32, 1.0));
     LT g_tot = L.run(OpId::k_div, {&seed, &den});
-    LT z64 = L.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{kBatch}, gt::DType::kFloat32));
-    LT g_nrows = L.run(OpId::k_add, {&z64, &g_tot});
-    LT g_rows = L.run(OpId::k_neg, {&g_nrows});
-    LT g_rows2 = L.run(OpId::k_reshape, {&g_rows}, gt::make_reshape(gt::Shape{kBatch, 1}));
+    LT g_pm = L.run(OpId::k_expand, {&g_tot}, gt::make_reshape(gt::Shape{kBatch}));
+    LT g_picked = L.run(OpId::k_masked_fill, {&g_pm, &ign}, gt::make_fill_value(0));
+    LT g_g = L.run(OpId::k_reshape, {&g_picked}, gt::make_reshape(gt::Shape{kBatch, 1}));
     LT z6410 = L.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{kBatch, kClasses}, gt::DType::kFloat32));
-    LT g_wl = L.run(OpId::k_add, {&z6410, &g_rows2});
-    LT g_logp = L.run(OpId::k_mul, {&g_wl, &wt});
-    LT g_ls_full = L.run(OpId::k_neg, {&g_logp});
-    LT g_ls = L.run(OpId::k_sum, {&g_ls_full}, gt::make_reduce(1, true));
-    LT g_s = L.run(OpId::k_div, {&g_ls, &s});
-    LT z6410b = L.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{kBatch, kClasses}, gt::DType::kFloat32));
-    LT g_e = L.run(OpId::k_add, {&z6410b, &g_s});
-    LT g_z2 = L.run(OpId::k_mul, {&g_e, &e});
+    LT g_logp = L.run(OpId::k_scatter_add, {&z6410, &safe2, &g_g}, gt::make_axis(1));
+    LT g_lse_full = L.run(OpId::k_neg, {&g_logp});
+    LT g_lse = L.run(OpId::k_sum, {&g_lse_full}, gt::make_reduce(1, true));
+    LT shifted = L.run(OpId::k_sub, {&logits, &lse});
+    LT soft = L.run(OpId::k_exp, {&shifted});
+    LT g_z2 = L.run(OpId::k_mul, {&g_lse, &soft});
     LT g_z = L.run(OpId::k_add, {&g_logp, &g_z2});
     LT g_b2 = L.run(OpId::k_sum, {&g_z}, gt::make_reduce(0, false));
     LT w2tt = L.run(OpId::k_permute, {&w2t}, perm2());

@@ -22,6 +22,13 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
   }
   v1::ClientBatch* batch = client_msg_.mutable_batch();
   touched_.clear();
+  // Temporaries of earlier fetches: freed now, after the requests that read them.
+  for (auto& [wid, hs] : s.deferred_frees) {
+    auto wit = workers_.find(wid);
+    if (wit != workers_.end())
+      for (uint64_t h : hs) scratch_for(wit->second, s.id).add_frees(h);
+  }
+  s.deferred_frees.clear();
   for (auto& in : *batch->mutable_instrs()) process_instr(s, in);
   for (uint64_t id : batch->frees()) process_free(s, id);
   for (const auto& r : batch->requests()) process_request(s, r);
@@ -51,6 +58,20 @@ void Dispatcher::poison(ClientSession& s, uint64_t out, const std::string& op,
 
 void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
   ++s.instrs_received;
+  if (in.op() == 0 && in.comm() == 0) {  // stream annotations
+    Status st = in.has_signal() ? s.signals.apply(in.signal())
+                : in.has_config() ? s.signals.register_config(in.config())
+                                  : invalid_argument("empty instruction");
+    if (!st.is_ok()) poison(s, 0, in.has_config() ? "config" : "signal", st.message());
+    if (log_->enabled() && in.has_signal())
+      log_->write("SIGNAL", source_of(*s.conn), v1::SignalEvent::Kind_Name(in.signal().kind()), 0,
+                  fmt::format("name={}{}", in.signal().name(), in.signal().backward_pass() ? " backward" : ""));
+    return;
+  }
+  if (in.comm() != 0) {
+    poison(s, in.out(), "instruction", "communication instructions are for workers only");
+    return;
+  }
   auto dec = decode_instr(in);
   if (!dec.is_ok()) {
     poison(s, in.out(), "instruction", dec.status().message());
@@ -69,17 +90,13 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
     return;
   }
   // Resolve inputs in the session's own namespace: another session's ids do not exist here.
-  std::array<TensorMeta, 4> small_metas;
-  std::vector<TensorMeta> big_metas;
   const int n_in = in.inputs_size();
-  TensorMeta* metas = small_metas.data();
-  if (n_in > static_cast<int>(small_metas.size())) {
-    big_metas.resize(n_in);
-    metas = big_metas.data();
-  }
+  std::vector<TensorEntry*>& entries = scratch_entries_;
+  entries.clear();
+  std::vector<TensorMeta>& metas = scratch_metas_;
+  metas.clear();
   std::shared_ptr<const v1::ErrorInfo> inherited;
-  uint32_t worker = s.home_worker;
-  bool have_worker = false;
+  bool one_worker = true;
   for (int i = 0; i < n_in; ++i) {
     uint64_t id = in.inputs(i);
     auto it = s.tensors.find(id);
@@ -87,25 +104,18 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
       poison(s, out, name, fmt::format("unknown tensor id {} (not a tensor of this session)", id));
       return;
     }
-    const TensorEntry& e = it->second;
-    if (e.poison) {
-      if (!inherited) inherited = e.poison;
-      continue;
-    }
-    if (!have_worker) {
-      worker = e.placement.worker;
-      have_worker = true;
-    } else if (e.placement.worker != worker) {
-      poison(s, out, name, "inputs live on different workers (cross-worker ops need sharding)");
-      return;
-    }
-    metas[i] = e.meta;
-    in.set_inputs(i, e.handle);
+    TensorEntry& e = it->second;
+    if (e.poison && !inherited) inherited = e.poison;
+    entries.push_back(&e);
+    metas.push_back(e.meta);
+    // (a poisoned input has no placement; the op then only inherits the poison, below)
+    if (!e.poison && !inherited &&
+        (!e.placement.is_single() || e.placement.workers[0] != entries[0]->placement.workers[0]))
+      one_worker = false;
   }
   if (inherited) {  // dependents inherit the poison without a new report
     if (in_place) {
-      auto it = s.tensors.find(in.inputs(0));
-      if (it != s.tensors.end()) it->second.poison = inherited;
+      entries[0]->poison = inherited;
     } else {
       TensorEntry e;
       e.poison = inherited;
@@ -113,13 +123,21 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
     }
     return;
   }
-  auto meta = infer_meta(op, std::span<const TensorMeta>(metas, n_in), dec->attrs);
+  auto meta = infer_meta(op, metas, dec->attrs);
   if (!meta.is_ok()) {
     poison(s, out, name, meta.status().message());
     return;
   }
-  auto wit = workers_.find(worker);
-  if (!s.has_home || wit == workers_.end()) {
+  auto scope = s.signals.current();
+  const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
+  if (!plain) {
+    run_planned(s, in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);
+    return;
+  }
+  // The common case: everything on one worker (the session's home for creations).
+  uint32_t wid = n_in > 0 ? entries[0]->placement.workers[0] : s.home_worker;
+  auto wit = workers_.find(wid);
+  if ((n_in == 0 && !s.has_home) || wit == workers_.end()) {
     poison(s, out, name, "no worker is available for this session");
     return;
   }
@@ -128,22 +146,15 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
     log_->write("RECV", source_of(*s.conn), name, static_cast<uint64_t>(meta->nbytes()),
                 fmt::format("id={} shape={} dtype={} -> worker{}", out, meta->shape.str(),
                             dtype_name(meta->dtype), w.id));
+  for (int i = 0; i < n_in; ++i) in.set_inputs(i, entries[static_cast<size_t>(i)]->handles[0]);
   if (!in_place) {
-    const int64_t bytes = meta->nbytes();
-    UserUsage& use = usage_[s.user.name];
-    if (s.user.max_bytes && use.bytes + static_cast<uint64_t>(bytes) > s.user.max_bytes) {
-      poison(s, out, name,
-             fmt::format("memory quota exceeded: user {} holds {} bytes, this needs {} more "
-                         "(limit {})",
-                         s.user.name, use.bytes, bytes, s.user.max_bytes));
-      return;
-    }
+    if (!charge_new(s, out, name, meta->nbytes())) return;
     TensorEntry e;
     e.meta = *meta;
-    e.placement.worker = w.id;
-    e.handle = w.next_handle++;
-    charge(s, e, bytes);
-    in.set_out(e.handle);
+    e.placement = Placement::single(w.id);
+    e.handles = {w.next_handle++};
+    charge(s, e, meta->nbytes());
+    in.set_out(e.handles[0]);
     s.tensors.emplace(out, std::move(e));
   }
   s.workers_used.insert(w.id);
@@ -151,16 +162,33 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
   *scratch_for(w, s.id).add_instrs() = std::move(in);
 }
 
+bool Dispatcher::charge_new(ClientSession& s, uint64_t out, const char* name, int64_t bytes) {
+  UserUsage& use = usage_[s.user.name];
+  if (s.user.max_bytes && use.bytes + static_cast<uint64_t>(bytes) > s.user.max_bytes) {
+    poison(s, out, name,
+           fmt::format("memory quota exceeded: user {} holds {} bytes, this needs {} more "
+                       "(limit {})",
+                       s.user.name, use.bytes, bytes, s.user.max_bytes));
+    return false;
+  }
+  return true;
+}
+
 void Dispatcher::process_free(ClientSession& s, uint64_t id) {
   auto it = s.tensors.find(id);
   if (it == s.tensors.end()) return;  // freeing an unknown id is harmless
   TensorEntry& e = it->second;
-  if (e.handle != 0) {
-    auto wit = workers_.find(e.placement.worker);
-    if (wit != workers_.end()) scratch_for(wit->second, s.id).add_frees(e.handle);
-  }
+  free_handles(s, e);
   charge(s, e, -e.charged);
   s.tensors.erase(it);
+}
+
+void Dispatcher::free_handles(ClientSession& s, const TensorEntry& e) {
+  for (size_t m = 0; m < e.handles.size(); ++m) {
+    if (e.handles[m] == 0) continue;
+    auto wit = workers_.find(e.placement.workers[m]);
+    if (wit != workers_.end()) scratch_for(wit->second, s.id).add_frees(e.handles[m]);
+  }
 }
 
 void Dispatcher::charge(ClientSession& s, TensorEntry& e, int64_t bytes) {
@@ -179,11 +207,12 @@ void Dispatcher::fill_own_stats(const ClientSession& s, v1::Reply* r) const {
     uint64_t n = 0, bytes = 0;
     for (const auto& [sid, other] : sessions_) {
       if (other.user.name != s.user.name) continue;
-      for (const auto& [id, e] : other.tensors)
-        if (e.handle != 0 && e.placement.worker == wid) {
-          ++n;
-          bytes += static_cast<uint64_t>(e.meta.nbytes());
-        }
+      for (const auto& [id, e] : other.tensors) {
+        int m = e.live() ? e.placement.index_of(wid) : -1;
+        if (m < 0) continue;
+        ++n;
+        bytes += static_cast<uint64_t>(e.placement.local_meta(e.meta, m).nbytes());
+      }
     }
     st->set_tensors(n);
     st->set_bytes(bytes);
@@ -215,19 +244,28 @@ void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
         e->set_origin("dispatcher");
         break;
       }
-      if (it->second.poison) {
-        *pr->reply.mutable_reply()->add_errors() = *it->second.poison;
+      if (it->second.poison || it->second.handles.empty()) {
+        if (it->second.poison) *pr->reply.mutable_reply()->add_errors() = *it->second.poison;
         break;
       }
-      auto wit = workers_.find(it->second.placement.worker);
-      if (wit == workers_.end()) {
+      // A tensor spread over workers is assembled, in order, on its first worker first.
+      auto where = fetch_source(s, it->second);
+      if (!where.is_ok()) {
         auto* e = pr->reply.mutable_reply()->add_errors();
         e->set_op("fetch");
-        e->set_message(fmt::format("worker {} is gone", it->second.placement.worker));
+        e->set_message(where.status().message());
         e->set_origin("dispatcher");
         break;
       }
-      send_request(wit->second, s.id, v1::Request::FETCH, it->second.handle, pr);
+      auto wit = workers_.find(where->first);
+      if (wit == workers_.end()) {
+        auto* e = pr->reply.mutable_reply()->add_errors();
+        e->set_op("fetch");
+        e->set_message(fmt::format("worker {} is gone", where->first));
+        e->set_origin("dispatcher");
+        break;
+      }
+      send_request(wit->second, s.id, v1::Request::FETCH, where->second, pr);
       break;
     }
     case v1::Request::STATS:
@@ -285,11 +323,13 @@ void Dispatcher::end_session(ClientSession& s) {
     else ++it;
   }
   // A disconnected client's tensors are freed on every worker (DESIGN §8).
-  for (auto& [id, e] : s.tensors) {
-    if (e.handle == 0) continue;
-    auto wit = workers_.find(e.placement.worker);
-    if (wit != workers_.end()) scratch_for(wit->second, s.id).add_frees(e.handle);
+  for (auto& [id, e] : s.tensors) free_handles(s, e);
+  for (auto& [wid, hs] : s.deferred_frees) {
+    auto wit = workers_.find(wid);
+    if (wit != workers_.end())
+      for (uint64_t h : hs) scratch_for(wit->second, s.id).add_frees(h);
   }
+  s.deferred_frees.clear();
   for (uint32_t wid : s.workers_used) {
     auto wit = workers_.find(wid);
     if (wit != workers_.end()) scratch_for(wit->second, s.id).set_end_session(true);

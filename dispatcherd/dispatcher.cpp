@@ -198,6 +198,7 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   s.name = hello.client_name();
   s.user = *user;
   s.admin = user->admin;
+  s.signals = SignalState(&opts_.signal_configs);
   if (!s.user.window) s.user.window = opts_.user_window;
   if (!workers_.empty()) {
     s.home_worker = pick_home_worker();
@@ -246,6 +247,7 @@ void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello
   if (log_->enabled())
     log_->write("WORKER_JOIN", source_of(*c), "Hello", 0,
                 fmt::format("device={} name={}", w.info.device_kind(), w.info.device_name()));
+  broadcast_peer_table();
   // Sessions left without a home (their worker died) get this one.
   for (auto& [sid, s] : sessions_) {
     if (!s.has_home) {
@@ -255,6 +257,18 @@ void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello
     }
   }
   admit_waiting_clients();
+}
+
+void Dispatcher::broadcast_peer_table() {
+  // Workers exchange shards directly: each learns where its peers listen.
+  v1::DispatchMessage m;
+  for (const auto& [id, w] : workers_) {
+    if (w.info.peer_address().empty()) continue;
+    auto* p = m.mutable_peers()->add_peers();
+    p->set_worker_id(id);
+    p->set_address(w.info.peer_address());
+  }
+  for (auto& [id, w] : workers_) (void)w.conn->io->send(m);
 }
 
 void Dispatcher::admit_waiting_clients() {
@@ -267,6 +281,8 @@ void Dispatcher::admit_waiting_clients() {
 void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
   Conn::Role role = c->role;
   c->role = Conn::Role::kClosed;
+  if (role == Conn::Role::kClient) closed_client_bytes_in_ += c->io->bytes_in();
+  if (role == Conn::Role::kWorker) closed_worker_bytes_in_ += c->io->bytes_in();
   if (c->deadline) c->deadline->cancel();
   conns_.erase(c->id);
   if (role == Conn::Role::kClient) {
@@ -283,6 +299,7 @@ void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
       on_worker_gone(it->second, why.is_ok() ? "disconnected" : why.message());
       workers_.erase(it);
     }
+    broadcast_peer_table();
     // Sessions that lost their home move to the least-loaded remaining worker.
     for (auto& [sid, s] : sessions_) {
       if (s.has_home || workers_.empty()) continue;

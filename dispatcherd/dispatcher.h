@@ -10,14 +10,18 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/placement.h"
+#include "dispatcherd/planner.h"
 #include "dispatcherd/scheduler.h"
+#include "dispatcherd/signals.h"
 #include "dispatcherd/users.h"
 #include "libgtcore/asio.h"
 #include "libgtcore/framed_connection.h"
@@ -36,7 +40,9 @@ struct DispatcherOptions {
   int heartbeat_timeout_ms = 5000;
   uint64_t max_client_backlog_bytes = 1ull << 31;  // replies a client has not read yet
   bool exit_when_idle = false;
+  bool auto_shard = false;           // creations shard on axis 0 over all workers when divisible
   std::string worker_secret;         // empty: workers need none (development)
+  SignalConfigMap signal_configs;    // server-wide signal configs
 };
 
 // One accepted connection, before and after its Hello.
@@ -65,6 +71,9 @@ struct ClientSession {
   uint64_t outstanding = 0;           // instructions queued or in flight, not yet acknowledged
   bool paused = false;
   uint64_t instrs_received = 0;
+  SignalState signals{nullptr};
+  // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
+  std::map<uint32_t, std::vector<uint64_t>> deferred_frees;
 };
 
 struct WorkerState {
@@ -85,6 +94,7 @@ struct WorkerState {
   // The batch being assembled for the session whose frame is being processed.
   v1::DispatchMessage scratch;
   bool scratch_used = false;
+  bool scratch_comm = false;  // holds communication: sent in global order, not via DRR
   uint64_t outstanding() const { return sent_seq - acked_seq; }
 };
 
@@ -140,6 +150,7 @@ class Dispatcher {
   void start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
   void register_worker(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
   void admit_waiting_clients();
+  void broadcast_peer_table();
   uint32_t pick_home_worker() const;
   std::string source_of(const Conn& c) const;
 
@@ -154,6 +165,26 @@ class Dispatcher {
   void update_flow_control(ClientSession& s);
   bool over_window(const ClientSession& s) const;
   void charge(ClientSession& s, TensorEntry& e, int64_t bytes);
+  bool charge_new(ClientSession& s, uint64_t out, const char* name, int64_t bytes);
+  void free_handles(ClientSession& s, const TensorEntry& e);
+
+  // sharded_exec.cpp / replace.cpp: ops over placements other than one worker
+  void run_planned(ClientSession& s, const v1::Instr& in, OpId op, const OpAttrs& attrs,
+                   const std::vector<TensorEntry*>& inputs, const TensorMeta& meta,
+                   const std::optional<ShardSpec>& scope);
+  uint64_t emit_op(ClientSession& s, uint32_t worker, OpId op, const OpAttrs& attrs,
+                   std::span<const uint64_t> inputs, bool has_out = true);
+  uint64_t emit_comm(ClientSession& s, uint32_t worker, CommId comm, const OpAttrs& attrs,
+                     std::span<const uint64_t> inputs);
+  // Handles of `e`'s value in placement `target` (one per member), emitting the moves;
+  // temporaries made on the way are appended to `temps` (worker, handle) for freeing.
+  Result<std::vector<uint64_t>> materialize(ClientSession& s, const TensorEntry& e,
+                                            const Placement& target,
+                                            std::vector<std::pair<uint32_t, uint64_t>>* temps);
+  // Where to read a whole tensor from: (worker, handle), assembling shards / sums if needed.
+  Result<std::pair<uint32_t, uint64_t>> fetch_source(ClientSession& s, TensorEntry& e);
+  std::vector<uint32_t> live_worker_ids() const;
+  void send_now(WorkerState& w, DrrScheduler::Item&& item);
   void fill_own_stats(const ClientSession& s, v1::Reply* r) const;
 
   // worker_conn.cpp: worker streams, acks, replies
@@ -192,11 +223,15 @@ class Dispatcher {
   };
   std::unordered_map<uint64_t, RequestRoute> requests_;  // by the dispatcher's request id
   std::vector<uint32_t> touched_;  // workers with a scratch batch for the current frame
+  std::vector<TensorEntry*> scratch_entries_;
+  std::vector<TensorMeta> scratch_metas_;
+  uint64_t next_comm_tag_ = 1;      // unique per collective: matches the members' halves
   v1::ClientMessage client_msg_;   // reused across frames
   v1::WorkerMessage worker_msg_;
   bool had_client_ = false;
   bool shutting_down_ = false;
   uint64_t bytes_from_clients_ = 0;
+  uint64_t closed_client_bytes_in_ = 0, closed_worker_bytes_in_ = 0;
 };
 
 }  // namespace gt::dispatcher

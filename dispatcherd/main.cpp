@@ -17,6 +17,7 @@
 #include "libgtcore/config.h"
 #include "libgtcore/logging.h"
 #include "libgtcore/secret_file.h"
+#include "libgtcore/signal_config.h"
 #include "libgtcore/version.h"
 
 namespace {
@@ -44,6 +45,12 @@ void declare_options(gt::Config& c) {
                 "on SIGTERM, how long queued work may take to finish before exiting");
   c.declare_int("max_client_backlog_bytes", 1ll << 31, 1 << 20, 1ll << 40,
                 "unread reply bytes after which a client that does not read is dropped");
+  c.declare_string("signal_config", "",
+                   "server-wide signal configs (YAML: name: {shard: {axis, workers, replicated}, "
+                   "backward, compile}); sessions may register their own on top");
+  c.declare_bool("auto_shard", false,
+                 "creations outside any signal scope shard on axis 0 across all workers when "
+                 "divisible, else replicate");
   c.declare_string("users_file", "",
                    "users, token hashes, quotas and weights (empty: single-user development mode)");
   c.declare_string("worker_secret_file", "",
@@ -153,6 +160,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     o.worker_secret = *secret;
+  }
+  o.auto_shard = cfg.get_bool("auto_shard");
+  if (std::string f = cfg.get_string("signal_config"); !f.empty()) {
+    auto sc = gt::load_signal_configs(f);
+    if (!sc.is_ok()) {
+      spdlog::critical("signal_config: {}", sc.status().message());
+      return 1;
+    }
+    o.signal_configs = std::move(*sc);
   }
   auto users = gt::dispatcher::UserTable::load(cfg.get_string("users_file"));
   if (!users.is_ok()) {

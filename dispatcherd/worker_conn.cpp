@@ -29,9 +29,28 @@ void Dispatcher::flush_worker(WorkerState& w) {
     usage_[sit->second.user.name].outstanding += count;
     weight = sit->second.user.weight;
   }
+  if (w.scratch_comm) {
+    // Communication must reach every participant in the same global order (else two workers
+    // could each block in a different collective): it bypasses the fair scheduler, after this
+    // session's own earlier batches so the session's order is kept.
+    w.scratch_comm = false;
+    for (auto& item : w.sched.take_session(session)) send_now(w, std::move(item));
+    send_now(w, DrrScheduler::Item{session, count, std::move(w.scratch)});
+    w.scratch.Clear();
+    return;
+  }
   w.sched.enqueue(session, weight, count, std::move(w.scratch));
   w.scratch.Clear();
   pump(w);
+}
+
+void Dispatcher::send_now(WorkerState& w, DrrScheduler::Item&& item) {
+  v1::WorkerBatch* b = item.msg.mutable_batch();
+  b->set_first_seq(w.sent_seq);
+  w.sent_seq += item.cost;
+  if (item.cost > 0) w.inflight.push_back({w.sent_seq, item.session, item.cost});
+  Status st = w.conn->io->send(item.msg);
+  if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
 }
 
 void Dispatcher::pump(WorkerState& w) {
@@ -40,12 +59,7 @@ void Dispatcher::pump(WorkerState& w) {
   while (!w.conn->io->closed() && (w.outstanding() < opts_.worker_window || w.inflight.empty())) {
     auto item = w.sched.next();
     if (!item) break;
-    v1::WorkerBatch* b = item->msg.mutable_batch();
-    b->set_first_seq(w.sent_seq);
-    w.sent_seq += item->cost;
-    if (item->cost > 0) w.inflight.push_back({w.sent_seq, item->session, item->cost});
-    Status st = w.conn->io->send(item->msg);
-    if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
+    send_now(w, std::move(*item));
   }
 }
 
@@ -67,6 +81,21 @@ void Dispatcher::complete_if_done(const std::shared_ptr<PendingRequest>& pr) {
   if (sit == sessions_.end()) return;  // the client left meanwhile
   ClientSession& s = sit->second;
   v1::Reply* r = pr->reply.mutable_reply();
+  if (pr->kind == v1::Request::STATS && s.admin) {
+    v1::DispatcherStats* d = r->mutable_dispatcher();
+    for (const auto& [id, c] : conns_) {
+      if (c->role == Conn::Role::kClient) {
+        d->set_bytes_from_clients(d->bytes_from_clients() + c->io->bytes_in());
+        d->set_bytes_to_clients(d->bytes_to_clients() + c->io->bytes_out());
+      } else if (c->role == Conn::Role::kWorker) {
+        d->set_bytes_from_workers(d->bytes_from_workers() + c->io->bytes_in());
+        d->set_bytes_to_workers(d->bytes_to_workers() + c->io->bytes_out());
+      }
+    }
+    d->set_bytes_from_clients(d->bytes_from_clients() + closed_client_bytes_in_);
+    d->set_bytes_from_workers(d->bytes_from_workers() + closed_worker_bytes_in_);
+    d->set_sessions(sessions_.size());
+  }
   if (pr->kind == v1::Request::SYNC) {
     // Errors reported since the last sync come first: the client raises the first one.
     google::protobuf::RepeatedPtrField<v1::ErrorInfo> all;
@@ -201,12 +230,19 @@ void Dispatcher::on_worker_gone(WorkerState& w, const std::string& why) {
   for (auto& [sid, s] : sessions_) {
     bool affected = s.workers_used.erase(w.id) > 0;
     for (auto& [id, e] : s.tensors) {
-      if (e.handle != 0 && e.placement.worker == w.id) {
+      if (e.live() && e.placement.index_of(w.id) >= 0) {
+        // Any piece lost loses the tensor; the other pieces are freed on their workers.
+        for (size_t m = 0; m < e.handles.size(); ++m) {
+          auto wit = workers_.find(e.placement.workers[m]);
+          if (e.placement.workers[m] != w.id && wit != workers_.end() && e.handles[m] != 0)
+            s.deferred_frees[e.placement.workers[m]].push_back(e.handles[m]);
+        }
         e.poison = err;
-        e.handle = 0;
+        e.handles.clear();
         charge(s, e, -e.charged);  // the bytes are gone with the worker
       }
     }
+    s.deferred_frees.erase(w.id);
     if (affected) s.errors.push_back(*err);
     if (s.has_home && s.home_worker == w.id) s.has_home = false;
   }

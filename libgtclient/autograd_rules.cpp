@@ -11,6 +11,7 @@
 // max/min reductions (over all elements and over a dim) divide it evenly among the tied maxima
 // (PyTorch does this for full reductions; for a dim reduction PyTorch sends it all to the one
 // index it returns).
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <numeric>
@@ -108,6 +109,9 @@ SaveSpec save_binary_both(const OpAttrs&, const Node& n) {
   return {scalar_form(n) ? kIn0 : (kIn0 | kIn1), false};
 }
 SaveSpec save_where(const OpAttrs&, const Node&) { return {kIn0, false}; }
+SaveSpec save_in1(const OpAttrs&, const Node&) { return {kIn1, false}; }
+// scatter_add / index_add: the index is only needed for src's gradient.
+SaveSpec save_index_for_src(const OpAttrs&, const Node& n) { return {n.needs(2) ? kIn1 : 0u, false}; }
 SaveSpec save_matmul(const OpAttrs&, const Node& n) {
   return {(n.needs(0) ? kIn1 : 0u) | (n.needs(1) ? kIn0 : 0u), false};
 }
@@ -303,6 +307,23 @@ void grad_reduce_extremum(GradCtx& c) {
 RULE(grad_max) { grad_reduce_extremum(c); }
 RULE(grad_min) { grad_reduce_extremum(c); }
 
+// var: g * 2 (x - mean) / max(0, n - correction) (inf / NaN where that is 0, like PyTorch).
+RULE(grad_var) {
+  Tensor x = N.saved_input(0);
+  const Shape& in = N.in_meta[0].shape;
+  const bool all = N.attrs.reduce_all() || in.rank() == 0;
+  const int64_t n = all ? in.numel() : in[static_cast<int>(N.attrs.reduce_dim())];
+  const double denom = std::max(0.0, static_cast<double>(n) - N.attrs.correction());
+  Tensor mean = all ? x.mean() : x.mean(N.attrs.reduce_dim(), true);
+  OUT(0) = (x - mean) * (unreduce(G, N) * (2.0 / denom));
+}
+
+// logsumexp: g * softmax(x) = g * exp(x - result).
+RULE(grad_logsumexp) {
+  Tensor out = reshape_to(N.output(), keepdim_shape(N));
+  OUT(0) = unreduce(G, N) * (N.saved_input(0) - out).exp();
+}
+
 RULE(grad_reshape) { OUT(0) = reshape_to(G, N.in_meta[0].shape); }
 
 RULE(grad_permute) {
@@ -380,6 +401,62 @@ RULE(grad_cat) {
   }
 }
 
+// expand: the engine sums the gradient over the expanded dims.
+RULE(grad_expand) { OUT(0) = G; }
+
+// masked_fill: nothing flows through the filled elements (the engine sums over broadcast dims).
+RULE(grad_masked_fill) { OUT(0) = G.masked_fill(N.saved_input(1), 0); }
+
+// clamp: g where min <= x <= max (inclusive, like PyTorch), else 0.
+RULE(grad_clamp) {
+  Tensor x = N.saved_input(0);
+  Tensor inside;
+  if (N.attrs.has_min()) inside = x >= N.attrs.clamp_min();
+  if (N.attrs.has_max()) {
+    Tensor below = x <= N.attrs.clamp_max();
+    inside = inside.defined() ? inside * below : below;
+  }
+  OUT(0) = G * inside;
+}
+
+// index_select / gather: g's elements added back at the index positions (repeats accumulate).
+RULE(grad_index_select) {
+  Tensor index = N.saved_input(1);
+  Tensor z = zeros(N.in_meta[0].shape, G.dtype());
+  OUT(0) = z.index_add(N.attrs.axis(), index, G);
+}
+RULE(grad_gather) {
+  Tensor index = N.saved_input(1);
+  Tensor z = zeros(N.in_meta[0].shape, G.dtype());
+  OUT(0) = z.scatter_add(N.attrs.axis(), index, G);
+}
+
+// Zeros of `shape` with `t` in its leading corner (t no larger than shape in any dim).
+Tensor pad_to(const Tensor& t, const Shape& shape) {
+  Tensor r = t;
+  for (int d = 0; d < shape.rank(); ++d) {
+    const int64_t have = r.shape()[d];
+    if (have == shape[d]) continue;
+    Shape zs = r.shape();
+    zs[d] = shape[d] - have;
+    r = cat({r, zeros(zs, r.dtype())}, d);
+  }
+  return r;
+}
+
+// scatter_add / index_add: x gets g; src gets g at the positions it was added to.
+RULE(grad_scatter_add) {
+  if (N.needs(0)) OUT(0) = G;
+  if (N.needs(2)) {
+    Tensor gs = G.gather(N.attrs.axis(), N.saved_input(1));  // the index's shape
+    OUT(2) = gs.shape() == N.in_meta[2].shape ? gs : pad_to(gs, N.in_meta[2].shape);
+  }
+}
+RULE(grad_index_add) {
+  if (N.needs(0)) OUT(0) = G;
+  if (N.needs(2)) OUT(2) = G.index_select(N.attrs.axis(), N.saved_input(1));
+}
+
 RULE(grad_cast) { OUT(0) = G; }  // the engine casts back to the input's dtype
 
 RULE(grad_copy) {  // the old destination gets nothing; the source gets g (reduced, cast back)
@@ -416,7 +493,8 @@ GradRule grad_rule_for(OpId op) {
     case OpId::k_gt:
     case OpId::k_ge:
     case OpId::k_argmax:
-    case OpId::k_argmin: return nondiff();
+    case OpId::k_argmin:
+    case OpId::k_one_hot: return nondiff();
 
     case OpId::k_add: return diff(save_none, grad_add);
     case OpId::k_sub: return diff(save_none, grad_sub);
@@ -445,6 +523,15 @@ GradRule grad_rule_for(OpId op) {
     case OpId::k_cat: return diff(save_none, grad_cat);
     case OpId::k_cast: return diff(save_none, grad_cast);
     case OpId::k_copy_: return diff(save_none, grad_copy);
+    case OpId::k_masked_fill: return diff(save_in1, grad_masked_fill);
+    case OpId::k_clamp: return diff(save_in0, grad_clamp);
+    case OpId::k_var: return diff(save_in0, grad_var);
+    case OpId::k_logsumexp: return diff(save_in0_out, grad_logsumexp);
+    case OpId::k_expand: return diff(save_none, grad_expand);
+    case OpId::k_index_select: return diff(save_in1, grad_index_select);
+    case OpId::k_gather: return diff(save_in1, grad_gather);
+    case OpId::k_scatter_add: return diff(save_index_for_src, grad_scatter_add);
+    case OpId::k_index_add: return diff(save_index_for_src, grad_index_add);
   }
   return GradRule{};  // unknown: an op added to ops.def without a classification
 }
@@ -491,7 +578,7 @@ Tensor sum_to(const Tensor& g, const Shape& target) {
 
 Tensor expand_to(const Tensor& g, const Shape& target) {
   if (g.shape() == target) return g;
-  return zeros(target, g.dtype()) + g;  // (an expand primitive would make this one op)
+  return run_op(OpId::k_expand, make_reshape(target), {&g});
 }
 
 }  // namespace gt::autograd::detail

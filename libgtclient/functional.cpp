@@ -1,5 +1,8 @@
 // Composites: softmax family, split/chunk/stack/flatten, activations, dropout, linear,
 // layer_norm, embedding, one_hot, clamp, masked_fill, var. Losses are in functional_losses.cpp.
+// The softmax family rests on the logsumexp primitive (max-shifted on the worker; its gradient
+// is softmax), embedding on index_select (gradient: index_add), and one_hot / clamp /
+// masked_fill / var are the primitives themselves.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -14,25 +17,16 @@ int64_t dim_of(const Tensor& x, int64_t dim, const char* what) {
   return detail::normalize_dim_or_throw(dim, x.dim(), what);
 }
 
-// The max over dim (kept), computed outside the tape: subtracting it does not change the
-// gradient of softmax-like functions.
-Tensor detached_max(const Tensor& x, int64_t dim) {
-  NoGradGuard no_grad;
-  return x.max(dim, true);
-}
-
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
   dim = dim_of(x, dim, "softmax");
-  Tensor e = (x - detached_max(x, dim)).exp();
-  return e / e.sum(dim, true);
+  return (x - x.logsumexp(dim, true)).exp();
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   dim = dim_of(x, dim, "log_softmax");
-  Tensor z = x - detached_max(x, dim);
-  return z - z.exp().sum(dim, true).log();
+  return x - x.logsumexp(dim, true);
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
@@ -111,18 +105,7 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
 
 namespace nn::functional {
 
-Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) {
-  dim = dim_of(x, dim, "logsumexp");
-  Tensor m;
-  {
-    NoGradGuard no_grad;
-    m = x.max(dim, true);
-    // An all -inf (or +inf) slice: subtract 0 instead, giving -inf (or inf) like PyTorch.
-    m = where(m.abs() == std::numeric_limits<double>::infinity(), 0.0, m);
-  }
-  Tensor r = (x - m).exp().sum(dim, true).log() + m;
-  return keepdim ? r : r.squeeze(dim);
-}
+Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) { return x.logsumexp(dim, keepdim); }
 
 Tensor relu(const Tensor& x) { return x.relu(); }
 Tensor sigmoid(const Tensor& x) { return x.sigmoid(); }
@@ -191,50 +174,41 @@ Tensor layer_norm(const Tensor& x, Dims normalized_shape, const Tensor& weight,
 }
 
 Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
-  if (is_floating(indices.dtype()) || indices.dtype() == kBool)
-    throw Error("one_hot: indices must be an integer tensor, got " +
+  if (indices.dtype() != kInt64 && indices.dtype() != kInt32)
+    throw Error("one_hot: indices must be an integer tensor (int64 or int32), got " +
                 std::string(dtype_name(indices.dtype())));
   if (num_classes < 0) {
     if (num_classes != -1) throw Error("one_hot: num_classes must be positive or -1");
     num_classes = indices.numel() == 0 ? 0 : indices.max().item<int64_t>() + 1;
   }
-  Tensor classes = arange(num_classes, indices.dtype());
-  Tensor hot = indices.unsqueeze(-1) == classes;
-  return dtype == kBool ? hot : hot.cast(dtype);
+  Tensor hot = detail::run_op(OpId::k_one_hot, make_num_classes(num_classes), {&indices});
+  return dtype == kInt64 ? hot : hot.cast(dtype);
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight) {
   if (weight.dim() != 2)
     throw Error("embedding: weight must be 2-D [num_embeddings, dim], got " +
                 weight.shape().str());
-  return one_hot(indices, weight.size(0), weight.dtype()).matmul(weight);
+  if (indices.dim() == 1) return weight.index_select(0, indices);
+  std::vector<int64_t> shape = indices.sizes();
+  shape.push_back(weight.size(1));
+  return weight.index_select(0, indices.flatten()).reshape(shape);
 }
 
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
   if (!min && !max) throw Error("clamp: at least one of min and max must be given");
-  Tensor y = x;
-  if (min) y = maximum(y, *min);
-  if (max) y = minimum(y, *max);
-  return y;
+  std::optional<Scalar> lo, hi;
+  if (min) lo = *min;
+  if (max) hi = *max;
+  return x.clamp(lo, hi);
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
-  if (mask.dtype() != kBool)
-    throw Error("masked_fill: mask must be bool, got " + std::string(dtype_name(mask.dtype())));
-  return where(mask, full({}, value, x.dtype()), x);
+  return x.masked_fill(mask, value);
 }
 
 Tensor var(const Tensor& x, std::optional<int64_t> dim, bool unbiased, bool keepdim) {
-  const double ddof = unbiased ? 1.0 : 0.0;
-  if (!dim) {
-    Tensor d = x - x.mean();
-    Tensor v = (d * d).sum() / (static_cast<double>(x.numel()) - ddof);
-    if (!keepdim || x.dim() == 0) return v;
-    return v.reshape(std::vector<int64_t>(static_cast<size_t>(x.dim()), 1));
-  }
-  const int64_t d0 = dim_of(x, *dim, "var");
-  Tensor d = x - x.mean(d0, true);
-  return (d * d).sum(d0, keepdim) / (static_cast<double>(x.size(d0)) - ddof);
+  return x.var(dim, unbiased ? 1.0 : 0.0, keepdim);
 }
 
 }  // namespace nn::functional

@@ -1,5 +1,5 @@
-// Losses: mse, binary cross entropy (+ with logits), nll and cross entropy (class indices via
-// one_hot until a gather primitive exists; optional label smoothing and class weights).
+// Losses: mse, binary cross entropy (+ with logits), nll and cross entropy (class indices picked
+// with gather; optional label smoothing and class weights).
 #include <string>
 #include <vector>
 
@@ -67,13 +67,37 @@ Flat flatten_classes(const Tensor& input, const Tensor& target, const char* what
   return f;
 }
 
-// Target one-hot rows [M, C] (zero rows for ignored targets).
-Tensor hot_rows(const Flat& f, const NLLOptions& o, DType dt) {
-  Tensor hot = one_hot(f.target, f.classes, dt);
-  if (o.ignore_index >= 0 && o.ignore_index < f.classes)
-    hot = hot * (f.target != o.ignore_index).unsqueeze(1);
-  return hot;
+// The targets of a Flat, resolved: which rows are ignored, and the targets with ignored rows
+// pointing at class 0 (so that gather / index_select never see ignore_index, which may be out
+// of range, e.g. the default -100).
+struct Targets {
+  Tensor ignored;  // bool [M]
+  Tensor safe;     // int  [M]
+  int64_t rows = 0;
+};
+
+Targets resolve_targets(const Flat& f, const NLLOptions& o) {
+  Targets t;
+  t.rows = f.target.numel();
+  t.ignored = f.target == o.ignore_index;
+  const bool in_range = o.ignore_index >= 0 && o.ignore_index < f.classes;
+  t.safe = in_range ? f.target : f.target.masked_fill(t.ignored, 0);
+  return t;
 }
+
+// input[m, target[m]] for every row (0 for ignored rows): [M].
+Tensor picked_rows(const Flat& f, const Targets& t) {
+  return f.input.gather(1, t.safe.unsqueeze(1)).squeeze(1).masked_fill(t.ignored, 0);
+}
+
+// Each row's target class weight (0 for ignored rows): [M].
+Tensor target_weights(const Tensor& weight, const Targets& t) {
+  return weight.index_select(0, t.safe).masked_fill(t.ignored, 0);
+}
+
+// The number of rows that are not ignored (an int64 0-d tensor: dividing by it keeps the
+// loss's floating dtype).
+Tensor valid_count(const Targets& t) { return t.rows - t.ignored.sum(); }
 
 void check_weight(const Tensor& w, int64_t classes, const char* what) {
   if (w.defined() && (w.dim() != 1 || w.size(0) != classes))
@@ -99,8 +123,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCEOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy");
-  Tensor lp = maximum(input.log(), -100.0);
-  Tensor lq = maximum((1.0 - input).log(), -100.0);
+  Tensor lp = input.log().clamp_min(-100.0);
+  Tensor lq = (1.0 - input).log().clamp_min(-100.0);
   Tensor loss = (target * lp + (1.0 - target) * lq).neg();
   if (o.weight.defined()) loss = loss * o.weight;
   return reduce(loss, o.reduction);
@@ -126,10 +150,16 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLOptions& o) {
   Flat f = flatten_classes(input, target, "nll_loss");
   check_weight(o.weight, f.classes, "nll_loss");
-  Tensor w = hot_rows(f, o, input.dtype());
-  if (o.weight.defined()) w = w * o.weight;
-  Tensor rows = (w * f.input).sum(1).neg();
-  return finish(rows, o.reduction == Reduction::kMean ? w.sum() : Tensor(), f, o.reduction);
+  Targets t = resolve_targets(f, o);
+  Tensor picked = picked_rows(f, t);
+  const bool mean = o.reduction == Reduction::kMean;
+  if (!o.weight.defined()) {
+    if (mean) return picked.sum() / (t.ignored.sum() - t.rows);  // -sum / count
+    return finish(picked.neg(), Tensor(), f, o.reduction);
+  }
+  Tensor w = target_weights(o.weight, t);
+  Tensor rows = (picked * w).neg();
+  return finish(rows, mean ? w.sum() : Tensor(), f, o.reduction);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const NLLOptions& o) {
@@ -159,16 +189,25 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const NLLOptions
   }
 
   if (eps == 0) return nll_loss(logp, target, o);
+  // (1 - eps) * nll + eps / C * (the sum over classes of the (weighted) -log-probabilities),
+  // both 0 for ignored rows; the mean divides by the summed target weights.
   Flat f = flatten_classes(logp, target, "cross_entropy");
   check_weight(o.weight, f.classes, "cross_entropy");
-  Tensor hot = hot_rows(f, o, input.dtype());
-  Tensor valid = hot.sum(1);  // 1 for rows that count, 0 for ignored ones
-  Tensor w = o.weight.defined() ? hot * o.weight : hot;
+  Targets t = resolve_targets(f, o);
+  Tensor picked = picked_rows(f, t);
   Tensor lw = o.weight.defined() ? f.input * o.weight : f.input;
-  Tensor nll_rows = (w * f.input).sum(1);
-  Tensor smooth_rows = lw.sum(1) * valid;
+  Tensor smooth_rows = lw.sum(1).masked_fill(t.ignored, 0);
+  Tensor w, nll_rows;
+  if (o.weight.defined()) {
+    w = target_weights(o.weight, t);
+    nll_rows = picked * w;
+  } else {
+    nll_rows = picked;
+  }
   Tensor rows = (nll_rows * (1.0 - eps) + smooth_rows * (eps / static_cast<double>(f.classes))).neg();
-  return finish(rows, o.reduction == Reduction::kMean ? w.sum() : Tensor(), f, o.reduction);
+  Tensor denom;
+  if (o.reduction == Reduction::kMean) denom = w.defined() ? w.sum() : valid_count(t);
+  return finish(rows, denom, f, o.reduction);
 }
 
 }  // namespace gt::nn::functional

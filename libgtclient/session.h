@@ -25,7 +25,7 @@ struct WorkerStatsInfo {
   uint32_t worker_id = 0;
   std::string device;
   uint64_t tensors = 0, bytes = 0, ops_executed = 0, errors = 0, peak_bytes = 0,
-           reserved_bytes = 0, sessions = 0;
+           reserved_bytes = 0, sessions = 0, peer_bytes_sent = 0, peer_bytes_received = 0;
 };
 
 class Session {
@@ -58,6 +58,21 @@ class Session {
   virtual void manual_seed(uint64_t seed) = 0;
 
   virtual uint64_t session_id() const = 0;
+
+  // Stream annotations for sharding (ordered with the ops around them; no round trip).
+  virtual void signal_enter(const std::string& name, const std::string& backward,
+                            bool backward_pass) {}
+  virtual void signal_exit(const std::string& name) {}
+  struct ConfigEntry {
+    std::string name;
+    bool has_shard = false;
+    int axis = 0;
+    std::vector<uint32_t> workers;
+    bool replicated = false;
+    std::string backward;
+    bool compile = false;
+  };
+  virtual void register_config(const ConfigEntry& entry) {}
 };
 
 }  // namespace gt::detail

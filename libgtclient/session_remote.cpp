@@ -190,6 +190,48 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   return id;
 }
 
+v1::Instr* RemoteSession::append_annotation_locked() {
+  v1::Instr* in = queue_.mutable_batch()->add_instrs();
+  ++queued_;
+  if (flusher_sleeping_) {
+    flusher_sleeping_ = false;
+    flusher_cv_.notify_one();
+  }
+  return in;
+}
+
+void RemoteSession::signal_enter(const std::string& name, const std::string& backward,
+                                 bool backward_pass) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!lost_.empty()) return;
+  auto* ev = append_annotation_locked()->mutable_signal();
+  ev->set_kind(v1::SignalEvent::ENTER);
+  ev->set_name(name);
+  ev->set_backward(backward);
+  ev->set_backward_pass(backward_pass);
+}
+
+void RemoteSession::signal_exit(const std::string& name) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!lost_.empty()) return;
+  auto* ev = append_annotation_locked()->mutable_signal();
+  ev->set_kind(v1::SignalEvent::EXIT);
+  ev->set_name(name);
+}
+
+void RemoteSession::register_config(const ConfigEntry& c) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!lost_.empty()) return;
+  auto* e = append_annotation_locked()->mutable_config();
+  e->set_name(c.name);
+  e->set_has_shard(c.has_shard);
+  e->set_axis(c.axis);
+  for (uint32_t w : c.workers) e->add_workers(w);
+  e->set_replicated(c.replicated);
+  e->set_backward(c.backward);
+  e->set_compile(c.compile);
+}
+
 void RemoteSession::free(uint64_t id) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!lost_.empty() || stopping_) return;
@@ -300,7 +342,8 @@ void RemoteSession::on_frame_locked(std::string_view body) {
   for (const auto& s : r->stats())
     p.stats.push_back(WorkerStatsInfo{s.worker_id(), s.device(), s.tensors(), s.bytes(),
                                       s.ops_executed(), s.errors(), s.peak_bytes(),
-                                      s.reserved_bytes(), s.sessions()});
+                                      s.reserved_bytes(), s.sessions(), s.peer_bytes_sent(),
+                                      s.peer_bytes_received()});
   if (r->has_tensor()) {
     const auto& t = r->tensor();
     if (!p.have_meta) {

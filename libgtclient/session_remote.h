@@ -38,6 +38,10 @@ class RemoteSession : public Session {
   uint64_t next_rng_counter() override;
   void manual_seed(uint64_t seed) override;
   uint64_t session_id() const override { return session_id_; }
+  void signal_enter(const std::string& name, const std::string& backward,
+                    bool backward_pass) override;
+  void signal_exit(const std::string& name) override;
+  void register_config(const ConfigEntry& entry) override;
 
  private:
   struct Pending {
@@ -49,6 +53,7 @@ class RemoteSession : public Session {
   };
 
   void flusher_loop();
+  v1::Instr* append_annotation_locked();
   // Takes the queue and writes it (caller holds no lock). Returns false when nothing was queued.
   bool flush_queue();
   void mark_lost(const std::string& why);

@@ -72,6 +72,34 @@ OpAttrs make_cast(DType dt) {
   return a;
 }
 
+OpAttrs make_fill_value(double value) {
+  OpAttrs a;
+  a.push_real(value);
+  return a;
+}
+
+OpAttrs make_clamp(std::optional<double> min, std::optional<double> max, bool bounds_integral) {
+  OpAttrs a;
+  a.push_int(min ? 1 : 0);
+  a.push_int(max ? 1 : 0);
+  a.push_int(bounds_integral ? 1 : 0);
+  a.push_real(min.value_or(0.0));
+  a.push_real(max.value_or(0.0));
+  return a;
+}
+
+OpAttrs make_var(int64_t dim, bool keepdim, double correction) {
+  OpAttrs a = make_reduce(dim, keepdim);
+  a.push_real(correction);
+  return a;
+}
+
+OpAttrs make_num_classes(int64_t num_classes) {
+  OpAttrs a;
+  a.push_int(num_classes);
+  return a;
+}
+
 Result<SliceSpec> resolve_slice(int64_t n, std::optional<int64_t> start_o,
                                 std::optional<int64_t> stop_o, int64_t step) {
   if (step == 0) return invalid_argument("slice step cannot be zero");

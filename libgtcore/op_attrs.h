@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 #include "libgtcore/dtype.h"
@@ -60,6 +61,18 @@ struct OpAttrs {
   int64_t axis() const { return int_at(0); }
   // kHostChunk
   int64_t chunk_offset() const { return int_at(0); }
+  // kFillValue
+  double fill_value() const { return real_at(0); }
+  // kClamp
+  bool has_min() const { return int_at(0) != 0; }
+  bool has_max() const { return int_at(1) != 0; }
+  bool bounds_integral() const { return int_at(2) != 0; }
+  double clamp_min() const { return real_at(0); }
+  double clamp_max() const { return real_at(1); }
+  // kVar (dim and keepdim as kReduce)
+  double correction() const { return real_at(0, 1.0); }
+  // kNumClasses
+  int64_t num_classes() const { return int_at(0); }
 };
 
 // Builders (client side).
@@ -73,6 +86,11 @@ OpAttrs make_reshape(const Shape& s);
 OpAttrs make_permute(std::span<const int64_t> perm);
 OpAttrs make_axis(int64_t axis);
 OpAttrs make_cast(DType dt);
+OpAttrs make_fill_value(double value);
+// Either bound may be absent; `bounds_integral`: every given bound is an integer scalar.
+OpAttrs make_clamp(std::optional<double> min, std::optional<double> max, bool bounds_integral);
+OpAttrs make_var(int64_t dim, bool keepdim, double correction);  // dim = kAllDims for all
+OpAttrs make_num_classes(int64_t num_classes);
 
 // Python-style slice of one dim, resolved against its extent (numpy semantics, any step sign).
 struct SliceSpec {

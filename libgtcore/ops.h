@@ -25,6 +25,11 @@ enum class AttrKind : uint8_t {
   kSlice,       // shape = output extents, ints = {start_d, step_d} per dim
   kAxis,        // ints = {axis}
   kDType,       // dtype
+  kFillValue,   // reals = {value} (converted to the input's dtype like a cast)
+  kClamp,       // ints = {has_min, has_max, bounds_integral}, reals = {min, max}; an integer
+                // input keeps its dtype only when every given bound is integral (else float32)
+  kVar,         // ints = {dim or kAllDims, keepdim}, reals = {correction} (torch.var's)
+  kNumClasses,  // ints = {num_classes} (>= 0, resolved by the client)
 };
 
 // Shape/dtype rules (implemented in shape_rules.cpp).
@@ -36,6 +41,10 @@ enum class ShapeRule : uint8_t {
   kReduceSum, kReduceMean, kReduceSame, kReduceIndex,
   kReshape, kPermute, kSlice, kCat,
   kCast, kCopyInto,
+  kMaskedFill, kClamp,
+  kReduceVar, kReduceFloat,  // floating result: a floating input's dtype, else float32
+  kExpand,
+  kIndexSelect, kGather, kScatterAdd, kIndexAdd, kOneHot,
 };
 
 enum class OpId : uint16_t {

@@ -1,5 +1,6 @@
 #include "libgtcore/shape_rules.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gt {
@@ -24,7 +25,20 @@ Result<TensorMeta> rule_create(OpId op, const OpAttrs& a, bool floating_only) {
     return invalid_argument("from_host: {} bytes of data for a {} {} tensor of {} bytes",
                             a.data.size(), dtype_name(a.dtype), a.shape.str(), m.nbytes());
   if (op == OpId::k_rand || op == OpId::k_randn) {
-    if (a.n_ints < 2) return invalid_argument("{}: missing seed/counter", op_name(op));
+    // {seed, counter} or, for one shard of a random tensor, {seed, counter, axis, offset,
+    // global extent}: the shard's elements take their values from the whole tensor.
+    if (a.n_ints != 2 && a.n_ints != 5) return invalid_argument("{}: missing seed/counter", op_name(op));
+    if (a.n_ints == 5) {
+      int64_t axis = a.ints[2], off = a.ints[3], global = a.ints[4];
+      if (axis < 0 || axis >= a.shape.rank())
+        return invalid_argument("{}: shard axis {} out of range", op_name(op), axis);
+      if (off < 0 || global < 0 || global > kMaxNumel || off > global - a.shape[static_cast<int>(axis)])
+        return invalid_argument("{}: shard [{}, +{}) outside extent {}", op_name(op), off,
+                                a.shape[static_cast<int>(axis)], global);
+      if (m.nbytes() > 0 && m.shape.numel() / std::max<int64_t>(a.shape[static_cast<int>(axis)], 1) >
+                                kMaxNumel / std::max<int64_t>(global, 1))
+        return invalid_argument("{}: whole tensor too large", op_name(op));
+    }
   }
   return m;
 }
@@ -86,7 +100,10 @@ Result<TensorMeta> rule_reduce(OpId op, const TensorMeta& x, const OpAttrs& a) {
   ShapeRule r = op_info(op).rule;
   DType dt = x.dtype;
   if (r == ShapeRule::kReduceSum) dt = is_floating(x.dtype) ? x.dtype : DType::kInt64;
-  if (r == ShapeRule::kReduceMean) dt = is_floating(x.dtype) ? x.dtype : DType::kFloat32;
+  if (r == ShapeRule::kReduceMean || r == ShapeRule::kReduceVar || r == ShapeRule::kReduceFloat)
+    dt = is_floating(x.dtype) ? x.dtype : DType::kFloat32;
+  if (r == ShapeRule::kReduceVar && (a.n_reals < 1 || !std::isfinite(a.correction())))
+    return invalid_argument("{}: needs a finite correction", op_name(op));
   if (r == ShapeRule::kReduceIndex) dt = DType::kInt64;
   bool needs_elements = r == ShapeRule::kReduceSame || r == ShapeRule::kReduceIndex;
   Shape out;
@@ -183,6 +200,116 @@ Result<TensorMeta> rule_cat(std::span<const TensorMeta> in, const OpAttrs& a) {
   return TensorMeta{out, dt};
 }
 
+// ---- masked_fill, clamp, expand, indexing ----
+
+Result<TensorMeta> rule_masked_fill(std::span<const TensorMeta> in, const OpAttrs& a) {
+  if (a.n_reals < 1) return invalid_argument("masked_fill: missing fill value");
+  if (in[1].dtype != DType::kBool)
+    return invalid_argument("masked_fill: mask must be bool, got {}", dtype_name(in[1].dtype));
+  auto s = broadcast_shapes(in[0].shape, in[1].shape);
+  if (!s.is_ok()) return invalid_argument("masked_fill: {}", s.status().message());
+  return TensorMeta{*s, in[0].dtype};
+}
+
+Result<TensorMeta> rule_clamp(const TensorMeta& x, const OpAttrs& a) {
+  if (a.n_ints < 3 || a.n_reals < 2) return invalid_argument("clamp: missing bounds");
+  if (!a.has_min() && !a.has_max())
+    return invalid_argument("clamp: at least one of min and max must be given");
+  if (x.dtype == DType::kBool) return invalid_argument("clamp: not supported for bool tensors");
+  DType dt = is_floating(x.dtype) || a.bounds_integral() ? x.dtype : DType::kFloat32;
+  return TensorMeta{x.shape, dt};
+}
+
+Result<TensorMeta> rule_expand(const TensorMeta& x, const OpAttrs& a) {
+  GT_RETURN_IF_ERROR(need_shape(OpId::k_expand, a));
+  const Shape& to = a.shape;
+  const int shift = to.rank() - x.shape.rank();
+  if (shift < 0)
+    return invalid_argument("expand: the target {} has fewer dims than the input {}", to.str(),
+                            x.shape.str());
+  for (int i = 0; i < x.shape.rank(); ++i)
+    if (x.shape[i] != 1 && x.shape[i] != to[i + shift])
+      return invalid_argument("expand: input {} cannot be expanded to {} (dim {}: {} vs {})",
+                              x.shape.str(), to.str(), i + shift, x.shape[i], to[i + shift]);
+  return TensorMeta{to, x.dtype};
+}
+
+Status need_index(OpId op, const TensorMeta& index, const char* what) {
+  if (index.dtype != DType::kInt64 && index.dtype != DType::kInt32)
+    return invalid_argument("{}: {} must be an int64 or int32 tensor, got {}", op_name(op), what,
+                            dtype_name(index.dtype));
+  return Status::ok();
+}
+
+// index_select (x, index[k]) / index_add (x, index[k], src): x's shape with extent k along dim.
+Result<TensorMeta> rule_index_select(OpId op, std::span<const TensorMeta> in, const OpAttrs& a) {
+  const char* name = op_name(op);
+  if (a.n_ints < 1) return invalid_argument("{}: missing dim", name);
+  const TensorMeta& x = in[0];
+  if (x.shape.rank() == 0) return invalid_argument("{}: input must have at least 1 dim", name);
+  GT_ASSIGN_OR_RETURN(int d, normalize_dim(a.axis(), x.shape.rank(), name));
+  GT_RETURN_IF_ERROR(need_index(op, in[1], "index"));
+  if (in[1].shape.rank() > 1)
+    return invalid_argument("{}: index must be 0-d or 1-d, got {}", name, in[1].shape.str());
+  Shape picked = x.shape;
+  picked[d] = in[1].shape.numel();
+  if (op == OpId::k_index_select) return TensorMeta{picked, x.dtype};
+  const TensorMeta& src = in[2];
+  if (src.dtype != x.dtype)
+    return invalid_argument("{}: src dtype {} differs from the input's {}", name,
+                            dtype_name(src.dtype), dtype_name(x.dtype));
+  if (src.shape != picked)
+    return invalid_argument("{}: src must have shape {} (the input {} with {} index entries "
+                            "along dim {}), got {}", name, picked.str(), x.shape.str(),
+                            picked[d], d, src.shape.str());
+  return x;
+}
+
+// gather (x, index) / scatter_add (x, index, src): index of x's rank, no larger than x outside
+// dim (and, for scatter_add, no larger than src anywhere).
+Result<TensorMeta> rule_gather(OpId op, std::span<const TensorMeta> in, const OpAttrs& a) {
+  const char* name = op_name(op);
+  if (a.n_ints < 1) return invalid_argument("{}: missing dim", name);
+  const TensorMeta& x = in[0];
+  const TensorMeta& index = in[1];
+  const int r = x.shape.rank();
+  GT_ASSIGN_OR_RETURN(int d, normalize_dim(a.axis(), r, name));
+  GT_RETURN_IF_ERROR(need_index(op, index, "index"));
+  if (index.shape.rank() != r)
+    return invalid_argument("{}: index {} must have the input's rank ({})", name,
+                            index.shape.str(), x.shape.str());
+  for (int i = 0; i < r; ++i)
+    if (i != d && index.shape[i] > x.shape[i])
+      return invalid_argument("{}: index {} is larger than the input {} in dim {}", name,
+                              index.shape.str(), x.shape.str(), i);
+  if (op == OpId::k_gather) return TensorMeta{index.shape, x.dtype};
+  const TensorMeta& src = in[2];
+  if (src.dtype != x.dtype)
+    return invalid_argument("{}: src dtype {} differs from the input's {}", name,
+                            dtype_name(src.dtype), dtype_name(x.dtype));
+  if (src.shape.rank() != r)
+    return invalid_argument("{}: src {} must have the input's rank ({})", name, src.shape.str(),
+                            x.shape.str());
+  for (int i = 0; i < r; ++i)
+    if (index.shape[i] > src.shape[i])
+      return invalid_argument("{}: index {} is larger than src {} in dim {}", name,
+                              index.shape.str(), src.shape.str(), i);
+  return x;
+}
+
+Result<TensorMeta> rule_one_hot(const TensorMeta& labels, const OpAttrs& a) {
+  if (a.n_ints < 1) return invalid_argument("one_hot: missing num_classes");
+  GT_RETURN_IF_ERROR(need_index(OpId::k_one_hot, labels, "labels"));
+  const int64_t c = a.num_classes();
+  if (c < 0 || c > kMaxNumel) return invalid_argument("one_hot: bad num_classes {}", c);
+  if (labels.shape.rank() >= kMaxRank)
+    return invalid_argument("one_hot: labels of rank {} leave no room for the class dim",
+                            labels.shape.rank());
+  Shape out = labels.shape;
+  out.push_back(c);
+  return TensorMeta{out, DType::kInt64};
+}
+
 }  // namespace
 
 Result<Shape> matmul_shape(const Shape& a0, const Shape& b0) {
@@ -257,7 +384,9 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
     case ShapeRule::kReduceSum:
     case ShapeRule::kReduceMean:
     case ShapeRule::kReduceSame:
-    case ShapeRule::kReduceIndex: return rule_reduce(op, in[0], a);
+    case ShapeRule::kReduceIndex:
+    case ShapeRule::kReduceVar:
+    case ShapeRule::kReduceFloat: return rule_reduce(op, in[0], a);
     case ShapeRule::kReshape: return rule_reshape(in[0], a);
     case ShapeRule::kPermute: return rule_permute(in[0], a);
     case ShapeRule::kSlice: return rule_slice(in[0], a);
@@ -270,6 +399,14 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
                                 in[1].shape.str(), in[0].shape.str());
       return in[0];
     }
+    case ShapeRule::kMaskedFill: return rule_masked_fill(in, a);
+    case ShapeRule::kClamp: return rule_clamp(in[0], a);
+    case ShapeRule::kExpand: return rule_expand(in[0], a);
+    case ShapeRule::kIndexSelect:
+    case ShapeRule::kIndexAdd: return rule_index_select(op, in, a);
+    case ShapeRule::kGather:
+    case ShapeRule::kScatterAdd: return rule_gather(op, in, a);
+    case ShapeRule::kOneHot: return rule_one_hot(in[0], a);
   }
   return internal_error("{}: no shape rule", info.name);
 }

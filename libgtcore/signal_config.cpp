@@ -58,7 +58,7 @@ Result<SignalConfigMap> parse_signal_configs(const std::string& text, const std:
     std::string name = kv.first.as<std::string>();
     std::string where = source + ": " + name;
     if (name.empty()) return invalid_argument("{}: empty signal name", source);
-    SignalConfig c;
+    SignalSpec c;
     if (!kv.second.IsNull()) {
       if (!kv.second.IsMap()) return invalid_argument("{}: expected a mapping", where);
       for (const auto& f : kv.second) {

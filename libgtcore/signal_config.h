@@ -26,13 +26,13 @@ struct ShardSpec {
   bool replicated = false;        // a full copy on each worker instead of slices
 };
 
-struct SignalConfig {
+struct SignalSpec {
   std::optional<ShardSpec> shard;  // absent: the scope only groups ops (e.g. a pipeline stage)
   std::string backward;            // empty: gradient ops run under the same signal
   bool compile = false;
 };
 
-using SignalConfigMap = std::map<std::string, SignalConfig>;
+using SignalConfigMap = std::map<std::string, SignalSpec>;
 
 // Parses YAML text; `source` (a file name) prefixes every error, with the offending key.
 Result<SignalConfigMap> parse_signal_configs(const std::string& yaml_text, const std::string& source);

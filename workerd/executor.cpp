@@ -4,6 +4,7 @@
 
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/shape_rules.h"
+#include "workerd/peer/peer_link.h"
 
 namespace gt::worker {
 
@@ -141,6 +142,10 @@ void Executor::fail(uint64_t session, uint64_t out, const char* op, const Status
 }
 
 void Executor::run_instr(uint64_t session, const v1::Instr& in) {
+  if (in.comm() != 0) {
+    run_comm(session, in);
+    return;
+  }
   auto dec = decode_instr(in);
   if (!dec.is_ok()) {
     fail(session, in.out(), "instruction", dec.status());
@@ -344,6 +349,11 @@ void Executor::fill_stats(v1::WorkerStats* s) {
   s->set_peak_bytes(bs.peak_bytes);
   s->set_reserved_bytes(bs.reserved_bytes);
   s->set_sessions(sessions_.size());
+  if (peer_) {
+    PeerStats ps = peer_->stats();
+    s->set_peer_bytes_sent(ps.bytes_sent);
+    s->set_peer_bytes_received(ps.bytes_received);
+  }
 }
 
 }  // namespace gt::worker

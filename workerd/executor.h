@@ -19,6 +19,8 @@
 
 namespace gt::worker {
 
+class PeerLink;
+
 class Executor {
  public:
   // Called from the executor thread with each outbound message (acks, errors, replies).
@@ -39,6 +41,9 @@ class Executor {
   // Drops every tensor (the dispatcher went away: a new one starts from nothing).
   void reset();
   void set_worker_id(uint32_t id) { worker_id_ = id; }
+  // Where communication instructions (libgtcore/comm.def) go; without one they fail. Set
+  // before start(); the link must outlive the executor.
+  void set_peer_link(PeerLink* link) { peer_ = link; }
 
   // Executes one batch on the calling thread (tests and fuzzing use this directly).
   void execute(v1::WorkerBatch& batch);
@@ -48,6 +53,7 @@ class Executor {
   void loop();
   void maybe_ack(bool more_queued);
   void run_instr(uint64_t session, const v1::Instr& in);
+  void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp
   Status unshare_storage(Tensor& dst, OpId op, uint64_t session);
   void fail(uint64_t session, uint64_t out, const char* op, const Status& st);
   void answer(uint64_t session, const v1::Request& req);
@@ -58,6 +64,7 @@ class Executor {
   SendFn send_;
   uint64_t max_reply_chunk_;
   uint32_t worker_id_ = 0;
+  PeerLink* peer_ = nullptr;
 
   std::unordered_map<uint64_t, Tensor> tensors_;  // handle -> tensor (executor thread only)
   std::unordered_set<uint64_t> sessions_;

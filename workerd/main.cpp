@@ -13,6 +13,7 @@
 #include "libgtcore/secret_file.h"
 #include "libgtcore/version.h"
 #include "workerd/backend_factory.h"
+#include "workerd/peer/tcp_peer_link.h"
 #include "workerd/worker_link.h"
 
 namespace {
@@ -29,6 +30,11 @@ void declare_options(gt::Config& c) {
   c.declare_bool("exit_on_disconnect", false,
                  "exit when the dispatcher goes away (the embedded default uses this)");
   c.declare_string("worker_secret_file", "", "file holding the worker registration secret");
+  c.declare_string("peer_listen_address", "127.0.0.1",
+                   "address the TCP peer link listens on and other workers connect to");
+  c.declare_int("peer_port", 0, 0, 65535, "TCP peer link port (0 = ephemeral)");
+  c.declare_int("peer_timeout_ms", 60000, 100, 3600000,
+                "deadline of one worker-to-worker communication instruction");
   c.declare_string("log_level", "info", "trace, debug, info, warn, error, off");
 }
 
@@ -80,8 +86,26 @@ int main(int argc, char** argv) {
     lo.worker_secret = *secret;
   }
 
+  // Shard exchange between CPU workers (DESIGN §5). The TCP link moves host memory, so device
+  // backends get their own link (NCCL) instead.
+  std::unique_ptr<gt::worker::TcpPeerLink> peer;
+  if ((*backend)->device_kind() == "cpu") {
+    gt::worker::TcpPeerLinkOptions po;
+    po.listen_address = cfg.get_string("peer_listen_address");
+    po.port = static_cast<uint16_t>(cfg.get_int("peer_port"));
+    po.timeout_ms = static_cast<int>(cfg.get_int("peer_timeout_ms"));
+    po.secret = lo.worker_secret;  // peers are workers: the same secret admits them
+    auto created = gt::worker::TcpPeerLink::create(po);
+    if (!created.is_ok()) {
+      spdlog::critical("{}", created.status().message());
+      return 1;
+    }
+    peer = std::move(*created);
+    spdlog::info("peer link listening on {}", peer->address());
+  }
+
   gt::asio::io_context io;
-  gt::worker::WorkerLink link(io, **backend, lo);
+  gt::worker::WorkerLink link(io, **backend, lo, peer.get());
   bool notified = false;
   link.on_registered = [&](uint32_t) {
     if (!notified) sd_notify(0, "READY=1");

@@ -15,15 +15,19 @@ constexpr int kMaxBackoffMs = 30000;
 constexpr int kConnectTimeoutMs = 2000;
 }  // namespace
 
-WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions opts)
+WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions opts,
+                       PeerLink* peer)
     : io_(io),
       backend_(backend),
       opts_(std::move(opts)),
+      peer_(peer),
       executor_(backend, [this](v1::WorkerMessage&& m) { send_direct(m); },
                 std::min<uint64_t>(opts_.max_frame_bytes / 2, 8ull << 20)),
       reconnect_timer_(io),
       watchdog_(io),
-      backoff_ms_(opts_.reconnect_ms) {}
+      backoff_ms_(opts_.reconnect_ms) {
+  executor_.set_peer_link(peer_);
+}
 
 WorkerLink::~WorkerLink() {
   executor_.stop();
@@ -69,6 +73,7 @@ void WorkerLink::connect() {
   w->set_device_kind(backend_.device_kind());
   w->set_device_name(backend_.device_name());
   w->set_memory_bytes(backend_.memory_bytes());
+  if (peer_) w->set_peer_address(peer_->address());
   conn_->start([this](std::string_view b) { on_frame(b); },
                [this, gen = generation_](const Status& s) {
                  if (gen == generation_) on_close(s);
@@ -128,6 +133,7 @@ void WorkerLink::on_frame(std::string_view body) {
       watch_dispatcher();
       backoff_ms_ = opts_.reconnect_ms;
       executor_.set_worker_id(msg.welcome().worker_id());
+      if (peer_) peer_->set_self(msg.welcome().worker_id());
       spdlog::info("registered with the dispatcher at {} as worker {}", opts_.dispatcher,
                    msg.welcome().worker_id());
       if (on_registered) on_registered(msg.welcome().worker_id());
@@ -144,6 +150,28 @@ void WorkerLink::on_frame(std::string_view body) {
       batch->Swap(msg.mutable_batch());
       if (!executor_.try_execute_inline(*batch)) executor_.enqueue(std::move(batch));
       break;
+    case v1::DispatchMessage::kPeers: {
+      if (!registered_) {
+        conn_->close(failed_precondition("peer table before welcome"));
+        return;
+      }
+      if (!peer_) {
+        spdlog::warn("ignoring the dispatcher's peer table: this worker has no peer link");
+        break;
+      }
+      // Applied on the I/O thread before any later batch is queued, so the communication
+      // instructions that follow it find their peers.
+      std::map<uint32_t, std::string> peers;
+      for (const auto& p : msg.peers().peers()) {
+        if (p.worker_id() > 0xffff || p.address().empty() || p.address().size() > 256) {
+          spdlog::warn("ignoring a malformed peer table entry for worker {}", p.worker_id());
+          continue;
+        }
+        peers[p.worker_id()] = p.address();
+      }
+      peer_->set_peers(peers);
+      break;
+    }
     default:
       spdlog::warn("ignoring an unknown message from the dispatcher");
   }
@@ -154,6 +182,7 @@ void WorkerLink::on_close(const Status& why) {
   registered_ = false;
   set_out_fd(-1);
   executor_.reset();  // a dispatcher restart starts from nothing: drop every tensor
+  if (peer_) peer_->reset();  // and every message and connection between workers
   if (stopping_) return;
   if (why.is_ok())
     spdlog::info("the dispatcher closed the connection");

@@ -17,6 +17,7 @@
 #include "proto/gt.pb.h"
 #include "workerd/backend.h"
 #include "workerd/executor.h"
+#include "workerd/peer/peer_link.h"
 
 namespace gt::worker {
 
@@ -30,7 +31,10 @@ struct WorkerLinkOptions {
 
 class WorkerLink {
  public:
-  WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions opts);
+  // `peer` (optional, outlives the link) carries shard exchange with other workers: its
+  // address goes to the dispatcher in Hello, and the dispatcher's PeerTable comes back to it.
+  WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions opts,
+             PeerLink* peer = nullptr);
   ~WorkerLink();
 
   void start();            // connects (retrying) and serves until stop()
@@ -53,6 +57,7 @@ class WorkerLink {
   asio::io_context& io_;
   Backend& backend_;
   WorkerLinkOptions opts_;
+  PeerLink* peer_;
   Executor executor_;
   std::shared_ptr<FramedConnection> conn_;
   asio::steady_timer reconnect_timer_;

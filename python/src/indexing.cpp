@@ -1,6 +1,8 @@
 // t[...]: Python indexing with ints, slices (any step), None and Ellipsis, lowered to
 // gt::Tensor::index. Integer indices out of range raise IndexError (so iteration protocols and
-// numpy habits work); indexing with tensors or lists is refused with a TypeError.
+// numpy habits work). t[index_tensor] with an integer tensor picks rows (index_select along dim
+// 0; the result has the index's shape then t's other dims); boolean masks and lists inside tuples
+// are refused with a TypeError (their result shapes depend on values: use gt.where).
 #include "common.h"
 
 namespace gtpy {
@@ -35,8 +37,8 @@ gt::TensorIndex to_index(py::handle h) {
   }
   if (py::isinstance<gt::Tensor>(h))
     throw py::type_error(
-        "gt: indexing with a tensor (boolean masks, index tensors) is not supported; use "
-        "gt.where(mask, a, b), or ints, slices, None and ...");
+        "gt: tensor indices are supported alone (t[int_tensor]); inside a tuple use "
+        "t.index_select / t.gather, or ints, slices, None and ...");
   throw py::type_error("gt: tensor indices must be ints, slices, None or ..., got " +
                        std::string(py::str(py::type::handle_of(h))));
 }
@@ -68,6 +70,28 @@ void check_integer_ranges(const gt::Tensor& t, const std::vector<gt::TensorIndex
 
 void init_indexing(py::class_<gt::Tensor>& cls) {
   cls.def("__getitem__", [](const gt::Tensor& t, py::handle idx) {
+    if (py::isinstance<gt::Tensor>(idx) || PyList_Check(idx.ptr()) ||
+        py::isinstance<py::array>(idx)) {
+      gt::Tensor index;
+      if (py::isinstance<gt::Tensor>(idx)) {
+        index = idx.cast<gt::Tensor>();
+      } else {
+        py::object arr = py::module_::import("numpy").attr("asarray")(idx);
+        index = from_numpy_as(arr, numpy_upload_dtype(arr));
+      }
+      if (index.dtype() == gt::DType::kBool)
+        throw py::type_error(
+            "gt: boolean mask indexing is not supported (its shape depends on the values); use "
+            "gt.where(mask, t, 0) or t.masked_fill(~mask, 0)");
+      if (index.dtype() != gt::DType::kInt64 && index.dtype() != gt::DType::kInt32)
+        throw py::type_error(std::string("gt: index tensors must be int64 or int32, got ") +
+                             gt::dtype_name(index.dtype()));
+      if (t.dim() == 0) throw py::index_error("gt: cannot index a 0-d tensor with a tensor");
+      if (index.dim() == 1) return t.index_select(0, index);
+      std::vector<int64_t> shape(index.shape().begin(), index.shape().end());
+      for (int i = 1; i < t.dim(); ++i) shape.push_back(t.shape()[i]);
+      return t.index_select(0, index.reshape(std::vector<int64_t>{-1})).reshape(shape);
+    }
     std::vector<gt::TensorIndex> ix;
     if (PyTuple_Check(idx.ptr())) {
       ix.reserve(static_cast<size_t>(PyTuple_GET_SIZE(idx.ptr())));

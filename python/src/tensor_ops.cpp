@@ -188,6 +188,13 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
   GT_PY_REDUCTION(argmax)
   GT_PY_REDUCTION(argmin)
   cls.def(
+      "logsumexp",
+      [](const T& a, py::handle dim, bool keepdim) {
+        if (dim.is_none()) return a.logsumexp();
+        return a.logsumexp(dim.cast<int64_t>(), keepdim);
+      },
+      "dim"_a = py::none(), "keepdim"_a = false);
+  cls.def(
       "var",
       [](const T& a, py::object axis, bool unbiased, bool keepdims) {
         std::optional<int64_t> d;
@@ -237,7 +244,18 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       .def(
           "chunk", [](const T& a, int64_t chunks, int64_t dim) { return to_tuple(gt::chunk(a, chunks, dim)); },
           "chunks"_a, "dim"_a = 0)
-      .def("contiguous", [](const T& a) { return a; });
+      .def("contiguous", [](const T& a) { return a; })
+      .def("expand", [](const T& a, py::args shape) { return a.expand(dims_from_args(shape, "expand")); })
+      .def("expand_as", &T::expand_as, "other"_a);
+
+  // ---- index tensors (values are checked on the worker: out of range fails at the next sync) ---
+  cls.def("index_select", &T::index_select, "dim"_a, "index"_a)
+      .def("gather", &T::gather, "dim"_a, "index"_a)
+      .def("scatter_add", &T::scatter_add, "dim"_a, "index"_a, "src"_a)
+      .def("index_add", &T::index_add, "dim"_a, "index"_a, "source"_a)
+      .def(
+          "masked_fill", [](const T& a, const T& mask, PyScalar v) { return a.masked_fill(mask, v.get()); },
+          "mask"_a, "value"_a);
 
   // ---- dtype conversion ---------------------------------------------------------------------------
   cls.def("to", [](const T& a, py::handle dtype) { return a.to(to_dtype(dtype)); }, "dtype"_a)

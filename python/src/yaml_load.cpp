@@ -1,7 +1,7 @@
 // _gt._yaml_load(text): YAML -> Python objects through yaml-cpp (already a GT dependency), the
-// fallback of gt.load_config where PyYAML (python3-yaml) is not installed. Plain scalars follow
-// YAML 1.2's core schema (null, true/false, ints, floats; anything else a string); quoted
-// scalars are strings.
+// fallback of gt.load_config where PyYAML (python3-yaml) is not installed. Plain scalars are
+// resolved like PyYAML's safe_load (null, booleans including yes/no/on/off, ints, floats;
+// anything else a string); quoted scalars are strings.
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -14,8 +14,10 @@ namespace {
 
 py::object plain_scalar(const std::string& s) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return py::none();
-  if (s == "true" || s == "True" || s == "TRUE") return py::bool_(true);
-  if (s == "false" || s == "False" || s == "FALSE") return py::bool_(false);
+  for (const char* t : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"})
+    if (s == t) return py::bool_(true);
+  for (const char* f : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"})
+    if (s == f) return py::bool_(false);
   {
     const char* b = s.data();
     const char* e = b + s.size();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
 
 #include "libgtcore/ops.h"
 #include "libgtcore/version.h"
@@ -122,6 +123,8 @@ bool FakeWorker::step() {
 }
 
 DispatcherRig::DispatcherRig(dispatcher::DispatcherOptions o, dispatcher::UserTable users) {
+  // The instruction log is on (into /dev/null): its formatting of hostile values runs too.
+  (void)log_.open("/dev/null");
   dispatcher_ = std::make_unique<dispatcher::Dispatcher>(io_, std::move(o), &log_, std::move(users));
 }
 
@@ -164,6 +167,7 @@ void DispatcherRig::settle(int max_rounds) {
     bool moved = io_.poll() > 0;
     for (auto& p : peers_) {
       moved |= p->pump();
+      if (p->keeps_frames()) continue;
       while (auto body = p->next_frame()) {  // a ServerMessage, or a DispatchMessage when the
         v1::ServerMessage m;                  // connection registered as a worker
         v1::DispatchMessage d;
@@ -175,6 +179,30 @@ void DispatcherRig::settle(int max_rounds) {
     for (auto& w : workers_) moved |= w->step();
     idle = moved ? 0 : idle + 1;
   }
+}
+
+// alice: a token, a session quota and a byte quota; root: an admin. Loaded once.
+const dispatcher::UserTable& fuzz_users() {
+  static const dispatcher::UserTable table = [] {
+    char path[] = "/tmp/gt-fuzz-users-XXXXXX";
+    int fd = ::mkstemp(path);
+    GT_FUZZ_CHECK(fd >= 0, "mkstemp");
+    ::close(fd);
+    {
+      std::ofstream f(path);
+      f << "defaults:\n  max_sessions: 4\n  max_bytes: 1048576\n  window: 1024\n"
+        << "users:\n"
+        << "  alice:\n    token_sha256: " << dispatcher::sha256_hex(kTokenAlice) << "\n"
+        << "    max_sessions: 1\n    max_bytes: 65536\n    weight: 2\n"
+        << "  root:\n    token_sha256: " << dispatcher::sha256_hex(kTokenRoot) << "\n"
+        << "    admin: true\n";
+    }
+    auto t = dispatcher::UserTable::load(path);
+    ::unlink(path);
+    GT_FUZZ_CHECK(t.is_ok(), "users file: %s", t.status().message().c_str());
+    return *t;
+  }();
+  return table;
 }
 
 v1::ClientMessage client_hello(const std::string& token) {

@@ -37,6 +37,10 @@ class Peer {
   // The next frame body read, if any.
   std::optional<std::string> next_frame();
   bool eof() const { return eof_; }
+  // DispatcherRig::settle() checks and drops what a client peer receives, unless it is kept
+  // for next_frame() (tests that look at the replies).
+  void keep_frames() { keep_frames_ = true; }
+  bool keeps_frames() const { return keep_frames_; }
   bool all_written() const { return out_off_ == out_.size(); }
 
  private:
@@ -44,6 +48,7 @@ class Peer {
   std::string out_;
   size_t out_off_ = 0;
   bool want_shutdown_ = false, shut_ = false, eof_ = false, bad_stream_ = false;
+  bool keep_frames_ = false;
   FrameDecoder dec_{uint64_t{1} << 30};
   std::deque<std::string> inbox_;
 };
@@ -94,6 +99,10 @@ class DispatcherRig {
   std::deque<std::unique_ptr<Peer>> peers_;
   std::deque<std::unique_ptr<FakeWorker>> workers_;
 };
+
+// A users file (loaded once): alice has a token, a session quota of 1, a byte quota of 64 KiB
+// and weight 2; root has a token and is an admin; everyone else gets the defaults.
+const dispatcher::UserTable& fuzz_users();
 
 // A client Hello that the dispatcher welcomes (with `token` when tokens are configured).
 v1::ClientMessage client_hello(const std::string& token = "");

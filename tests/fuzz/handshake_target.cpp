@@ -1,42 +1,9 @@
 // The dispatcher's handling of a connection's first frames: Hello parsing, version and op-table
 // checks, worker secrets, tokens and quotas, and whatever follows on that connection.
-#include <unistd.h>
-
-#include <fstream>
-
-#include "dispatcherd/users.h"
 #include "tests/fuzz/dispatcher_rig.h"
 #include "tests/fuzz/harness.h"
 
 namespace gt::fuzz {
-
-namespace {
-
-// alice: a token, a session quota and a byte quota; root: an admin. Loaded once.
-const dispatcher::UserTable& fuzz_users() {
-  static const dispatcher::UserTable table = [] {
-    char path[] = "/tmp/gt-fuzz-users-XXXXXX";
-    int fd = ::mkstemp(path);
-    GT_FUZZ_CHECK(fd >= 0, "mkstemp");
-    ::close(fd);
-    {
-      std::ofstream f(path);
-      f << "defaults:\n  max_sessions: 4\n  max_bytes: 1048576\n  window: 1024\n"
-        << "users:\n"
-        << "  alice:\n    token_sha256: " << dispatcher::sha256_hex(kTokenAlice) << "\n"
-        << "    max_sessions: 1\n    max_bytes: 65536\n    weight: 2\n"
-        << "  root:\n    token_sha256: " << dispatcher::sha256_hex(kTokenRoot) << "\n"
-        << "    admin: true\n";
-    }
-    auto t = dispatcher::UserTable::load(path);
-    ::unlink(path);
-    GT_FUZZ_CHECK(t.is_ok(), "users file: %s", t.status().message().c_str());
-    return *t;
-  }();
-  return table;
-}
-
-}  // namespace
 
 void run_handshake(const uint8_t* data, size_t size) {
   if (size == 0) return;

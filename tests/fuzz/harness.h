@@ -10,8 +10,11 @@
 //                     secret configured; bit 2 a worker is registered first); the rest: what a
 //                     new connection sends to an in-process Dispatcher before hanging up.
 //   run_client_batch  byte 0: mode (bit 0 raw frames, else length-prefixed ClientBatch protos;
-//                     bit 1 the fake worker executes on a CpuBackend, else discards); the rest
-//                     follows a valid client Hello on a welcomed session.
+//                     bit 1 the fake worker executes on a CpuBackend, else discards; bit 2 the
+//                     session is a quota'd non-admin user over TCP, else a Unix-socket admin);
+//                     the rest follows a valid client Hello on a welcomed session. Then the
+//                     dispatcher drains; with an executing worker, drain must complete and the
+//                     worker must hold nothing once the client hung up.
 //   run_worker_batch  a stream of frames, each a gt.v1.WorkerBatch executed in order by one
 //                     Executor on a CpuBackend with a small memory limit.
 #pragma once
@@ -25,7 +28,7 @@
 
 namespace gt::fuzz {
 
-// Silences logging (once per process) and prepares the users file of run_handshake's mode 2.
+// Silences logging (once per process).
 void init();
 
 void run_frame_codec(const uint8_t* data, size_t size);
@@ -56,7 +59,7 @@ inline constexpr uint64_t kRigWorkerMemoryBytes = 4u << 20;  // executing fake w
 
 // Mode bits (byte 0).
 inline constexpr uint8_t kHandshakeTcp = 1, kHandshakeUsers = 2, kHandshakeWorkerFirst = 4;
-inline constexpr uint8_t kBatchRaw = 1, kBatchExecute = 2;
+inline constexpr uint8_t kBatchRaw = 1, kBatchExecute = 2, kBatchUser = 4;
 
 }  // namespace gt::fuzz
 

@@ -113,6 +113,19 @@ std::vector<uint64_t> every_op(Prog& p, DType dt) {
   keep.push_back(p.op(OpId::k_add, {c}, make_binary_scalar(ScalarSide::kRight, 1, true)));
   keep.push_back(p.op(OpId::k_sub, {c}, make_binary_scalar(ScalarSide::kLeft, 0.5, false)));
   keep.push_back(p.op(OpId::k_pow, {c}, make_binary_scalar(ScalarSide::kRight, 2, true)));
+  // Broadcasting (a row [3], a column [2, 1]) and mixed dtypes.
+  uint64_t row = p.op(OpId::k_arange, {}, make_arange(1, 4, 1, dt == DType::kBool ? DType::kInt64 : dt));
+  uint64_t col = p.op(OpId::k_full, {}, make_full(Shape{2, 1}, DType::kFloat32, -1.5));
+  uint64_t i64 = p.op(OpId::k_ones, {}, make_shape_dtype(s23, DType::kInt64));
+  for (OpId op : {OpId::k_add, OpId::k_sub, OpId::k_mul, OpId::k_div, OpId::k_pow,
+                  OpId::k_maximum, OpId::k_lt, OpId::k_eq}) {
+    keep.push_back(p.op(op, {c, row}));
+    keep.push_back(p.op(op, {col, c}));
+    keep.push_back(p.op(op, {i64, c}));
+  }
+  // Large enough for the kernels that split work over threads.
+  uint64_t big = p.op(OpId::k_randn, {}, make_random(Shape{64, 1024}, DType::kFloat32, 3, 9));
+  keep.push_back(p.op(OpId::k_sum, {p.op(OpId::k_exp, {big})}, make_reduce(1, false)));
   uint64_t cond = p.op(OpId::k_lt, {g, c});
   keep.push_back(p.op(OpId::k_where, {cond, g, c}));
   for (OpId op : {OpId::k_neg, OpId::k_exp, OpId::k_log, OpId::k_sqrt, OpId::k_abs, OpId::k_relu,
@@ -371,7 +384,7 @@ int main(int argc, char** argv) {
 
   // --- client_batch: mode byte, then batches (structured or raw frames).
   {
-    for (uint8_t mode : {0, 1, 2, 3}) {
+    for (uint8_t mode : {0, 1, 2, 3, 4, 5, 6, 7}) {
       for (auto& [name, p] : progs)
         write_seed("client_batch", name + "_m" + std::to_string(mode),
                    client_input(mode, {p.client_batch()}));

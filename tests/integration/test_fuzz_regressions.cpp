@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -67,6 +68,56 @@ TEST_CASE("a client that frees and hangs up while its batches wait leaks nothing
   CHECK(rig.dispatcher().num_sessions() == 0);
   CHECK(w.tensors() == 0);
   CHECK(w.allocated_bytes() == 0);
+}
+
+TEST_CASE("an op whose first input is poisoned and whose second is not inherits the poison",
+          "[fuzz][dispatcher]") {
+  // fuzz_handshake / fuzz_client_batch: resolving inputs compared every input's worker with
+  // the first input's, and a poisoned first input has no placement (workers[0] of an empty
+  // vector).
+  init();
+  DispatcherRig rig(dispatcher::DispatcherOptions{});
+  FakeWorker& w = rig.add_worker(/*execute=*/true, "", 4u << 20);
+  rig.settle();
+  REQUIRE(w.welcomed());
+  Peer& c = rig.connect("unix");
+  c.queue(client_hello());
+  rig.settle();
+  REQUIRE(rig.dispatcher().num_sessions() == 1);
+
+  v1::ClientMessage m;
+  auto* b = m.mutable_batch();
+  *b->add_instrs() = instr(OpId::k_ones, 1, {}, make_shape_dtype(Shape{4}, DType::kFloat32));
+  *b->add_instrs() = instr(OpId::k_neg, 2, {999});  // poisoned: unknown id
+  *b->add_instrs() = instr(OpId::k_add, 3, {2, 1});  // poisoned first input, healthy second
+  *b->add_instrs() = instr(OpId::k_copy_, 0, {2, 1});  // in place into a poisoned tensor
+  auto* sync = b->add_requests();
+  sync->set_request_id(1);
+  sync->set_kind(v1::Request::SYNC);
+  auto* fetch = b->add_requests();
+  fetch->set_request_id(2);
+  fetch->set_kind(v1::Request::FETCH);
+  fetch->set_id(3);
+  c.keep_frames();
+  c.queue(m);
+  rig.settle();
+  // One error (the unknown id) at the sync; the fetch of 3 fails with that same error.
+  std::map<uint64_t, v1::Reply> replies;
+  while (auto f = c.next_frame()) {
+    v1::ServerMessage r;
+    REQUIRE(r.ParseFromString(*f));
+    if (r.has_reply()) replies[r.reply().request_id()] = r.reply();
+  }
+  REQUIRE(replies.count(1));
+  REQUIRE(replies[1].errors_size() == 1);
+  CHECK(replies[1].errors(0).message().find("unknown tensor id 999") != std::string::npos);
+  REQUIRE(replies.count(2));
+  REQUIRE(replies[2].errors_size() == 1);
+  CHECK(replies[2].errors(0).message().find("unknown tensor id 999") != std::string::npos);
+  c.shutdown_write();
+  rig.settle();
+  CHECK(rig.dispatcher().num_sessions() == 0);
+  CHECK(w.tensors() == 0);
 }
 
 TEST_CASE("inputs the fuzzers crashed with replay cleanly", "[fuzz]") {

@@ -91,9 +91,13 @@ def test_index_errors(a):
     with pytest.raises(IndexError):
         t[0, -4]
     with pytest.raises(TypeError):
-        t[gt.tensor([0])]
+        t[gt.tensor([0.0])]  # float index tensor
     with pytest.raises(TypeError):
-        t[[0, 1]]
+        t[gt.tensor([True, False], dtype="bool")]  # masks: value-dependent shapes
+    with pytest.raises(TypeError):
+        t[[True, False]]
+    with pytest.raises(TypeError):
+        t[0, gt.tensor([0], dtype="int64")]
     with pytest.raises(TypeError):
         t[0.5]
     with pytest.raises(TypeError):
@@ -102,6 +106,25 @@ def test_index_errors(a):
         t[0, 0, 0, 0]
     with pytest.raises(ValueError):
         t[::0]
+
+
+def test_index_tensors(a):
+    t = gt.from_numpy(a)
+    idx = np.array([1, 0, 1])
+    assert_close(t[gt.from_numpy(idx)], a[idx])
+    assert_close(t[[1, 0]], a[[1, 0]])
+    assert_close(t[gt.tensor(1, dtype="int64")], a[1])  # 0-d index: the dim is dropped
+    assert_close(t[idx], a[idx])
+    idx2 = np.array([[0, 1], [1, 1]])
+    assert_close(t[gt.from_numpy(idx2)], a[idx2])
+    m = a[0]
+    assert_close(gt.from_numpy(m).index_select(1, gt.tensor([3, 0], dtype="int64")), m[:, [3, 0]])
+    g = np.array([[0, 2], [1, 1], [3, 0]])
+    assert_close(gt.from_numpy(m).gather(1, gt.from_numpy(g)), np.take_along_axis(m, g, 1))
+    mask = m > 0
+    assert_close(gt.from_numpy(m).masked_fill(gt.from_numpy(mask), 0.0), np.where(mask, 0, m))
+    assert_close(gt.from_numpy(m[:1]).expand(3, 4), np.broadcast_to(m[:1], (3, 4)))
+    assert_close(gt.from_numpy(m).logsumexp(1), np.log(np.exp(m).sum(1)), rtol=1e-5)
 
 
 def test_len_iter_numpy_int_index(a):

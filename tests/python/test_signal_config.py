@@ -102,7 +102,7 @@ def test_load_yaml_errors_name_the_problem(tmp_path, text, match, yaml_backend):
 
 def test_builtin_yaml_scalars():
     doc = gt._gt._yaml_load("a: 1\nb: -2.5\nc: true\nd: ~\ne: '7'\nf: [0x10, no]\ng: {h: .inf}\n")
-    assert doc == {"a": 1, "b": -2.5, "c": True, "d": None, "e": "7", "f": [16, "no"],
+    assert doc == {"a": 1, "b": -2.5, "c": True, "d": None, "e": "7", "f": [16, False],
                    "g": {"h": float("inf")}}
 
 

@@ -28,6 +28,9 @@ CpuBackend::CpuBackend(CpuBackendOptions opts)
   cpu::register_reduce(kernels_);
   cpu::register_matmul(kernels_);
   cpu::register_layout(kernels_);
+  cpu::register_indexing(kernels_);
+  cpu::register_fill_clamp(kernels_);
+  cpu::register_reduce_stats(kernels_);
 }
 
 CpuBackend::~CpuBackend() = default;

@@ -59,18 +59,41 @@ T below_one() {
 
 constexpr int64_t kRandomGrain = 1 << 15;  // elements per thread, at least
 
+struct ShardIndex {
+  bool active = false;
+  int64_t local = 1, offset = 0, global = 1, inner = 1;
+  int64_t global_index(int64_t i) const {
+    const int64_t block = local * inner;
+    const int64_t outer = i / block, a = (i / inner) % local, in = i % inner;
+    return (outer * global + a + offset) * inner + in;
+  }
+};
+
 template <bool kNormal>
 Status random_kernel(const KernelArgs& args) {
   const uint64_t seed = args.attrs.seed(), counter = args.attrs.counter();
   const int64_t n = count(args.out.meta.shape);
   if (!is_floating(args.out.meta.dtype))
     return unimplemented("{}: dtype {}", op_name(args.op), dtype_name(args.out.meta.dtype));
+  // A shard of a random tensor (ints {seed, counter, axis, offset, global extent}): element i
+  // takes the value of its position in the whole tensor, so shards match the unsharded values.
+  ShardIndex shard;
+  if (args.attrs.n_ints >= 5) {
+    const Shape& s = args.out.meta.shape;
+    shard.active = true;
+    const int axis = static_cast<int>(args.attrs.ints[2]);
+    shard.local = s[axis];
+    shard.offset = args.attrs.ints[3];
+    shard.global = args.attrs.ints[4];
+    shard.inner = 1;
+    for (int d = axis + 1; d < s.rank(); ++d) shard.inner *= s[d];
+  }
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = static_cast<T*>(out_ptr(args));
     parallel_for(n, kRandomGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const auto idx = static_cast<uint64_t>(i);
+        const auto idx = static_cast<uint64_t>(shard.active ? shard.global_index(i) : i);
         const float v = kNormal ? philox::normal(seed, counter, idx)
                                 : philox::uniform(seed, counter, idx);
         o[i] = convert_value<T>(v);

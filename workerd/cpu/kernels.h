@@ -13,6 +13,7 @@
 
 #include "libgtcore/dtype.h"
 #include "libgtcore/half.h"
+#include "libgtcore/op_attrs.h"
 #include "libgtcore/shape.h"
 #include "workerd/backend.h"
 #include "workerd/cpu/convert.h"
@@ -32,7 +33,10 @@ void register_unary(KernelTable& t);        // neg exp log sqrt abs relu sigmoid
 void register_elementwise(KernelTable& t);  // where cast copy_
 void register_reduce(KernelTable& t);       // sum mean max min argmax argmin
 void register_matmul(KernelTable& t);       // matmul
-void register_layout(KernelTable& t);       // reshape permute slice cat
+void register_layout(KernelTable& t);       // reshape permute slice cat expand
+void register_indexing(KernelTable& t);     // index_select gather scatter_add index_add one_hot
+void register_fill_clamp(KernelTable& t);   // masked_fill clamp
+void register_reduce_stats(KernelTable& t); // var logsumexp
 
 // Element count of a shape that run() has already validated (Shape::numel() guards against
 // overflow with a division per dim, which dominates the cost of tiny ops).
@@ -40,6 +44,27 @@ inline int64_t count(const Shape& s) {
   int64_t n = 1;
   for (int d = 0; d < s.rank(); ++d) n *= s[d];
   return n;
+}
+
+// A reduction's input viewed as [outer, n, inner], n the reduced extent (all elements, or a
+// 0-d input: [1, numel, 1]); attrs are kReduce's (dim already validated by the shape rule).
+struct ReduceView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline ReduceView reduce_view(const Shape& s, const OpAttrs& a) {
+  ReduceView v;
+  if (a.reduce_all() || s.rank() == 0) {
+    v.n = count(s);
+    return v;
+  }
+  int64_t d = a.reduce_dim();
+  if (d < 0) d += s.rank();
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i < d) v.outer *= s[i];
+    else if (i == d) v.n = s[i];
+    else v.inner *= s[i];
+  }
+  return v;
 }
 
 // ---- dtype dispatch -------------------------------------------------------------------------

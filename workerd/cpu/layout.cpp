@@ -6,6 +6,7 @@
 //            through 32x32 tiles so neither side is walked with a large stride for long
 //   slice    per dim start/step (negative steps walk backwards), a strided gather
 //   cat      row copies into [outer, sum of extents * inner]
+//   expand   the broadcasting copy (kernel_util.cpp)
 #include <algorithm>
 #include <cstring>
 
@@ -121,6 +122,14 @@ Status cat_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
+// expand: the input broadcast to the target shape, materialized.
+Status expand_kernel(const KernelArgs& args) {
+  const Tensor& x = in(args, 0);
+  broadcast_copy(x.storage->data(), x.meta.shape, out_ptr(args), args.out.meta.shape,
+                 dtype_size(x.meta.dtype));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_layout(KernelTable& t) {
@@ -129,6 +138,7 @@ void register_layout(KernelTable& t) {
   set(OpId::k_permute, permute_kernel);
   set(OpId::k_slice, slice_kernel);
   set(OpId::k_cat, cat_kernel);
+  set(OpId::k_expand, expand_kernel);
 }
 
 }  // namespace gt::worker::cpu

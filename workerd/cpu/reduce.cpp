@@ -18,25 +18,7 @@
 namespace gt::worker::cpu {
 namespace {
 
-struct View {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-View reduce_view(const Shape& s, const OpAttrs& a) {
-  View v;
-  if (a.reduce_all() || s.rank() == 0) {
-    v.n = count(s);
-    return v;
-  }
-  int64_t d = a.reduce_dim();
-  if (d < 0) d += s.rank();
-  for (int i = 0; i < s.rank(); ++i) {
-    if (i < d) v.outer *= s[i];
-    else if (i == d) v.n = s[i];
-    else v.inner *= s[i];
-  }
-  return v;
-}
+using View = ReduceView;  // reduce_view() is in kernels.h (shared with reduce_stats.cpp)
 
 // ---- sum / mean ----
 

@@ -4,9 +4,8 @@
 //   namespace F = gt::nn::functional;
 //   gt::Tensor loss = F::cross_entropy(logits, labels, {.label_smoothing = 0.1});
 //
-// Some of these are compositions that dedicated primitives will make cheaper (one_hot /
-// embedding / nll_loss / cross_entropy -> one_hot, index_select/gather; masked_fill, clamp, var,
-// logsumexp; GELU's erf): the signatures stay when they switch.
+// The softmax family rests on the logsumexp primitive, embedding on index_select, nll_loss /
+// cross_entropy on gather; one_hot, clamp, masked_fill and var are primitives (ops.def).
 #pragma once
 
 #include <optional>
@@ -18,7 +17,7 @@
 namespace gt {
 
 // ---- torch-level composites ---------------------------------------------------------------------
-// Numerically stable (the max is subtracted, outside the tape).
+// Numerically stable: x - logsumexp(x) (the worker subtracts the max).
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 // Pieces of `split_size` along dim (the last may be shorter), or of the given sizes.
@@ -42,7 +41,7 @@ using gt::stack;
 
 enum class Reduction { kNone, kMean, kSum };
 
-// log(sum(exp(x))) over dim, stable (the max is subtracted; infinite maxima are handled).
+// log(sum(exp(x))) over dim, stable (max-shifted on the worker; all -inf gives -inf).
 Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- activations -----------------------------------------------------------------------------
@@ -63,17 +62,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // Normalizes over the trailing dims `normalized_shape`; weight/bias optional (elementwise).
 Tensor layer_norm(const Tensor& x, Dims normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
-// Rows of `weight` [num_embeddings, dim] picked by integer `indices` (any shape) -> [..., dim].
-// Computed as one_hot(indices) @ weight (an index_select primitive will replace it).
+// Rows of `weight` [num_embeddings, dim] picked by integer `indices` (any shape) -> [..., dim],
+// with index_select (an index outside [0, num_embeddings) fails at the next sync point).
 Tensor embedding(const Tensor& indices, const Tensor& weight);
 
 // ---- elementwise helpers -------------------------------------------------------------------------
-// [..., num_classes] with 1 at each index (0 everywhere for an index outside [0, num_classes)).
+// [..., num_classes] with 1 at each index (int64 / int32 indices). An index outside
+// [0, num_classes) is an error on the worker, raised at the next sync point (like PyTorch).
 // num_classes = -1 infers max(indices) + 1 (a sync point).
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1, DType dtype = kInt64);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
-// Variance over all elements (no dim) or one dim (unbiased: divide by n - 1).
+// Variance over all elements (no dim) or one dim (unbiased: divide by n - 1); Tensor::var
+// takes any correction.
 Tensor var(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool unbiased = true,
            bool keepdim = false);
 
@@ -99,7 +100,8 @@ struct NLLOptions {
 };
 // input: log-probabilities [N, C] (or [C], or [N, C, d1, ...]); target: class indices (int64 /
 // int32) [N] (or [], or [N, d1, ...]). Mean reduction divides by the summed weights of the
-// non-ignored targets, like PyTorch.
+// non-ignored targets, like PyTorch. A target outside [0, C) that is not ignore_index fails at
+// the next sync point (gather's out-of-range error).
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLOptions& o = {});
 // log_softmax over the class dim + nll_loss, with optional label smoothing. A floating `target`
 // of the input's shape is read as class probabilities instead.

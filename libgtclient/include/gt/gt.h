@@ -6,6 +6,7 @@
 #include "gt/dtype.h"
 #include "gt/error.h"
 #include "gt/indexing.h"
+#include "gt/signal.h"
 #include "gt/tensor.h"
 #include "gt/autograd.h"
 #include "gt/functional.h"

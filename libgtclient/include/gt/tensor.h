@@ -162,6 +162,29 @@ class Tensor {
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   Tensor argmin() const;
   Tensor argmin(int64_t dim, bool keepdim = false) const;
+  // Variance over all elements (no dim) or one dim, divided by max(0, n - correction):
+  // correction 1 is torch.var's unbiased default, 0 the population variance. Floating result.
+  Tensor var(std::optional<int64_t> dim = std::nullopt, double correction = 1,
+             bool keepdim = false) const;
+  // log(sum(exp(x))), computed stably (max-shifted) in one op; its gradient is softmax.
+  Tensor logsumexp() const;
+  Tensor logsumexp(int64_t dim, bool keepdim = false) const;
+
+  // ---- indexing (int64 or int32 index tensors). Index VALUES are only seen by the worker: one
+  // out of range (negative ones included) fails that op, reported at the next sync point. -----
+  Tensor index_select(int64_t dim, const Tensor& index) const;  // index 0-d or 1-d
+  Tensor gather(int64_t dim, const Tensor& index) const;        // index of this tensor's rank
+  // Out of place (torch's scatter_add / index_add): a copy of this tensor with src's elements
+  // added at the index positions along dim (repeated indices accumulate).
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  // `value` (converted to this dtype) where the bool `mask` (broadcast) is true.
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  // min(max(x, min), max), either bound optional (lo > hi gives hi). An integer tensor stays
+  // integer only for integer bounds; a floating bound gives float32 (like PyTorch).
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max) const;
+  Tensor clamp_min(Scalar min) const;
+  Tensor clamp_max(Scalar max) const;
 
   // ---- layout (every tensor is contiguous; layout ops produce new tensors) ----------------
   Tensor reshape(Dims shape) const;  // one -1 is inferred
@@ -179,6 +202,9 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
+  // Broadcast to `shape` (new leading dims allowed; -1 keeps a dim) as a new tensor.
+  Tensor expand(Dims shape) const;
+  Tensor expand_as(const Tensor& other) const;
   Tensor contiguous() const {
     checked();
     return *this;
@@ -343,6 +369,10 @@ Tensor reshape(const Tensor& x, Dims shape);
 Tensor permute(const Tensor& x, Dims dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 
 // ---- session-level ------------------------------------------------------------------------------
 // Connects to a running dispatcher ("host:port" or "unix:/path"); call before the first op.

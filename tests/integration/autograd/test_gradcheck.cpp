@@ -2,6 +2,7 @@
 // differentiable (then it needs at least one case below, and each case's graph must contain it)
 // or explicitly not differentiable (then a result built from inputs that require grad must not
 // require grad). Plus gradients of the composites (functional.h) against finite differences.
+#include <limits>
 #include <map>
 #include <set>
 
@@ -187,6 +188,55 @@ std::map<OpId, std::vector<GradCase>> op_cases() {
                      }};
   copy_cast.eps = 0.25;
   add(OpId::k_copy_, copy_cast);
+
+  // ---- masked_fill, clamp, expand, var, logsumexp ----
+  const gt::DType B = gt::kBool, I64 = gt::kInt64;
+  add(OpId::k_masked_fill, {"masked_fill", {V({2, 3}, 120), Const({2, 3}, {1, 0, 0, 1, 0, 1}, B)},
+                            [](const In& x) { return x[0].masked_fill(x[1], -5.0); }});
+  add(OpId::k_masked_fill, {"masked_fill broadcast mask", {V({2, 3}, 121), Const({3}, {0, 1, 0}, B)},
+                            [](const In& x) { return x[0].masked_fill(x[1], 2.0); }});
+  add(OpId::k_masked_fill, {"masked_fill mask broadcasts x", {V({3}, 122), Const({2, 1}, {1, 0}, B)},
+                            [](const In& x) { return x[0].masked_fill(x[1], 0.0); }});
+  // The inputs are multiples of 1/64 and the bounds halfway between two of them, so with
+  // eps = 1/256 no perturbation crosses a bound (the gradient is 1 inside [min, max], 0 outside).
+  std::vector<GradCase> clamps = {
+      {"clamp both", {V({2, 4}, 123)}, [](const In& x) { return x[0].clamp(-63.5 / 64, 64.5 / 64); }},
+      {"clamp min", {V({2, 4}, 124)}, [](const In& x) { return x[0].clamp_min(32.5 / 64); }},
+      {"clamp max", {V({2, 4}, 125)}, [](const In& x) { return x[0].clamp_max(-31.5 / 64); }}};
+  for (GradCase& c : clamps) {
+    c.eps = 1.0 / 256;
+    add(OpId::k_clamp, c);
+  }
+  add(OpId::k_expand, {"expand [3,1] -> [2,3,4]", {V({3, 1}, 126)},
+                       [](const In& x) { return x[0].expand({2, 3, 4}); }});
+  add(OpId::k_expand, {"expand -1 and 0-d", {V({1, 3}, 127), V({}, 128)},
+                       [](const In& x) { return x[0].expand({2, -1}) * x[1].expand({2, 3}); }});
+  add(OpId::k_var, {"var all", {V({2, 3}, 129)}, [](const In& x) { return x[0].var(); }});
+  add(OpId::k_var, {"var dim keepdim", {V({3, 4}, 130)}, [](const In& x) { return x[0].var(1, 1, true); }});
+  add(OpId::k_var, {"var dim 0 population", {V({3, 2}, 131)}, [](const In& x) { return x[0].var(0, 0); }});
+  add(OpId::k_var, {"var correction 2.5", {V({5, 2}, 132)}, [](const In& x) { return x[0].var(-2, 2.5); }});
+  add(OpId::k_logsumexp, {"logsumexp dim", {V({2, 4}, 133)}, [](const In& x) { return x[0].logsumexp(1); }});
+  add(OpId::k_logsumexp, {"logsumexp dim 0 keepdim", {V({3, 2}, 134)},
+                          [](const In& x) { return x[0].logsumexp(0, true); }});
+  add(OpId::k_logsumexp, {"logsumexp all", {V({2, 3}, 135)}, [](const In& x) { return x[0].logsumexp(); }});
+
+  // ---- indexing (index tensors are constants; repeated indices accumulate) ----
+  add(OpId::k_index_select, {"index_select rows with repeats", {V({4, 3}, 136), Const({5}, {3, 0, 3, 1, 3}, I64)},
+                             [](const In& x) { return x[0].index_select(0, x[1]); }});
+  add(OpId::k_index_select, {"index_select dim -1, int32", {V({2, 4}, 137), Const({3}, {2, 2, 0}, gt::kInt32)},
+                             [](const In& x) { return x[0].index_select(-1, x[1]); }});
+  add(OpId::k_gather, {"gather dim 1", {V({3, 4}, 138), Const({3, 2}, {0, 3, 1, 1, 2, 0}, I64)},
+                       [](const In& x) { return x[0].gather(1, x[1]); }});
+  add(OpId::k_gather, {"gather dim 0, index longer", {V({2, 3}, 139), Const({4, 2}, {1, 0, 0, 0, 1, 1, 1, 0}, I64)},
+                       [](const In& x) { return x[0].gather(0, x[1]); }});
+  add(OpId::k_scatter_add, {"scatter_add x and src", {V({3, 3}, 140), Const({2, 3}, {0, 2, 0, 0, 1, 2}, I64), V({2, 3}, 141)},
+                            [](const In& x) { return x[0].scatter_add(0, x[1], x[2]); }});
+  add(OpId::k_scatter_add, {"scatter_add src larger than index", {V({2, 4}, 142), Const({2, 2}, {3, 3, 0, 1}, I64), V({2, 3}, 143)},
+                            [](const In& x) { return x[0].scatter_add(1, x[1], x[2]); }});
+  add(OpId::k_index_add, {"index_add dim 0", {V({3, 2}, 144), Const({4}, {2, 0, 2, 2}, I64), V({4, 2}, 145)},
+                          [](const In& x) { return x[0].index_add(0, x[1], x[2]); }});
+  add(OpId::k_index_add, {"index_add dim 1", {V({2, 3}, 146), Const({2}, {1, 1}, gt::kInt32), V({2, 2}, 147)},
+                          [](const In& x) { return x[0].index_add(1, x[1], x[2]); }});
   return m;
 }
 
@@ -247,6 +297,7 @@ TEST_CASE("results of non-differentiable ops do not require grad", "[autograd][g
       {OpId::k_eq, x == y},          {OpId::k_ne, x != y},          {OpId::k_lt, x < y},
       {OpId::k_le, x <= y},          {OpId::k_gt, x > y},           {OpId::k_ge, x >= y},
       {OpId::k_argmax, x.argmax(1)}, {OpId::k_argmin, x.argmin()},
+      {OpId::k_one_hot, F::one_hot(x.argmax(1), 3)},
   };
   for (int i = 0; i < gt::kNumOps; ++i) {
     const OpId op = static_cast<OpId>(i);
@@ -272,6 +323,10 @@ TEST_CASE("finite-difference gradient checks of the composites", "[autograd][gra
   cs.push_back({"softmax dim 0", {V({3, 2}, 201)}, [](const In& x) { return gt::softmax(x[0], 0); }});
   cs.push_back({"log_softmax", {V({2, 4}, 202)}, [](const In& x) { return gt::log_softmax(x[0], -1); }});
   cs.push_back({"logsumexp", {V({2, 4}, 203)}, [](const In& x) { return F::logsumexp(x[0], 1); }});
+  cs.push_back({"softmax of a row with -inf", {V({2, 3}, 236), Const({2, 3}, {0, 1, 0, 0, 0, 0}, gt::kBool)},
+                [](const In& x) {
+                  return gt::softmax(x[0].masked_fill(x[1], -std::numeric_limits<double>::infinity()), 1);
+                }});
   cs.push_back({"layer_norm affine", {V({2, 4}, 204), V({4}, 205), V({4}, 206)},
                 [](const In& x) { return F::layer_norm(x[0], {4}, x[1], x[2]); }});
   cs.push_back({"layer_norm over 2 dims", {V({2, 2, 3}, 207)},
@@ -307,6 +362,18 @@ TEST_CASE("finite-difference gradient checks of the composites", "[autograd][gra
   cs.push_back({"embedding", {V({5, 3}, 226), Const({2, 3}, {0, 4, 4, 1, 2, 0}, gt::kInt64)},
                 [](const In& x) { return F::embedding(x[1], x[0]); }});
   cs.push_back({"var dim", {V({2, 4}, 227)}, [](const In& x) { return F::var(x[0], 1); }});
+  cs.push_back({"var all, biased, keepdim", {V({2, 3}, 237)},
+                [](const In& x) { return F::var(x[0], std::nullopt, false, true); }});
+  cs.push_back({"nll_loss with class weights and ignored -100", {V({4, 3}, 238), Const({4}, {2, -100, 0, 2}, gt::kInt64), P({3}, 239)},
+                [](const In& x) {
+                  return F::nll_loss(gt::log_softmax(x[0], 1), x[1], {.weight = x[2]});
+                }});
+  cs.push_back({"cross_entropy ignored -100, smoothing", {V({3, 4}, 240), Const({3}, {1, -100, 3}, gt::kInt64)},
+                [](const In& x) { return F::cross_entropy(x[0], x[1], {.label_smoothing = 0.1}); }});
+  cs.push_back({"embedding of a 1-d index", {V({4, 2}, 241), Const({5}, {3, 3, 0, 1, 3}, gt::kInt64)},
+                [](const In& x) { return F::embedding(x[1], x[0]); }});
+  cs.push_back({"binary_cross_entropy near 0 and 1", {P({2, 2}, 242, 0.02, 0.98), P({2, 2}, 243, 0.0, 1.0)},
+                [](const In& x) { return F::binary_cross_entropy(x[0], x[1]); }});
   cs.push_back({"clamp", {V({2, 3}, 228)}, [](const In& x) { return F::clamp(x[0], -1.0, 1.0); }});
   cs.push_back({"masked_fill", {V({2, 3}, 229), Const({2, 3}, {1, 0, 0, 1, 0, 1}, gt::kBool)},
                 [](const In& x) { return F::masked_fill(x[0], x[1], -5.0); }});

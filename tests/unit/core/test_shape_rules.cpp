@@ -186,6 +186,42 @@ std::vector<Case> success_cases() {
   add(O::k_cast, {M({2, 3})}, make_cast(I64), M({2, 3}, I64), "cast");
   add(O::k_copy_, {M({2, 3}, F16), M({3}, F32)}, {}, M({2, 3}, F16), "copy_ broadcast src");
   add(O::k_copy_, {M({2, 3}), M({2, 3}, I64)}, {}, M({2, 3}), "copy_ same shape");
+
+  // masked_fill, clamp, var, logsumexp, expand
+  add(O::k_masked_fill, {M({2, 3}, I32), M({3}, BOOL)}, make_fill_value(1.5), M({2, 3}, I32),
+      "masked_fill keeps x's dtype");
+  add(O::k_masked_fill, {M({3}), M({2, 1}, BOOL)}, make_fill_value(0), M({2, 3}),
+      "masked_fill broadcasts both");
+  add(O::k_clamp, {M({4}, F16)}, make_clamp(-1.0, 1.0, false), M({4}, F16), "clamp f16");
+  add(O::k_clamp, {M({4}, I64)}, make_clamp(0.0, std::nullopt, true), M({4}, I64),
+      "clamp int, integral min");
+  add(O::k_clamp, {M({4}, I32)}, make_clamp(std::nullopt, 2.5, false), M({4}, F32),
+      "clamp int, float max -> float32");
+  add(O::k_var, {M({3, 4})}, make_var(1, false, 1), M({3}), "var dim");
+  add(O::k_var, {M({3, 4}, BF16)}, make_var(kAllDims, true, 0), M({1, 1}, BF16), "var all keepdim");
+  add(O::k_var, {M({3, 4}, I32)}, make_var(-2, true, 2.5), M({1, 4}, F32), "var int -> float32");
+  add(O::k_var, {M({0})}, make_var(0, false, 1), M({}), "var empty");
+  add(O::k_logsumexp, {M({3, 4})}, make_reduce(-1, true), M({3, 1}), "logsumexp keepdim");
+  add(O::k_logsumexp, {M({3, 4}, I64)}, make_reduce(kAllDims, false), M({}, F32), "logsumexp int");
+  add(O::k_logsumexp, {M({0, 2}, F16)}, make_reduce(0, false), M({2}, F16), "logsumexp empty dim");
+  add(O::k_expand, {M({3, 1}, I64)}, make_reshape({2, 3, 4}), M({2, 3, 4}, I64), "expand");
+  add(O::k_expand, {M({})}, make_reshape({2, 2}), M({2, 2}), "expand 0-d");
+  add(O::k_expand, {M({1, 4})}, make_reshape({0, 4}), M({0, 4}), "expand to empty");
+
+  // Indexing
+  add(O::k_index_select, {M({5, 3}, F16), M({7}, I64)}, make_axis(0), M({7, 3}, F16),
+      "index_select rows");
+  add(O::k_index_select, {M({5, 3}), M({}, I32)}, make_axis(-1), M({5, 1}), "index_select 0-d index");
+  add(O::k_index_select, {M({5, 3}), M({0}, I64)}, make_axis(0), M({0, 3}), "index_select empty");
+  add(O::k_gather, {M({5, 3}), M({2, 3}, I64)}, make_axis(1), M({2, 3}), "gather");
+  add(O::k_gather, {M({5, 3}, BOOL), M({9, 1}, I32)}, make_axis(0), M({9, 1}, BOOL), "gather long dim");
+  add(O::k_gather, {M({}), M({}, I64)}, make_axis(0), M({}), "gather 0-d");
+  add(O::k_scatter_add, {M({5, 3}), M({2, 3}, I64), M({2, 4})}, make_axis(0), M({5, 3}),
+      "scatter_add src larger than index");
+  add(O::k_index_add, {M({5, 3}, I32), M({4}, I64), M({5, 4}, I32)}, make_axis(1),
+      M({5, 3}, I32), "index_add dim 1");
+  add(O::k_one_hot, {M({2, 3}, I64)}, make_num_classes(4), M({2, 3, 4}, I64), "one_hot");
+  add(O::k_one_hot, {M({0}, I32)}, make_num_classes(0), M({0, 0}, I64), "one_hot empty");
   return c;
 }
 
@@ -309,6 +345,51 @@ std::vector<ErrCase> error_cases() {
   // copy_
   add(O::k_copy_, {M({3}), M({2, 3})}, {}, "copy_ source larger than destination");
   add(O::k_copy_, {M({2, 3}), M({4})}, {}, "copy_ incompatible");
+
+  // masked_fill, clamp, var, logsumexp, expand
+  add(O::k_masked_fill, {M({2, 3}), M({2, 3}, I64)}, make_fill_value(0), "masked_fill int mask");
+  add(O::k_masked_fill, {M({2, 3}), M({4}, BOOL)}, make_fill_value(0), "masked_fill mismatch");
+  add(O::k_masked_fill, {M({2, 3}), M({3}, BOOL)}, {}, "masked_fill without value");
+  add(O::k_clamp, {M({2})}, make_clamp(std::nullopt, std::nullopt, false), "clamp no bounds");
+  add(O::k_clamp, {M({2}, BOOL)}, make_clamp(0.0, 1.0, true), "clamp bool");
+  add(O::k_clamp, {M({2})}, ints({1, 1, 0}), "clamp without reals");
+  add(O::k_var, {M({2, 3})}, make_reduce(1, false), "var without correction");
+  add(O::k_var, {M({2, 3})}, make_var(1, false, std::numeric_limits<double>::quiet_NaN()),
+      "var NaN correction");
+  add(O::k_var, {M({2, 3})}, make_var(2, false, 1), "var dim out of range");
+  add(O::k_logsumexp, {M({2, 3})}, make_reduce(-3, false), "logsumexp dim -3");
+  add(O::k_expand, {M({2, 3})}, make_reshape({3}), "expand to fewer dims");
+  add(O::k_expand, {M({2, 3})}, make_reshape({2, 4}), "expand non-1 dim");
+  add(O::k_expand, {M({2, 1})}, make_reshape({2, -1}), "expand negative dim");
+  add(O::k_expand, {M({2, 1})}, {}, "expand without shape");
+
+  // Indexing
+  add(O::k_index_select, {M({5, 3}), M({2}, F32)}, make_axis(0), "index_select float index");
+  add(O::k_index_select, {M({5, 3}), M({2}, BOOL)}, make_axis(0), "index_select bool index");
+  add(O::k_index_select, {M({5, 3}), M({2, 1}, I64)}, make_axis(0), "index_select 2-d index");
+  add(O::k_index_select, {M({5, 3}), M({2}, I64)}, make_axis(2), "index_select dim 2");
+  add(O::k_index_select, {M({}), M({1}, I64)}, make_axis(0), "index_select 0-d input");
+  add(O::k_index_select, {M({5, 3}), M({2}, I64)}, {}, "index_select without dim");
+  add(O::k_gather, {M({5, 3}), M({2}, I64)}, make_axis(0), "gather rank mismatch");
+  add(O::k_gather, {M({5, 3}), M({2, 4}, I64)}, make_axis(0), "gather index larger off dim");
+  add(O::k_gather, {M({5, 3}), M({2, 3}, I32)}, make_axis(-3), "gather dim -3");
+  add(O::k_gather, {M({5, 3}), M({2, 3}, F16)}, make_axis(0), "gather float index");
+  add(O::k_scatter_add, {M({5, 3}), M({2, 3}, I64), M({2, 3}, F16)}, make_axis(0),
+      "scatter_add src dtype");
+  add(O::k_scatter_add, {M({5, 3}), M({2, 3}, I64), M({2, 2})}, make_axis(0),
+      "scatter_add src smaller than index");
+  add(O::k_scatter_add, {M({5, 3}), M({2, 3}, I64), M({6})}, make_axis(0), "scatter_add src rank");
+  add(O::k_scatter_add, {M({5, 3}), M({2, 4}, I64), M({2, 4})}, make_axis(0),
+      "scatter_add index larger than x off dim");
+  add(O::k_scatter_add, {M({5, 3}), M({2, 3}, I64)}, make_axis(0), "scatter_add without src");
+  add(O::k_index_add, {M({5, 3}), M({4}, I64), M({4, 3})}, make_axis(1), "index_add src shape");
+  add(O::k_index_add, {M({5, 3}), M({4}, I64), M({4, 3}, I64)}, make_axis(0), "index_add src dtype");
+  add(O::k_index_add, {M({5, 3}), M({2, 2}, I64), M({4, 3})}, make_axis(0), "index_add 2-d index");
+  add(O::k_one_hot, {M({3}, F32)}, make_num_classes(4), "one_hot float labels");
+  add(O::k_one_hot, {M({3}, I64)}, make_num_classes(-1), "one_hot unresolved num_classes");
+  add(O::k_one_hot, {M({3}, I64)}, {}, "one_hot without num_classes");
+  add(O::k_one_hot, {M({1 << 20, 1 << 20}, I64)}, make_num_classes(1 << 20), "one_hot too large");
+  add(O::k_one_hot, {M({1, 1, 1, 1, 1, 1, 1, 1}, I64)}, make_num_classes(2), "one_hot rank 9");
   return c;
 }
 

@@ -1,0 +1,42 @@
+// A session's signal scopes (DESIGN §5): the stack of entered names and the configs that give
+// them meaning — the session's own (registered by the client) over the server-wide defaults.
+// The innermost scope with a config decides where an op runs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libgtcore/signal_config.h"
+#include "proto/gt.pb.h"
+
+namespace gt::dispatcher {
+
+class SignalState {
+ public:
+  explicit SignalState(const SignalConfigMap* server_configs) : server_(server_configs) {}
+
+  Status apply(const v1::SignalEvent& ev);                 // enter / exit
+  Status register_config(const v1::SignalConfigEntry& e);  // this session's own config
+  // The config of the innermost scope that has one (after backward-signal resolution), and
+  // that scope's effective name; nullopt outside any configured scope.
+  std::optional<std::pair<std::string, SignalSpec>> current() const;
+  size_t depth() const { return stack_.size(); }
+
+ private:
+  struct Frame {
+    std::string name;
+    std::string backward;  // explicit backward signal given at enter
+    bool backward_pass = false;
+  };
+  const SignalSpec* find(const std::string& name) const;
+  std::string effective_name(const Frame& f) const;
+
+  const SignalConfigMap* server_;
+  SignalConfigMap own_;
+  std::vector<Frame> stack_;
+};
+
+inline constexpr size_t kMaxSignalDepth = 64;
+
+}  // namespace gt::dispatcher

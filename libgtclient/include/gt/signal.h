@@ -1,0 +1,60 @@
+// Signals (DESIGN §5): named scopes that say how the ops inside them are placed, given meaning
+// by YAML configs (server-wide, or registered by this program) in the original GT's schema:
+//
+//   gt::load_config("sharding.yaml");               // or register_config(...)
+//   { gt::signal::Scope s("data_parallel");          // ops in here run sharded
+//     auto x = gt::randn({64, 784});                 // created already sharded
+//     ... }
+//
+// The same program runs unchanged with no config (scopes then mean nothing). Scopes are per
+// process (the session's one instruction stream): enter and exit them from one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gt {
+
+struct ShardConfig {
+  int axis = 0;
+  std::vector<uint32_t> workers;  // empty: all workers
+  bool replicated = false;
+};
+
+struct SignalConfig {
+  std::optional<ShardConfig> shard;
+  std::string backward_signal;  // gradient ops of ops recorded in this scope run under it
+  bool compile = false;
+};
+
+// Registers (or replaces) this session's config for a signal.
+void register_config(const std::string& name, const SignalConfig& config);
+// Loads a YAML file of configs and registers each; errors name the file and key.
+void load_config(const std::string& path);
+// The configs this program registered.
+std::map<std::string, SignalConfig> get_config();
+
+namespace signal {
+
+// RAII scope: enter on construction, exit on destruction.
+class Scope {
+ public:
+  explicit Scope(std::string name, std::string backward = "");
+  ~Scope();
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  std::string name_;
+};
+
+void enter(const std::string& name, const std::string& backward = "");
+void exit();                    // leaves the innermost scope
+std::string current();          // the innermost scope's name ("" outside any)
+std::vector<std::string> stack();
+
+}  // namespace signal
+}  // namespace gt

@@ -1,0 +1,136 @@
+// Client side of signals: the scope stack, config registration, and the autograd hooks that
+// run each node's gradient ops under its forward scope's backward signal.
+#include "gt/signal.h"
+
+#include <mutex>
+
+#include "gt/autograd.h"
+#include "gt/error.h"
+#include "libgtclient/session.h"
+#include "libgtcore/signal_config.h"
+
+namespace gt {
+
+namespace {
+
+struct Frame {
+  std::string name;
+  std::string backward;
+};
+
+std::mutex g_mu;
+std::vector<Frame> g_stack;
+std::map<std::string, SignalConfig> g_configs;
+
+// Autograd records the scope each forward op ran under ("name\x1fbackward"); its gradient ops
+// are emitted inside a backward-pass scope of that name, which the dispatcher maps to the
+// backward signal.
+std::string scope_provider() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (g_stack.empty()) return "";
+  return g_stack.back().name + '\x1f' + g_stack.back().backward;
+}
+
+autograd::ScopeToken backward_hook(const std::string& forward_scope) {
+  if (forward_scope.empty()) return nullptr;
+  auto sep = forward_scope.find('\x1f');
+  std::string name = forward_scope.substr(0, sep);
+  std::string backward = sep == std::string::npos ? "" : forward_scope.substr(sep + 1);
+  detail::Session::get().signal_enter(name, backward, /*backward_pass=*/true);
+  return std::shared_ptr<void>(nullptr, [name](void*) {
+    try {
+      detail::Session::get().signal_exit(name);
+    } catch (...) {
+    }
+  });
+}
+
+const bool g_hooks_installed = [] {
+  autograd::set_scope_provider(scope_provider);
+  autograd::set_backward_scope_hook(backward_hook);
+  return true;
+}();
+
+}  // namespace
+
+void register_config(const std::string& name, const SignalConfig& c) {
+  if (name.empty()) throw Error("gt::register_config: empty signal name");
+  detail::Session::ConfigEntry e;
+  e.name = name;
+  if (c.shard) {
+    if (c.shard->axis < -8 || c.shard->axis > 7)
+      throw Error("gt::register_config(" + name + "): bad axis " + std::to_string(c.shard->axis));
+    e.has_shard = true;
+    e.axis = c.shard->axis;
+    e.workers = c.shard->workers;
+    e.replicated = c.shard->replicated;
+  }
+  e.backward = c.backward_signal;
+  e.compile = c.compile;
+  detail::Session::get().register_config(e);
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_configs[name] = c;
+}
+
+void load_config(const std::string& path) {
+  auto configs = load_signal_configs(path);
+  if (!configs.is_ok()) throw Error("gt::load_config: " + configs.status().message());
+  for (const auto& [name, c] : *configs) {
+    SignalConfig sc;
+    if (c.shard) sc.shard = ShardConfig{c.shard->axis, c.shard->workers, c.shard->replicated};
+    sc.backward_signal = c.backward;
+    sc.compile = c.compile;
+    register_config(name, sc);
+  }
+}
+
+std::map<std::string, SignalConfig> get_config() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_configs;
+}
+
+namespace signal {
+
+void enter(const std::string& name, const std::string& backward) {
+  if (name.empty()) throw Error("gt::signal::enter: empty signal name");
+  detail::Session::get().signal_enter(name, backward, false);
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_stack.push_back(Frame{name, backward});
+}
+
+void exit() {
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (g_stack.empty()) throw Error("gt::signal::exit: no scope to exit");
+    name = g_stack.back().name;
+    g_stack.pop_back();
+  }
+  detail::Session::get().signal_exit(name);
+}
+
+std::string current() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_stack.empty() ? "" : g_stack.back().name;
+}
+
+std::vector<std::string> stack() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  std::vector<std::string> out;
+  for (const auto& f : g_stack) out.push_back(f.name);
+  return out;
+}
+
+Scope::Scope(std::string name, std::string backward) : name_(std::move(name)) {
+  enter(name_, backward);
+}
+
+Scope::~Scope() {
+  try {
+    exit();
+  } catch (...) {
+  }
+}
+
+}  // namespace signal
+}  // namespace gt

@@ -1,0 +1,101 @@
+// Indexing and related primitives: index_select, gather, scatter_add, index_add, masked_fill,
+// clamp, expand, var and logsumexp (methods and free forms). Dims are normalized here, so the
+// instruction (and the autograd node) always carries a non-negative dim.
+#include <string>
+
+#include "gt/tensor.h"
+
+namespace gt {
+namespace {
+
+using detail::run_op;
+
+int64_t dim_for(const Tensor& x, int64_t dim, OpId op) {
+  return detail::normalize_dim_or_throw(dim, x.dim(), op_name(op));
+}
+
+}  // namespace
+
+// ---- indexing -----------------------------------------------------------------------------------
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  return run_op(OpId::k_index_select, make_axis(dim_for(*this, dim, OpId::k_index_select)),
+                {this, &index});
+}
+
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  return run_op(OpId::k_gather, make_axis(dim_for(*this, dim, OpId::k_gather)), {this, &index});
+}
+
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return run_op(OpId::k_scatter_add, make_axis(dim_for(*this, dim, OpId::k_scatter_add)),
+                {this, &index, &src});
+}
+
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return run_op(OpId::k_index_add, make_axis(dim_for(*this, dim, OpId::k_index_add)),
+                {this, &index, &src});
+}
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  return x.index_select(dim, index);
+}
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { return x.gather(dim, index); }
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return x.scatter_add(dim, index, src);
+}
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return x.index_add(dim, index, src);
+}
+
+// ---- masked_fill, clamp, expand -----------------------------------------------------------------
+Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
+  return run_op(OpId::k_masked_fill, make_fill_value(value.to_double()), {this, &mask});
+}
+
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  if (!min && !max) throw Error("clamp: at least one of min and max must be given");
+  const bool integral = (!min || min->is_integral()) && (!max || max->is_integral());
+  std::optional<double> lo, hi;
+  if (min) lo = min->to_double();
+  if (max) hi = max->to_double();
+  return run_op(OpId::k_clamp, make_clamp(lo, hi, integral), {this});
+}
+
+Tensor Tensor::clamp_min(Scalar min) const { return clamp(min, std::nullopt); }
+Tensor Tensor::clamp_max(Scalar max) const { return clamp(std::nullopt, max); }
+
+Tensor Tensor::expand(Dims shape) const {
+  Shape to = detail::to_shape(shape, "expand");
+  const Shape& s = this->shape();
+  const int shift = to.rank() - s.rank();
+  if (shift < 0)
+    throw Error("expand: the number of sizes provided (" + std::to_string(to.rank()) +
+                ") must be greater or equal to the number of dimensions in the tensor (" +
+                std::to_string(s.rank()) + ")");
+  for (int i = 0; i < to.rank(); ++i) {
+    if (to[i] != -1) continue;
+    if (i < shift)
+      throw Error("expand: -1 is not allowed in a leading, non-existing dimension");
+    to[i] = s[i - shift];
+  }
+  return run_op(OpId::k_expand, make_reshape(to), {this});
+}
+
+Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.shape()); }
+
+// ---- var, logsumexp -----------------------------------------------------------------------------
+Tensor Tensor::var(std::optional<int64_t> dim, double correction, bool keepdim) const {
+  const int64_t d = dim ? dim_for(*this, *dim, OpId::k_var) : kAllDims;
+  return run_op(OpId::k_var, make_var(d, keepdim, correction), {this});
+}
+
+Tensor Tensor::logsumexp() const {
+  return run_op(OpId::k_logsumexp, make_reduce(kAllDims, false), {this});
+}
+
+Tensor Tensor::logsumexp(int64_t dim, bool keepdim) const {
+  return run_op(OpId::k_logsumexp, make_reduce(dim_for(*this, dim, OpId::k_logsumexp), keepdim),
+                {this});
+}
+
+}  // namespace gt
