@@ -62,7 +62,7 @@ bool is_elementwise(ShapeRule r) {
   switch (r) {
     case ShapeRule::kArith: case ShapeRule::kTrueDiv: case ShapeRule::kCompare:
     case ShapeRule::kWhere: case ShapeRule::kUnarySame: case ShapeRule::kUnaryFloat:
-    case ShapeRule::kCast: return true;
+    case ShapeRule::kCast: case ShapeRule::kMaskedFill: case ShapeRule::kClamp: return true;
     default: return false;
   }
 }
@@ -209,7 +209,10 @@ OpPlan plan_reduce(OpId op, const OpAttrs& a, const PlanInput& x, const TensorMe
   OpPlan p = base(op);
   const Placement& pl = x.placement;
   const bool linear = op == OpId::k_sum || op == OpId::k_mean;
-  const bool arg = op == OpId::k_argmax || op == OpId::k_argmin;
+  // Reductions that do not compose from per-slice results (argmax, var, logsumexp) gather
+  // when they reduce over the sharded axis.
+  const bool arg = op == OpId::k_argmax || op == OpId::k_argmin || op == OpId::k_var ||
+                   op == OpId::k_logsumexp;
   if (pl.kind == PlacementKind::kPartial) {
     if (linear) {  // sums of addends are addends of the sum
       p.out = pl;
@@ -368,7 +371,8 @@ OpPlan plan_op(OpId op, const OpAttrs& attrs, const std::vector<PlanInput>& in_r
   } else if (rule == ShapeRule::kMatmul) {
     p = plan_matmul(in, out, ctx);
   } else if (rule == ShapeRule::kReduceSum || rule == ShapeRule::kReduceMean ||
-             rule == ShapeRule::kReduceSame || rule == ShapeRule::kReduceIndex) {
+             rule == ShapeRule::kReduceSame || rule == ShapeRule::kReduceIndex ||
+             rule == ShapeRule::kReduceVar || rule == ShapeRule::kReduceFloat) {
     p = plan_reduce(op, attrs, in[0], out, ctx);
   } else if (rule == ShapeRule::kReshape || rule == ShapeRule::kPermute ||
              rule == ShapeRule::kSlice || rule == ShapeRule::kCat) {

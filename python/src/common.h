@@ -93,7 +93,7 @@ void init_functional(py::module_& m);
 void init_nn(py::module_& m);
 void init_optim(py::module_& m);
 void init_session(py::module_& m);
-void init_yaml(py::module_& m);
+void init_signal(py::module_& m);
 
 }  // namespace gtpy
 

@@ -65,5 +65,5 @@ PYBIND11_MODULE(_gt, m) {
   gtpy::init_nn(m);
   gtpy::init_optim(m);
   gtpy::init_session(m);
-  gtpy::init_yaml(m);
+  gtpy::init_signal(m);
 }

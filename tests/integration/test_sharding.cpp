@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "daemons.h"
+#include "libgtcore/instr_codec.h"
+#include "libgtcore/philox.h"
 #include "raw_client.h"
 
 using namespace gt::testing;
@@ -283,4 +286,46 @@ TEST_CASE("data-parallel MLP training matches single-worker losses for 20 steps"
     CHECK(std::fabs(single[i] - dp[i]) < 1e-4 * (1 + std::fabs(single[i])));
   }
   CHECK(single.back() < single.front());
+}
+
+TEST_CASE("auto-shard: creations shard on axis 0 when divisible, else replicate",
+          "[sharding][auto]") {
+  Daemons d(DaemonOptions{2, {"--auto-shard"}});
+  RawClient c(d.address());
+  REQUIRE(c.hello().kind_case() == gt::v1::ServerMessage::kWelcome);
+  gt::v1::ClientMessage m;
+  auto add = [&](gt::OpId op, uint64_t out, const gt::OpAttrs& a, std::vector<uint64_t> ins = {}) {
+    gt::v1::Instr* in = m.mutable_batch()->add_instrs();
+    gt::encode_instr(op, a, in);
+    in->set_out(out);
+    for (uint64_t i : ins) in->add_inputs(i);
+  };
+  add(gt::OpId::k_randn, 1, gt::make_random(gt::Shape{1000, 100}, gt::DType::kFloat32, 5, 0));
+  add(gt::OpId::k_randn, 2, gt::make_random(gt::Shape{999, 100}, gt::DType::kFloat32, 5, 0));
+  add(gt::OpId::k_sum, 3, gt::make_reduce(0, false), {1});
+  c.send(m);
+  REQUIRE(c.request(gt::v1::Request::SYNC).errors_size() == 0);
+  auto stats = c.worker_stats();
+  REQUIRE(stats.size() == 2);
+  for (const auto& s : stats) {
+    // 500 rows of tensor 1 (200000 bytes, a 256 KiB block) and a whole replica of tensor 2
+    // (399600 bytes, 512 KiB), plus the small partial sums — never all of tensor 1 (another
+    // 256 KiB at least).
+    CHECK(s.bytes() < 262144 + 524288 + 4096);
+    CHECK(s.bytes() >= 200000 + 399600);
+  }
+  gt::v1::Reply r1 = c.request(gt::v1::Request::FETCH, 1);
+  REQUIRE(r1.errors_size() == 0);
+  std::vector<float> v(r1.tensor().data().size() / 4);
+  std::memcpy(v.data(), r1.tensor().data().data(), v.size() * 4);
+  REQUIRE(v.size() == 100000);
+  for (size_t i : {size_t{0}, size_t{49999}, size_t{50000}, size_t{99999}})
+    CHECK(v[i] == gt::philox::normal(5, 0, i));  // the unsharded tensor's values
+  gt::v1::Reply r3 = c.request(gt::v1::Request::FETCH, 3);  // a Partial resolved for the fetch
+  REQUIRE(r3.errors_size() == 0);
+  std::vector<float> col(100);
+  std::memcpy(col.data(), r3.tensor().data().data(), 400);
+  double want = 0;
+  for (int row = 0; row < 1000; ++row) want += v[row * 100 + 7];
+  CHECK(col[7] == Approx(want).epsilon(1e-4));
 }
