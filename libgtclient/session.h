@@ -28,6 +28,9 @@ struct WorkerStatsInfo {
            reserved_bytes = 0, sessions = 0, peer_bytes_sent = 0, peer_bytes_received = 0;
 };
 
+// The embedded default's worker count (call before the first op; the default is 1).
+void set_embedded_workers(int n);
+
 class Session {
  public:
   virtual ~Session() = default;

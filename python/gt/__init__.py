@@ -21,9 +21,12 @@ Errors: ``gt.ShapeError`` (a ``ValueError``) where a shape/dtype/axis error is m
 ``gt.WorkerError`` at the next sync point for failures on the workers; both are ``gt.GTError``
 (a ``RuntimeError``).
 
-Signals / sharding configs (``gt.signal``, ``gt.load_config``, ``gt.register_config``,
-``gt.get_config``, ``GT_CONFIG``) are recorded and validated client-side; they have no placement
-effect until the dispatcher's signal-based sharding (issue 5) lands.
+Signals and sharding (DESIGN.md §5): ``gt.signal.context(name)`` scopes, given meaning by
+configs (``gt.register_config``, ``gt.load_config``, ``GT_CONFIG`` -- a YAML file loaded at
+import -- or the dispatcher's server-wide configs), make the dispatcher shard or replicate the
+tensors created and computed inside them over several workers, run pipeline stages on their
+workers and gradient ops under backward signals; see gt.signal and gt.config. Results do not
+depend on placement, and a program runs unchanged without any config.
 """
 import os as _os
 

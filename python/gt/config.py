@@ -3,28 +3,42 @@ gt.get_config, gt.SignalConfig, gt.ShardConfig), in the original GT's YAML schem
 
     forward_layer1:            # a signal name
       shard:                   # optional: how tensors created / computed in the scope are placed
-        axis: 0                #   the sharded axis
+        axis: 0                #   the sharded axis (negative: counted from the last)
         workers: [0, 1]        #   the workers holding the shards (default: all)
         replicated: false      #   true: a full copy on every listed worker instead of shards
       backward: backward_layer1  # optional: the signal the gradient ops run under
       compile: false           # optional: mark the scope's hot path for compilation
 
-(A top-level ``signals:`` mapping holding these entries is accepted too.) YAML is read with
-PyYAML (python3-yaml) when it is installed, else with yaml-cpp through the extension.
+Configs are sent to the dispatcher (libgtclient's ``gt::register_config``), which places the
+ops of each scope by them (DESIGN.md §5): creations inside a sharded scope are made already
+sharded, compute ops follow the sharding rules, ops in a scope whose workers differ from where
+their inputs live run on the scope's workers (pipeline stages), and gradient ops run under the
+forward scope's ``backward`` signal. Without any config the same program runs unchanged.
 
-STATUS: configs are parsed, validated and recorded client-side only. Placement according to
-them is the dispatcher's job (signal-based sharding, issue 5), not available yet: a program with
-configs and signal scopes runs unchanged, every tensor on its session's home worker, with the
-same results it will have once sharding is active.
+Configs registered before the session exists (e.g. ``GT_CONFIG`` loaded at ``import gt``) are
+kept here and sent when the first signal scope is entered or the next config is registered
+once the session is up, so ``gt.gpu_workers(n)`` / ``gt.connect(...)`` may still follow them.
+
+YAML is parsed by the dispatcher's own schema parser (libgtcore, through the extension): errors
+name the file and the offending key (``ValueError``). Worker ids are checked against the running
+workers when a scope uses them: an op in a scope naming a worker that does not exist fails with
+``gt.WorkerError`` at the next sync point.
 """
 import os
 import threading
 
-__all__ = ["ShardConfig", "SignalConfig", "load_config", "register_config", "get_config",
-           "clear_config"]
+from . import _gt
 
-_lock = threading.Lock()
-_registry = {}
+__all__ = ["ShardConfig", "SignalConfig", "load_config", "register_config", "get_config",
+           "parse_config", "clear_config"]
+
+_lock = threading.RLock()
+_registry = {}   # name -> SignalConfig: what this program registered (gt.get_config)
+_pending = {}    # name -> SignalConfig registered before the session existed, not yet sent
+_sent = set()    # names sent to the dispatcher
+
+_MAX_AXIS = 7    # the dispatcher's range: -8 .. 7
+_MAX_WORKER = 65535
 
 
 def _is_int(v):
@@ -32,19 +46,22 @@ def _is_int(v):
 
 
 class ShardConfig:
-    """How a signal's tensors are placed: sharded along ``axis`` over ``workers`` (None: all
-    workers), or a full copy on each of them when ``replicated``."""
+    """How a signal's tensors are placed: sharded along ``axis`` (-8..7; negative counts from the
+    last axis) over ``workers`` (None: all workers), or a full copy on each of them when
+    ``replicated``."""
 
     __slots__ = ("axis", "workers", "replicated")
 
     def __init__(self, axis=0, workers=None, replicated=False):
-        if not _is_int(axis) or axis < 0:
-            raise ValueError(f"ShardConfig: axis must be a non-negative int, got {axis!r}")
+        if not _is_int(axis) or not -_MAX_AXIS - 1 <= axis <= _MAX_AXIS:
+            raise ValueError(f"ShardConfig: axis must be an int in [{-_MAX_AXIS - 1}, "
+                             f"{_MAX_AXIS}] (negative: from the last axis), got {axis!r}")
         if workers is not None:
             workers = list(workers)
-            if not workers or not all(_is_int(w) and w >= 0 for w in workers):
-                raise ValueError("ShardConfig: workers must be a non-empty list of worker "
-                                 f"indices (non-negative ints), got {workers!r}")
+            if not workers or not all(_is_int(w) and 0 <= w <= _MAX_WORKER for w in workers):
+                raise ValueError("ShardConfig: workers must be a non-empty list of worker ids "
+                                 f"(ints 0..{_MAX_WORKER}), or None for all workers, got "
+                                 f"{workers!r}")
             if len(set(workers)) != len(workers):
                 raise ValueError(f"ShardConfig: workers lists a worker twice: {workers!r}")
         if not isinstance(replicated, bool):
@@ -63,18 +80,17 @@ class ShardConfig:
 
 
 class SignalConfig:
-    """What a signal means: its ``shard`` placement (a ShardConfig or None), the signal its
-    gradient ops run under (``backward_signal``; None: the same signal) and ``compile``."""
+    """What a signal means: its ``shard`` placement (a ShardConfig, or None: the scope only
+    groups ops), the signal its gradient ops run under (``backward_signal``; None: the same
+    signal) and ``compile`` (a hint, recorded by the dispatcher)."""
 
     __slots__ = ("shard", "backward_signal", "compile")
 
     def __init__(self, shard=None, backward_signal=None, compile=False):
         if shard is not None and not isinstance(shard, ShardConfig):
             raise ValueError(f"SignalConfig: shard must be a gt.ShardConfig or None, got {shard!r}")
-        if backward_signal is not None and (not isinstance(backward_signal, str)
-                                            or not backward_signal):
-            raise ValueError("SignalConfig: backward_signal must be a signal name or None, got "
-                             f"{backward_signal!r}")
+        if backward_signal is not None:
+            _check_name(backward_signal, "SignalConfig: backward_signal")
         if not isinstance(compile, bool):
             raise ValueError(f"SignalConfig: compile must be true/false, got {compile!r}")
         self.shard = shard
@@ -91,23 +107,49 @@ class SignalConfig:
                 f"compile={self.compile})")
 
 
-def _check_name(name):
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"signal names are non-empty strings, got {name!r}")
+def _check_name(name, what="signal name"):
+    if not isinstance(name, str) or not name or len(name) > 256:
+        raise ValueError(f"{what}: signal names are non-empty strings of at most 256 "
+                         f"characters, got {name!r}")
+
+
+# ---- sending to the dispatcher --------------------------------------------------------------------
+
+def _send(name, cfg):
+    s = cfg.shard
+    shard = None if s is None else (s.axis, s.workers, s.replicated)
+    _gt._register_config(name, shard, cfg.backward_signal or "", cfg.compile)
+    _sent.add(name)
+
+
+def _flush(start=False):
+    """Sends the configs registered before the session existed. ``start``: even if that starts
+    the session (gt.signal.enter does: a scope needs the session anyway)."""
+    with _lock:
+        if not _pending or not (start or _gt._session_alive()):
+            return
+        while _pending:
+            name = next(iter(_pending))
+            _send(name, _pending[name])
+            del _pending[name]
 
 
 def register_config(name, config):
-    """Registers (or replaces) the config of signal ``name`` for this process's session."""
-    _check_name(name)
+    """Registers (or replaces) the config of signal ``name`` for this process's session and
+    sends it to the dispatcher (ordered with the ops around it: ops already issued keep their
+    placement). Before the session exists it is kept and sent when the first scope is entered."""
+    _check_name(name, "register_config")
     if not isinstance(config, SignalConfig):
         raise ValueError(f"register_config: expected a gt.SignalConfig, got {config!r}")
     with _lock:
         _registry[name] = config
+        _pending[name] = config
+        _flush()
 
 
 def get_config(name=None):
-    """The registered configs: a dict {name: SignalConfig}, or one signal's config (None when it
-    has none)."""
+    """The configs this program registered: a dict {name: SignalConfig}, or one signal's config
+    (None when it has none). Server-wide configs of a shared dispatcher are not listed."""
     with _lock:
         if name is None:
             return dict(_registry)
@@ -115,89 +157,42 @@ def get_config(name=None):
 
 
 def clear_config():
-    """Forgets every registered config."""
+    """Forgets every registered config. Those already sent to the dispatcher are replaced there by
+    empty configs (no sharding, no backward signal) -- which, for this session, also hides a
+    server-wide config of the same name."""
     with _lock:
         _registry.clear()
+        _pending.clear()
+        for name in sorted(_sent):
+            _gt._register_config(name, None, "", False)
+        _sent.clear()
 
 
-def _parse_shard(where, entry):
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected a mapping with axis / workers / replicated")
-    unknown = set(entry) - {"axis", "workers", "replicated"}
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)} (known: axis, workers, "
-                         "replicated)")
-    try:
-        return ShardConfig(axis=entry.get("axis", 0), workers=entry.get("workers"),
-                           replicated=entry.get("replicated", False))
-    except ValueError as e:
-        raise ValueError(f"{where}: {e}") from None
-
-
-def _parse_signal(where, entry):
-    if entry is None:
-        return SignalConfig()
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected a mapping with shard / backward / compile")
-    unknown = set(entry) - {"shard", "backward", "backward_signal", "compile"}
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)} (known: shard, backward, "
-                         "compile)")
-    shard = entry.get("shard")
-    try:
-        return SignalConfig(
-            shard=None if shard is None else _parse_shard(f"{where}.shard", shard),
-            backward_signal=entry.get("backward", entry.get("backward_signal")),
-            compile=entry.get("compile", False))
-    except ValueError as e:
-        msg = str(e)
-        raise ValueError(msg if msg.startswith(where) else f"{where}: {msg}") from None
-
-
-def _yaml_load(text, source):
-    """One YAML document: PyYAML (python3-yaml) when installed, else yaml-cpp via the extension."""
-    try:
-        import yaml
-    except ImportError:
-        yaml = None
-    if yaml is not None and not _FORCE_BUILTIN_YAML:
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise ValueError(f"{source}: invalid YAML: {e}") from None
-    from ._gt import _yaml_load as load
-
-    try:
-        return load(text)
-    except ValueError as e:
-        raise ValueError(f"{source}: invalid YAML: {e}") from None
-
-
-_FORCE_BUILTIN_YAML = False  # tests: exercise the yaml-cpp path even with PyYAML installed
+def _from_dict(d):
+    s = d["shard"]
+    shard = None if s is None else ShardConfig(axis=s["axis"], workers=s["workers"],
+                                               replicated=s["replicated"])
+    return SignalConfig(shard=shard, backward_signal=d["backward"], compile=d["compile"])
 
 
 def parse_config(text, source="<string>"):
-    """Parses YAML text in the schema above into {name: SignalConfig} (registers nothing)."""
-    doc = _yaml_load(text, source)
-    if doc is None:
-        return {}
-    if isinstance(doc, dict) and set(doc) == {"signals"}:
-        doc = doc["signals"] or {}
-    if not isinstance(doc, dict):
-        raise ValueError(f"{source}: expected a mapping of signal names to configs")
-    out = {}
-    for name, entry in doc.items():
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"{source}: signal names are non-empty strings, got {name!r}")
-        out[name] = _parse_signal(f"{source}: {name}", entry)
-    return out
+    """Parses YAML text in the schema above into {name: SignalConfig} (registers nothing).
+    Raises ValueError naming ``source`` and the offending key."""
+    parsed = _gt._parse_signal_configs(text, source)
+    for name in parsed:
+        _check_name(name, f"{source}: {name!r}")
+    return {name: _from_dict(d) for name, d in parsed.items()}
 
 
 def load_config(path):
-    """Loads a YAML file of signal configs and registers every entry; returns them as a dict."""
+    """Loads a YAML file of signal configs and registers every entry (all or none: a bad file
+    registers nothing); returns them as a dict {name: SignalConfig}."""
     path = os.fspath(path)
     with open(path, encoding="utf-8") as f:
         configs = parse_config(f.read(), source=path)
     with _lock:
-        _registry.update(configs)
+        for name, cfg in configs.items():
+            _registry[name] = cfg
+            _pending[name] = cfg
+        _flush()
     return configs
