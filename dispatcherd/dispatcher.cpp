@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <pwd.h>
+
+#include <random>
 #include <sys/socket.h>
 
 #include "libgtcore/ops.h"
@@ -15,7 +17,14 @@ namespace gt::dispatcher {
 
 Dispatcher::Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log,
                        UserTable users)
-    : io_(io), opts_(std::move(opts)), log_(log), users_(std::move(users)) {}
+    : io_(io), opts_(std::move(opts)), log_(log), users_(std::move(users)) {
+  // Session ids and collective tags start at a random epoch, so a worker that has not yet
+  // noticed a dispatcher restart cannot match a stale message to new work.
+  std::random_device rd;
+  const uint64_t epoch = (static_cast<uint64_t>(rd()) << 16) | (rd() & 0xffff);
+  next_session_id_ = (epoch << 16) + 1;
+  next_comm_tag_ = (static_cast<uint64_t>(rd()) << 32) + 1;
+}
 
 Dispatcher::~Dispatcher() = default;
 
@@ -107,15 +116,27 @@ void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello
         refuse(c, "the dispatcher is shutting down");
         return;
       }
-      if (workers_.empty()) {
-        // Hold the client until a worker registers (the embedded default starts both at once).
+      if (workers_.size() < static_cast<size_t>(std::max(1, opts_.min_workers))) {
+        // Hold the client until enough workers register (the embedded default starts them all
+        // at once, and a signal config naming worker 1 must not race worker 1's Hello). After
+        // worker_wait_ms the session starts with the workers there are, if any.
         c->deadline->expires_after(std::chrono::milliseconds(opts_.worker_wait_ms));
         std::weak_ptr<Conn> weak = c;
         c->deadline->async_wait([this, weak](boost::system::error_code ec) {
           auto c = weak.lock();
           if (ec || !c || c->role != Conn::Role::kPending) return;
-          std::erase_if(waiting_clients_, [&](auto& p) { return p.first == c; });
-          refuse(c, "no workers are registered with this dispatcher");
+          auto it = std::find_if(waiting_clients_.begin(), waiting_clients_.end(),
+                                 [&](auto& p) { return p.first == c; });
+          if (it == waiting_clients_.end()) return;
+          v1::Hello hello = std::move(it->second);
+          waiting_clients_.erase(it);
+          if (workers_.empty()) {
+            refuse(c, "no workers are registered with this dispatcher");
+            return;
+          }
+          spdlog::warn("starting a session with {} of the {} expected workers", workers_.size(),
+                       opts_.min_workers);
+          start_session(c, hello);
         });
         waiting_clients_.emplace_back(c, hello);
         return;
@@ -272,6 +293,7 @@ void Dispatcher::broadcast_peer_table() {
 }
 
 void Dispatcher::admit_waiting_clients() {
+  if (workers_.size() < static_cast<size_t>(std::max(1, opts_.min_workers))) return;
   auto waiting = std::move(waiting_clients_);
   waiting_clients_.clear();
   for (auto& [c, hello] : waiting)

@@ -35,6 +35,7 @@ struct DispatcherOptions {
   uint64_t user_window = 262144;     // default per-user window (users file may override)
   uint64_t worker_window = 16384;    // in flight on one worker (the rest waits, fairly, here)
   int worker_wait_ms = 10000;
+  int min_workers = 1;  // new sessions wait (up to worker_wait_ms) for this many workers
   int handshake_timeout_ms = 10000;
   int heartbeat_interval_ms = 1000;
   int heartbeat_timeout_ms = 5000;

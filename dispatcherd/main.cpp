@@ -57,6 +57,8 @@ void declare_options(gt::Config& c) {
                    "file with the secret workers must present (mode 0600; empty: none)");
   c.declare_int("worker_wait_ms", 10000, 0, 3600000,
                 "how long a new session waits for a first worker before being refused");
+  c.declare_int("min_workers", 1, 1, 65536,
+                "new sessions wait up to worker_wait_ms for this many workers to register");
   c.declare_int("handshake_timeout_ms", 10000, 100, 600000,
                 "a connection must send Hello within this time");
   c.declare_string("instruction_log", "",
@@ -147,6 +149,7 @@ int main(int argc, char** argv) {
   o.session_window = static_cast<uint64_t>(cfg.get_int("session_window"));
   o.worker_window = static_cast<uint64_t>(cfg.get_int("worker_window"));
   o.worker_wait_ms = static_cast<int>(cfg.get_int("worker_wait_ms"));
+  o.min_workers = static_cast<int>(cfg.get_int("min_workers"));
   o.handshake_timeout_ms = static_cast<int>(cfg.get_int("handshake_timeout_ms"));
   o.exit_when_idle = cfg.get_bool("exit_when_idle");
   o.user_window = static_cast<uint64_t>(cfg.get_int("user_window"));

@@ -4,10 +4,8 @@
 // is softmax), embedding on index_select (gradient: index_add), and one_hot / clamp /
 // masked_fill / var are the primitives themselves.
 #include <cmath>
-#include <limits>
 #include <string>
 
-#include "gt/autograd.h"
 #include "gt/functional.h"
 
 namespace gt {

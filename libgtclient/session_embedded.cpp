@@ -84,6 +84,7 @@ Result<std::unique_ptr<EmbeddedDaemons>> EmbeddedDaemons::start(int num_workers)
   std::string log_level = level ? level : "warn";
   std::vector<std::string> dargs = {"--listen-address=", "--unix-socket", sock,
                                     "--unix-socket-mode", "0600",  // this user only
+                                    "--min-workers", std::to_string(std::max(1, num_workers)),
                                     "--exit-when-idle", "--parent-pid",
                                     std::to_string(::getpid()), "--log-level", log_level};
   if (const char* ilog = std::getenv("GT_INSTRUCTION_LOG")) {

@@ -118,6 +118,7 @@ void Executor::execute(v1::WorkerBatch& b) {
                   static_cast<uint64_t>(b.frees_size());
   if (b.end_session()) {
     backend_.end_session(session);
+    if (peer_) peer_->end_session(session);
     sessions_.erase(session);
   }
 }

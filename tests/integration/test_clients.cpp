@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -257,4 +258,30 @@ TEST_CASE("the instruction log has one line per event in the documented columns"
   CHECK(log.find("WORKER_JOIN") != std::string::npos);
   CHECK(log.find("REPLY") != std::string::npos);
   std::system((std::string("rm -rf ") + tmpl).c_str());
+}
+
+TEST_CASE("new sessions wait for min_workers, then start with the workers there are",
+          "[clients][startup]") {
+  using namespace std::chrono;
+  SECTION("the session starts once the second worker registers") {
+    Daemons d(DaemonOptions{0, {"--min-workers", "2", "--worker-wait-ms", "20000"}, {}, {}});
+    d.add_worker();
+    RawClient c(d.address());
+    auto welcome = std::async(std::launch::async, [&] { return c.hello(); });
+    // One worker is not enough: no answer yet.
+    CHECK(welcome.wait_for(milliseconds(600)) == std::future_status::timeout);
+    d.add_worker();
+    REQUIRE(welcome.get().kind_case() == gt::v1::ServerMessage::kWelcome);
+    CHECK(c.worker_stats().size() == 2);
+  }
+  SECTION("after worker_wait_ms the session starts on the one worker there is") {
+    Daemons d(DaemonOptions{0, {"--min-workers", "3", "--worker-wait-ms", "500"}, {}, {}});
+    d.add_worker();
+    std::this_thread::sleep_for(milliseconds(200));  // let it register
+    auto t0 = steady_clock::now();
+    RawClient c(d.address());
+    REQUIRE(c.hello().kind_case() == gt::v1::ServerMessage::kWelcome);
+    CHECK(steady_clock::now() - t0 >= milliseconds(450));
+    CHECK(c.worker_stats().size() == 1);
+  }
 }

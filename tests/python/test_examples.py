@@ -25,7 +25,10 @@ def test_train_mlp(optim, steps):
 def test_signal_sharding():
     r = run_python(script=EX / "signal_sharding.py", args=["--steps", "10"], env={"GT_ADDRESS": ""})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "signal forward_layer1: SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1]" in r.stdout
+    assert "signal data_parallel: SignalConfig(shard=ShardConfig(axis=0, workers=[0, 1]" in r.stdout
+    # Both workers computed in the data-parallel run (the example also asserts it).
+    dp = [l for l in r.stdout.splitlines() if l.startswith("loss data parallel")]
+    assert dp and "[0," not in dp[0] and ", 0]" not in dp[0], r.stdout
     assert r.stdout.rstrip().endswith("signal_sharding: ok")
 
 

@@ -163,6 +163,20 @@ void Mailbox::abandon(uint64_t session, uint64_t tag) {
   cv_.notify_all();
 }
 
+void Mailbox::drop_session(uint64_t session) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto it = box_.begin(); it != box_.end();) {
+    if (it->first.session != session) {
+      ++it;
+      continue;
+    }
+    for (const Message& m : it->second) buffered_ -= m.size;
+    it = box_.erase(it);
+  }
+  std::erase_if(expected_, [&](const auto& e) { return e.first.session == session; });
+  cv_.notify_all();  // senders held back for room may proceed
+}
+
 void Mailbox::reset() {
   std::lock_guard<std::mutex> lk(mu_);
   ++gen_;

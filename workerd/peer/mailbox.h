@@ -73,6 +73,8 @@ class Mailbox {
   Result<Message> take(const MsgKey& k, uint64_t size, Clock::time_point deadline);
   void abandon(uint64_t session, uint64_t tag);
 
+  // Drops what is buffered or expected for a session that ended.
+  void drop_session(uint64_t session);
   // Drops everything; receiver threads of older generations stop; waiters fail.
   void reset();
   uint64_t buffered_bytes() const;

@@ -35,6 +35,8 @@ class PeerLink {
                      uint64_t session) = 0;
   // Drops every buffered message and connection (the dispatcher went away).
   virtual void reset() = 0;
+  // A session ended: drop what is buffered for it (unmatched sends of a session that left).
+  virtual void end_session(uint64_t session) {}
   virtual PeerStats stats() const = 0;
 };
 

@@ -395,6 +395,8 @@ void TcpPeerLink::set_peers(const std::map<uint32_t, std::string>& addresses) {
   mailbox_.clear_failures();
 }
 
+void TcpPeerLink::end_session(uint64_t session) { mailbox_.drop_session(session); }
+
 void TcpPeerLink::reset() {
   mailbox_.reset();  // receiver threads of the old generation stop; waiters fail
   {

@@ -58,6 +58,7 @@ class TcpPeerLink final : public PeerLink {
   Status run(CommId comm, const CommGroup& group, const Tensor* input, Tensor* out,
              uint64_t session) override;
   void reset() override;
+  void end_session(uint64_t session) override;
   PeerStats stats() const override;
 
   uint16_t port() const { return port_; }

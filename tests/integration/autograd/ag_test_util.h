@@ -20,7 +20,7 @@
 namespace agt {
 
 inline gt::testing::Daemons& daemons() {
-  static gt::testing::Daemons d(gt::testing::DaemonOptions{1, {}, {}});
+  static gt::testing::Daemons d(gt::testing::DaemonOptions{1, {}, {}, {}});
   static bool connected = [] {
     gt::connect(d.address());
     return true;
