@@ -52,7 +52,7 @@ uint64_t peer_bytes() {
 
 int main(int argc, char** argv) {
   int steps = argc > 1 ? std::atoi(argv[1]) : 30;
-  if (!std::getenv("GT_ADDRESS")) gt::detail::set_embedded_workers(2);
+  if (!std::getenv("GT_ADDRESS")) gt::set_embedded_workers(2);
   gt::register_config("data", gt::SignalConfig{gt::ShardConfig{0, {}, false}, "data", false});
   gt::manual_seed(1);
   gt::Tensor x = gt::randn({64, 784});

@@ -25,6 +25,7 @@ bool session_alive() {
 }
 
 void set_embedded_workers(int n) {
+  if (n < 1 || n > 64) throw Error("gt: the embedded default takes 1..64 workers, not " + std::to_string(n));
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_session) throw Error("gt: the session already exists; set the worker count before the first op");
   g_embedded_workers = n;

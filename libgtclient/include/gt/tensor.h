@@ -378,6 +378,8 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 // Connects to a running dispatcher ("host:port" or "unix:/path"); call before the first op.
 // Without it, GT_ADDRESS is used, or a private dispatcher and workers are spawned.
 void connect(const std::string& address);
+// How many workers the embedded default spawns (1..64, default 1); call before the first op.
+void set_embedded_workers(int n);
 // Waits until every op queued so far has run; throws the first error among them.
 void synchronize();
 using WorkerStats = detail::WorkerStatsInfo;
