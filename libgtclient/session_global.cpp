@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "gt/error.h"
+#include "gt/tensor.h"
 #include "libgtclient/session_remote.h"
 
 namespace gt::detail {
@@ -70,3 +71,9 @@ void Session::shutdown() {
 }
 
 }  // namespace gt::detail
+
+namespace gt {
+// Public spelling (gt/tensor.h); lives here, with the real session, so fake-session unit tests
+// of the API need not link the embedded default.
+void set_embedded_workers(int n) { detail::set_embedded_workers(n); }
+}  // namespace gt

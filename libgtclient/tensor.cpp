@@ -176,7 +176,6 @@ Shape from_vector_shape(const Dims& dims, size_t n_values) {
 }  // namespace detail
 
 void connect(const std::string& address) { detail::Session::connect(address); }
-void set_embedded_workers(int n) { detail::set_embedded_workers(n); }
 
 void synchronize() { detail::Session::get().synchronize(); }
 
