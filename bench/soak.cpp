@@ -116,6 +116,12 @@ struct Stats {
 struct HostTensor {
   std::vector<int64_t> shape;
   std::vector<float> v;
+  std::string how;  // the op that made it (for reports)
+  // Per element: what the value would be with every term taken by absolute value (empty: |v|).
+  // float32 rounding scales with it, not with the result: a matmul whose terms cancel to 0
+  // may come back as -81920 when the terms are ~1e12, and that is correct float32 arithmetic.
+  std::vector<double> mag;
+  double mag_at(size_t i) const { return mag.empty() ? std::fabs(double(v[i])) : mag[i]; }
 };
 
 Shape to_shape(const std::vector<int64_t>& dims) {
@@ -124,10 +130,11 @@ Shape to_shape(const std::vector<int64_t>& dims) {
   return s;
 }
 
-bool close_enough(float a, float b) {
+bool close_enough(float a, float b, double mag) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
   if (std::isinf(a) || std::isinf(b)) return a == b;
-  return std::fabs(a - b) <= 1e-3f * std::max({1.0f, std::fabs(a), std::fabs(b)});
+  return std::fabs(double(a) - b) <=
+         1e-3 * std::max({1.0, std::fabs(double(a)), std::fabs(double(b))}) + 1e-4 * mag;
 }
 
 class SoakClient {
@@ -210,7 +217,10 @@ class SoakClient {
                 std::optional<HostTensor> expect) {
     uint64_t id = next_id_++;
     *batch(r).add_instrs() = testing::make_instr(op, id, in, a);
-    if (expect) r.made.emplace(id, std::move(*expect));
+    if (expect) {
+      expect->how = std::string(op_name(op));
+      r.made.emplace(id, std::move(*expect));
+    }
     return id;
   }
 
@@ -225,6 +235,7 @@ class SoakClient {
       for (auto& x : t.v) x = static_cast<float>(uniform(-3, 3));
       uint64_t id = next_id_++;
       *batch(r).add_instrs() = testing::from_floats(id, t.v, to_shape(shape));
+      t.how = "from_host";
       r.made.emplace(id, std::move(t));
       return id;
     }
@@ -240,6 +251,7 @@ class SoakClient {
     HostTensor ar;
     ar.shape = {n};
     for (int64_t i = 0; i < n; ++i) ar.v.push_back(static_cast<float>(i));
+    ar.how = "arange";
     r.made.emplace(a, ar);
     t.v = ar.v;
     return emit(r, OpId::k_reshape, {a}, make_reshape(to_shape(shape)), t);
@@ -285,10 +297,12 @@ class SoakClient {
         op = OpId::k_mul;
         attrs = make_binary_scalar(ScalarSide::kRight, 0.5, false);
         for (auto& v : out.v) v = v * 0.5f;
+        for (auto& m : out.mag) m *= 0.5;
       } else {
         op = OpId::k_add;
         attrs = make_binary_scalar(ScalarSide::kRight, 1, true);
         for (auto& v : out.v) v = v + 1.0f;
+        for (auto& m : out.mag) m += 1.0;
       }
       emit(r, op, {a}, attrs, out);
       return;
@@ -301,8 +315,11 @@ class SoakClient {
     HostTensor out;
     out.shape = x.shape;
     out.v.resize(x.v.size());
+    out.mag.resize(x.v.size());
     for (size_t i = 0; i < x.v.size(); ++i) {
       float p = x.v[i], q = y.v[i];
+      const double mp = x.mag_at(i), mq = y.mag_at(i);
+      out.mag[i] = which == 2 ? mp * mq : which <= 1 ? mp + mq : std::max(mp, mq);
       switch (which) {
         case 0: out.v[i] = p + q; break;
         case 1: out.v[i] = p - q; break;
@@ -327,15 +344,23 @@ class SoakClient {
     HostTensor out;
     out.shape = {m, n};
     out.v.resize(static_cast<size_t>(m * n));
+    out.mag.resize(static_cast<size_t>(m * n));
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t p = 0; p < k; ++p)
-          acc += static_cast<double>(x.v[static_cast<size_t>(i * k + p)]) *
-                 y.v[static_cast<size_t>(p * n + j)];
+        double acc = 0, mag = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const size_t ia = static_cast<size_t>(i * k + p), ib = static_cast<size_t>(p * n + j);
+          acc += static_cast<double>(x.v[ia]) * y.v[ib];
+          mag += x.mag_at(ia) * y.mag_at(ib);
+        }
         out.v[static_cast<size_t>(i * n + j)] = static_cast<float>(acc);
+        out.mag[static_cast<size_t>(i * n + j)] = mag;
       }
-    emit(r, OpId::k_matmul, {a, b}, {}, out);
+    out.how = fmt::format("matmul of {} ({}x{}, {}) and {} ({}x{}, {})", a, m, k, x.how, b, k, n,
+                          y.how);
+    uint64_t id = next_id_++;
+    *batch(r).add_instrs() = testing::make_instr(OpId::k_matmul, id, {a, b}, {});
+    r.made.emplace(id, std::move(out));
   }
 
   void reduction(Round& r) {
@@ -346,20 +371,27 @@ class SoakClient {
     const OpId op = is_max ? OpId::k_max : OpId::k_sum;
     HostTensor out;
     if (coin(0.3) || x.shape.size() == 1) {  // over everything
-      double acc = is_max ? -INFINITY : 0;
-      for (float v : x.v) acc = is_max ? std::max<double>(acc, v) : acc + v;
+      double acc = is_max ? -INFINITY : 0, mag = 0;
+      for (size_t i = 0; i < x.v.size(); ++i) {
+        acc = is_max ? std::max<double>(acc, x.v[i]) : acc + x.v[i];
+        mag = is_max ? std::max(mag, x.mag_at(i)) : mag + x.mag_at(i);
+      }
       out.v = {static_cast<float>(acc)};
+      out.mag = {mag};
       emit(r, op, {a}, make_reduce(kAllDims, false), out);
       return;
     }
     const int64_t dim = uniform(0, 1), rows = x.shape[0], cols = x.shape[1];
     out.shape = {dim == 0 ? cols : rows};
     out.v.assign(static_cast<size_t>(out.shape[0]), is_max ? -INFINITY : 0.0f);
+    out.mag.assign(out.v.size(), 0.0);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {
-        float v = x.v[static_cast<size_t>(i * cols + j)];
-        float& o = out.v[static_cast<size_t>(dim == 0 ? j : i)];
-        o = is_max ? std::max(o, v) : o + v;
+        const size_t src = static_cast<size_t>(i * cols + j);
+        const size_t dst = static_cast<size_t>(dim == 0 ? j : i);
+        float& o = out.v[dst];
+        o = is_max ? std::max(o, x.v[src]) : o + x.v[src];
+        out.mag[dst] = is_max ? std::max(out.mag[dst], x.mag_at(src)) : out.mag[dst] + x.mag_at(src);
       }
     emit(r, op, {a}, make_reduce(dim, false), out);
   }
@@ -521,15 +553,20 @@ class SoakClient {
         ++st.fetched;
         const HostTensor& t = r.made.at(w.id);
         bool ok = w.data.size() == t.v.size() * sizeof(float);
+        size_t bad = 0;
+        float got = 0;
         for (size_t i = 0; ok && i < t.v.size(); ++i) {
-          float got;
           std::memcpy(&got, w.data.data() + i * sizeof(float), sizeof(float));
-          ok = close_enough(got, t.v[i]);
+          ok = close_enough(got, t.v[i], t.mag_at(i));
+          bad = i;
         }
         st.values_checked += t.v.size();
         if (!ok) {
           ++st.lost;
-          st.note(fmt::format("fetch of {}: wrong value ({} bytes)", w.id, w.data.size()));
+          st.note(fmt::format("fetch of {} (made by {}): wrong value ({} bytes): element {} is {}, "
+                              "expected {}",
+                              w.id, t.how, w.data.size(), bad, got,
+                              bad < t.v.size() ? t.v[bad] : 0.0f));
         }
       }
       want.erase(it);
