@@ -6,6 +6,8 @@
 //                    value below 1 instead, so rand stays in [0, 1)
 //   from_host        attrs.data is the first bytes of the row-major contents; the rest is zero
 //   host_chunk       attrs.data written at byte attrs.chunk_offset() of the tensor (re-checked)
+// Uploaded bool bytes are normalized to 0/1: the bytes come off the wire, and every bool kernel
+// (and C++ itself) assumes a bool byte is 0 or 1.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -106,12 +108,18 @@ Status random_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
+void normalize_bools(const KernelArgs& args, unsigned char* p, size_t n) {
+  if (args.out.meta.dtype != DType::kBool) return;
+  for (size_t i = 0; i < n; ++i) p[i] = p[i] != 0;
+}
+
 Status from_host_kernel(const KernelArgs& args) {
   const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
   const std::string_view data = args.attrs.data;
   const size_t n = std::min(data.size(), nbytes);
   auto* o = static_cast<unsigned char*>(out_ptr(args));
   if (n > 0) std::memcpy(o, data.data(), n);
+  normalize_bools(args, o, n);
   if (nbytes > n) std::memset(o + n, 0, nbytes - n);
   return Status::ok();
 }
@@ -124,8 +132,11 @@ Status host_chunk_kernel(const KernelArgs& args) {
       nbytes > args.out.storage->bytes())
     return out_of_range("host_chunk: {} bytes at offset {} overrun a tensor of {} bytes",
                         data.size(), off, nbytes);
-  if (!data.empty())
-    std::memcpy(static_cast<unsigned char*>(out_ptr(args)) + off, data.data(), data.size());
+  if (!data.empty()) {
+    auto* o = static_cast<unsigned char*>(out_ptr(args)) + off;
+    std::memcpy(o, data.data(), data.size());
+    normalize_bools(args, o, data.size());
+  }
   return Status::ok();
 }
 

@@ -199,5 +199,23 @@ TEST_CASE("cpu host_chunk writes at an offset and never out of bounds", "[cpu][c
   CHECK(to_doubles(be, t) == std::vector<double>{0, 0, 11, 12, 13, 11, 12, 13});
 }
 
+TEST_CASE("cpu from_host and host_chunk store bool bytes as 0/1", "[cpu][creation]") {
+  CpuBackend be;
+  const std::string wire("\x00\x01\x02\xff\x80", 5);  // any nonzero byte from the wire is true
+  OpAttrs a = make_shape_dtype(Shape{5}, DType::kBool);
+  a.data = wire;
+  Tensor t = run_op(be, OpId::k_from_host, {}, a);
+  unsigned char raw[5] = {9, 9, 9, 9, 9};
+  REQUIRE(be.copy_to_host(t, 0, raw, 5, 0).is_ok());
+  CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 1, 1});
+  OpAttrs c;
+  c.push_int(3);
+  const std::string chunk("\x00\x07", 2);  // attrs.data is a view: keep the bytes alive
+  c.data = chunk;
+  run_in_place(be, OpId::k_host_chunk, t, {&t}, c);
+  REQUIRE(be.copy_to_host(t, 0, raw, 5, 0).is_ok());
+  CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 0, 1});
+}
+
 }  // namespace
 }  // namespace gt::test
