@@ -40,7 +40,7 @@ Tensor full(Dims shape, Scalar value, std::optional<DType> dtype) {
   DType dt = dtype.value_or(value.is_bool()       ? DType::kBool
                             : value.is_integral() ? DType::kInt64
                                                   : DType::kFloat32);
-  return create(OpId::k_full, make_full(detail::to_shape(shape, "full"), dt, value.to_double()));
+  return create(OpId::k_full, make_full(detail::to_shape(shape, "full"), dt, value.to_double(), value.exact_int()));
 }
 
 Tensor scalar_tensor(Scalar value, DType dtype) { return full({}, value, dtype); }

@@ -14,7 +14,7 @@ Tensor binary(OpId op, const Tensor& a, const Tensor& b) {
 
 // `t op s` (side kRight) or `s op t` (side kLeft): one tensor input, the scalar in the attrs.
 Tensor binary_scalar(OpId op, const Tensor& t, Scalar s, ScalarSide side) {
-  return run_op(op, make_binary_scalar(side, s.to_double(), s.is_integral()), {&t});
+  return run_op(op, make_binary_scalar(side, s.to_double(), s.is_integral(), s.exact_int()), {&t});
 }
 
 Tensor reduce(OpId op, const Tensor& x, int64_t dim, bool keepdim) {

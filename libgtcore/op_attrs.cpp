@@ -10,9 +10,10 @@ OpAttrs make_shape_dtype(const Shape& s, DType dt) {
   return a;
 }
 
-OpAttrs make_full(const Shape& s, DType dt, double value) {
+OpAttrs make_full(const Shape& s, DType dt, double value, std::optional<int64_t> exact) {
   OpAttrs a = make_shape_dtype(s, dt);
   a.push_real(value);
+  if (exact) a.push_int(*exact);
   return a;
 }
 
@@ -32,11 +33,13 @@ OpAttrs make_random(const Shape& s, DType dt, uint64_t seed, uint64_t counter) {
   return a;
 }
 
-OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral) {
+OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral,
+                           std::optional<int64_t> exact) {
   OpAttrs a;
   a.push_int(static_cast<int64_t>(side));
   a.push_int(scalar_is_integral ? 1 : 0);
   a.push_real(scalar);
+  if (exact) a.push_int(*exact);
   return a;
 }
 

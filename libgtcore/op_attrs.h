@@ -47,6 +47,11 @@ struct OpAttrs {
   ScalarSide scalar_side() const { return static_cast<ScalarSide>(int_at(0)); }
   bool scalar_is_integral() const { return int_at(1) != 0; }
   double scalar() const { return real_at(0); }
+  // The scalar as an exact integer (ints[2]), when the client sent one: int64 kernels use it,
+  // since the double loses integers beyond 2^53.
+  std::optional<int64_t> scalar_exact() const {
+    return n_ints > 2 ? std::optional<int64_t>(ints[2]) : std::nullopt;
+  }
   // kReduce
   bool reduce_all() const { return int_at(0, kAllDims) == kAllDims; }
   int64_t reduce_dim() const { return int_at(0, kAllDims); }
@@ -63,6 +68,10 @@ struct OpAttrs {
   int64_t chunk_offset() const { return int_at(0); }
   // kFillValue
   double fill_value() const { return real_at(0); }
+  // full: the fill value as an exact integer (ints[0]), when the client sent one.
+  std::optional<int64_t> fill_exact() const {
+    return n_ints > 0 ? std::optional<int64_t>(ints[0]) : std::nullopt;
+  }
   // kClamp
   bool has_min() const { return int_at(0) != 0; }
   bool has_max() const { return int_at(1) != 0; }
@@ -77,10 +86,12 @@ struct OpAttrs {
 
 // Builders (client side).
 OpAttrs make_shape_dtype(const Shape& s, DType dt);
-OpAttrs make_full(const Shape& s, DType dt, double value);
+OpAttrs make_full(const Shape& s, DType dt, double value,
+                  std::optional<int64_t> exact = std::nullopt);
 OpAttrs make_arange(double start, double stop, double step, DType dt);
 OpAttrs make_random(const Shape& s, DType dt, uint64_t seed, uint64_t counter);
-OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral);
+OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral,
+                           std::optional<int64_t> exact = std::nullopt);
 OpAttrs make_reduce(int64_t dim, bool keepdim);  // dim = kAllDims for all elements
 OpAttrs make_reshape(const Shape& s);
 OpAttrs make_permute(std::span<const int64_t> perm);

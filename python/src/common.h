@@ -25,9 +25,10 @@ struct PyScalar {
   double v = 0;
   bool integral = false;
   bool is_bool = false;
+  int64_t i = 0;  // the integer itself when integral (exact beyond 2^53)
   gt::Scalar get() const {
     if (is_bool) return gt::Scalar(v != 0);
-    if (integral) return gt::Scalar(static_cast<int64_t>(v));
+    if (integral) return gt::Scalar(i);
     return gt::Scalar(v);
   }
 };

@@ -236,7 +236,7 @@ bool type_caster<gtpy::PyScalar>::load(handle src, bool) {
     return true;
   }
   if (PyBool_Check(o)) {
-    value = {o == Py_True ? 1.0 : 0.0, true, true};
+    value = {o == Py_True ? 1.0 : 0.0, true, true, o == Py_True ? 1 : 0};
     return true;
   }
   if (PyLong_Check(o)) {
@@ -250,7 +250,7 @@ bool type_caster<gtpy::PyScalar>::load(handle src, bool) {
       }
       value = {d, false, false};  // beyond int64: a float operand
     } else {
-      value = {static_cast<double>(v), true, false};
+      value = {static_cast<double>(v), true, false, static_cast<int64_t>(v)};
     }
     return true;
   }
@@ -262,7 +262,7 @@ bool type_caster<gtpy::PyScalar>::load(handle src, bool) {
         PyErr_Clear();
         return false;
       }
-      value = {b ? 1.0 : 0.0, true, true};
+      value = {b ? 1.0 : 0.0, true, true, b ? 1 : 0};
       return true;
     }
     if (PyObject_IsInstance(o, gtpy::g_np_integer) == 1) {
@@ -271,7 +271,7 @@ bool type_caster<gtpy::PyScalar>::load(handle src, bool) {
         PyErr_Clear();
         return false;
       }
-      value = {static_cast<double>(v), true, false};
+      value = {static_cast<double>(v), true, false, static_cast<int64_t>(v)};
       return true;
     }
     if (PyObject_IsInstance(o, gtpy::g_np_floating) == 1) {

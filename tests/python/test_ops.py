@@ -68,6 +68,16 @@ def test_integer_promotion():
     assert (i + gt.tensor([1.0, 1.0, 1.0])).dtype == gt.float32
 
 
+def test_int64_scalars_beyond_2_53_are_exact():
+    big = 2**60 + 1  # a double would round it to 2**60
+    assert gt.full((2,), big).numpy().tolist() == [big, big]
+    assert (gt.zeros(2, dtype=gt.int64) + big).numpy().tolist() == [big, big]
+    assert (gt.full((1,), 3) * 2**61 - 1).item() == 3 * 2**61 - 1
+    assert (gt.tensor([big], dtype="int64") == big).item() is True
+    assert (gt.tensor([big], dtype="int64") == 2**60).item() is False
+    assert (big - gt.tensor([1], dtype="int64")).item() == 2**60
+
+
 def test_unary_ops(rng):
     a = rng.standard_normal((3, 5)).astype(np.float32)
     p = np.abs(a) + 0.1

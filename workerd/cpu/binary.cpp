@@ -166,6 +166,8 @@ Status binary_kernel(const KernelArgs& args) {
     O* xo = static_cast<O*>(out.storage->data());
     if (scalar_form) {
       C s = convert_value<C>(args.attrs.scalar());
+      if constexpr (std::is_same_v<C, int64_t>)
+        if (auto e = args.attrs.scalar_exact()) s = *e;
       if (args.attrs.scalar_side() == ScalarSide::kLeft) loop_scalar_left<Op, T, O>(s, xa, xo, n);
       else loop_scalar_right<Op, T, O>(xa, s, xo, n);
       return;

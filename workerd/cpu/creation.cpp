@@ -36,7 +36,16 @@ Status zeros_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 Status ones_kernel(const KernelArgs& args) { return fill_value(args, 1.0); }
-Status full_kernel(const KernelArgs& args) { return fill_value(args, args.attrs.real_at(0)); }
+Status full_kernel(const KernelArgs& args) {
+  if (args.out.meta.dtype == DType::kInt64) {
+    if (auto e = args.attrs.fill_exact()) {  // exact beyond 2^53, where the double is not
+      int64_t* o = static_cast<int64_t*>(out_ptr(args));
+      std::fill(o, o + count(args.out.meta.shape), *e);
+      return Status::ok();
+    }
+  }
+  return fill_value(args, args.attrs.real_at(0));
+}
 
 Status arange_kernel(const KernelArgs& args) {
   const double start = args.attrs.real_at(0), step = args.attrs.real_at(2);

@@ -60,16 +60,30 @@ class Scalar {
   constexpr Scalar(T v)  // NOLINT: implicit by design
       : d_(static_cast<double>(v)),
         integral_(std::is_integral_v<T>),
-        bool_(std::is_same_v<T, bool>) {}
+        bool_(std::is_same_v<T, bool>) {
+    if constexpr (std::is_integral_v<T>) {
+      // Exact for int64 tensors: a double holds integers exactly only up to 2^53.
+      if (std::is_signed_v<T> || static_cast<unsigned long long>(v) <= 0x7fffffffffffffffULL) {
+        i_ = static_cast<int64_t>(v);
+        exact_ = true;
+      }
+    }
+  }
   Scalar(half v) : d_(static_cast<float>(v)) {}      // NOLINT
   Scalar(bfloat16 v) : d_(static_cast<float>(v)) {}  // NOLINT
 
   constexpr double to_double() const { return d_; }
   constexpr bool is_integral() const { return integral_; }  // true for bool too
   constexpr bool is_bool() const { return bool_; }
+  // The integer itself, when it was written as one that fits int64.
+  constexpr std::optional<int64_t> exact_int() const {
+    return exact_ ? std::optional<int64_t>(i_) : std::nullopt;
+  }
 
  private:
   double d_ = 0;
+  int64_t i_ = 0;
+  bool exact_ = false;
   bool integral_ = false;
   bool bool_ = false;
 };

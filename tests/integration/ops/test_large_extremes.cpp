@@ -148,9 +148,9 @@ TEST_CASE("float arange over many elements is start + i * step", "[ops][creation
   CHECK(tf.sum().item<int64_t>() == count);
 }
 
-TEST_CASE("int64 scalars and fill values beyond 2^53 are exact", "[ops][int64][!mayfail]") {
-  // gt::Scalar (and the wire's scalar attribute) carries the value as a double, so an int64
-  // scalar above 2^53 is rounded before it reaches the worker; PyTorch keeps int64 scalars exact.
+TEST_CASE("int64 scalars and fill values beyond 2^53 are exact", "[ops][int64]") {
+  // The wire's scalar is a double; integers travel exactly beside it (like PyTorch's int64
+  // scalars), so values above 2^53 are not rounded.
   daemons();
   const int64_t big = (int64_t{1} << 60) + 1;
   CHECK(gt::full({2}, big).to_vector<int64_t>() == std::vector<int64_t>{big, big});
