@@ -82,7 +82,7 @@ the op is called.)doc");
           "__array__",
           [](const gt::Tensor& t, py::object dtype, py::object) -> py::object {
             py::array a = to_numpy(t);
-            if (dtype.is_none()) return std::move(a);
+            if (dtype.is_none()) return py::object(std::move(a));
             return a.attr("astype")(dtype);
           },
           "dtype"_a = py::none(), "copy"_a = py::none())

@@ -13,6 +13,7 @@
 #include "libgtcore/shape_rules.h"
 #include "workerd/cpu/cpu_allocator.h"
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernel_args_check.h"
 
 namespace gt::worker {
 
@@ -68,62 +69,7 @@ bool CpuBackend::supports(OpId op) const {
   return i < kernels_.size() && kernels_[i] != nullptr;
 }
 
-namespace {
-
-// Byte size of a meta, or -1 when a dim is negative or the size overflows (no division, unlike
-// Shape::numel, so the per-op checks stay cheap).
-int64_t meta_bytes(const TensorMeta& m) {
-  int64_t n = static_cast<int64_t>(dtype_size(m.dtype));
-  if (n == 0) return -1;
-  for (int64_t d : m.shape) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
-  }
-  return n;
-}
-
-Status check_tensor(const Tensor* t, const char* op, const char* what, size_t i) {
-  if (t == nullptr) return invalid_argument("{}: {} {} is missing", op, what, i);
-  if (t->poison) return failed_precondition("{}: {} {} is poisoned", op, what, i);
-  if (!t->storage) return invalid_argument("{}: {} {} has no storage", op, what, i);
-  if (!is_valid_dtype(static_cast<int>(t->meta.dtype)))
-    return invalid_argument("{}: {} {} has an invalid dtype", op, what, i);
-  const int64_t need = meta_bytes(t->meta);
-  if (need < 0 || static_cast<uint64_t>(need) > t->storage->bytes())
-    return invalid_argument("{}: {} {} needs {} bytes for {} {} but its storage has {}", op,
-                            what, i, need, dtype_name(t->meta.dtype), t->meta.shape.str(),
-                            t->storage->bytes());
-  if (need > 0 && t->storage->data() == nullptr)
-    return invalid_argument("{}: {} {} has null storage", op, what, i);
-  return Status::ok();
-}
-
-}  // namespace
-
-Status CpuBackend::check_args(const KernelArgs& args) const {
-  const char* name = op_name(args.op);
-  std::array<TensorMeta, 4> small;
-  std::vector<TensorMeta> big;
-  std::span<TensorMeta> metas;
-  if (args.inputs.size() <= small.size()) {
-    metas = std::span<TensorMeta>(small.data(), args.inputs.size());
-  } else {
-    big.resize(args.inputs.size());
-    metas = big;
-  }
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
-    GT_RETURN_IF_ERROR(check_tensor(args.inputs[i], name, "input", i));
-    metas[i] = args.inputs[i]->meta;
-  }
-  GT_RETURN_IF_ERROR(check_tensor(&args.out, name, "output", 0));
-  GT_ASSIGN_OR_RETURN(TensorMeta want, infer_meta(args.op, metas, args.attrs));
-  if (!(want == args.out.meta))
-    return invalid_argument("{}: output is {} {} but the op gives {} {}", name,
-                            dtype_name(args.out.meta.dtype), args.out.meta.shape.str(),
-                            dtype_name(want.dtype), want.shape.str());
-  if (is_in_place(args.op) && args.inputs[0]->storage != args.out.storage)
-    return invalid_argument("{}: the output must be the tensor written in place", name);
-  return Status::ok();
-}
+Status CpuBackend::check_args(const KernelArgs& args) const { return check_kernel_args(args); }
 
 Status CpuBackend::run(const KernelArgs& args) {
   auto i = static_cast<size_t>(args.op);

@@ -21,24 +21,8 @@
 namespace gt::worker::cpu {
 namespace {
 
-int normalized_dim(int64_t dim, int rank) {
-  const int r = rank == 0 ? 1 : rank;
-  return static_cast<int>(dim < 0 ? dim + r : dim);
-}
-
-// [outer, n, inner] around `dim` of `s` (a 0-d shape is [1, 1, 1]).
-struct Around {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-Around around(const Shape& s, int d) {
-  Around a;
-  for (int i = 0; i < s.rank(); ++i) {
-    if (i < d) a.outer *= s[i];
-    else if (i == d) a.n = s[i];
-    else a.inner *= s[i];
-  }
-  return a;
-}
+using Around = DimSplit;
+Around around(const Shape& s, int d) { return split_at(s, d); }
 
 // Calls f(Tag<I>{}) with I the index tensor's element type.
 template <class F>

@@ -20,6 +20,7 @@
 #include "workerd/cpu/cpu_backend.h"
 #include "workerd/cpu/nd_iter.h"
 #include "workerd/cpu/parallel.h"
+#include "workerd/dim_split.h"
 
 namespace gt::worker::cpu {
 
@@ -46,26 +47,9 @@ inline int64_t count(const Shape& s) {
   return n;
 }
 
-// A reduction's input viewed as [outer, n, inner], n the reduced extent (all elements, or a
-// 0-d input: [1, numel, 1]); attrs are kReduce's (dim already validated by the shape rule).
-struct ReduceView {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-inline ReduceView reduce_view(const Shape& s, const OpAttrs& a) {
-  ReduceView v;
-  if (a.reduce_all() || s.rank() == 0) {
-    v.n = count(s);
-    return v;
-  }
-  int64_t d = a.reduce_dim();
-  if (d < 0) d += s.rank();
-  for (int i = 0; i < s.rank(); ++i) {
-    if (i < d) v.outer *= s[i];
-    else if (i == d) v.n = s[i];
-    else v.inner *= s[i];
-  }
-  return v;
-}
+// A reduction's input viewed as [outer, n, inner] (workerd/dim_split.h).
+using ReduceView = DimSplit;
+inline ReduceView reduce_view(const Shape& s, const OpAttrs& a) { return reduce_split(s, a); }
 
 // ---- dtype dispatch -------------------------------------------------------------------------
 

@@ -96,21 +96,17 @@ Status cat_kernel(const KernelArgs& args) {
   const Tensor& out = args.out;
   const Shape& os = out.meta.shape;
   if (count(os) == 0) return Status::ok();
-  int64_t axis = args.attrs.axis();
-  if (axis < 0) axis += os.rank();
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < os.rank(); ++d) {
-    if (d < axis) outer *= os[d];
-    else if (d > axis) inner *= os[d];
-  }
+  const int axis = normalized_dim(args.attrs.axis(), os.rank());
+  const DimSplit split = split_at(os, axis);
+  const int64_t outer = split.outer, inner = split.inner;
   const DType dt = out.meta.dtype;
   const size_t es = dtype_size(dt);
-  const int64_t out_row = os[static_cast<int>(axis)] * inner;
+  const int64_t out_row = os[axis] * inner;
   auto* dst = static_cast<unsigned char*>(out.storage->data());
   int64_t at = 0;  // element offset of this input's block within an output row
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     const Tensor& t = in(args, i);
-    const int64_t row = t.meta.shape[static_cast<int>(axis)] * inner;
+    const int64_t row = t.meta.shape[axis] * inner;
     if (row == 0) continue;
     TempBuffer tmp;
     const auto* src = static_cast<const unsigned char*>(as_dtype(t, dt, tmp));

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One command on a machine with an NVIDIA GPU (issue 4): runs the GPU-tagged tests
+# (test_cuda_parity '[.gpu]') and the GPU benchmarks (gt-bench-gpu, then its TF32 GEMM pass)
+# and prints one summary table. Budget: under 8 minutes on an H200 (the timeouts below add up
+# to 7.5 minutes; a healthy run takes a few).
+#
+# Binaries come from, first found:
+#   $GT_BUNDLE, or device-bundle/gt-device-bundle.tar.xz  (made by scripts/device-bundle.sh on
+#                                                        the build machine; CUDA libs excepted)
+#   $GT_BIN_DIR                                          (a folder holding the four binaries)
+#   a fresh CUDA build into build-device/                (needs every build dependency here)
+# Logs go to $OUT (the device tool's output folder) when set, else to a temporary folder.
+#
+#   scripts/device-check.sh [--quick]    --quick: smaller benchmark sizes (a smoke run)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+QUICK=""
+[[ "${1:-}" == "--quick" ]] && QUICK="--quick"
+LOGS=${OUT:-$(mktemp -d /tmp/gt-device-check-XXXXXX)}
+mkdir -p "$LOGS"
+T0=$(date +%s)
+
+BUNDLE=${GT_BUNDLE:-$ROOT/device-bundle/gt-device-bundle.tar.xz}
+if [[ -f "$BUNDLE" ]]; then
+  UNPACK=$(mktemp -d /tmp/gt-bundle-XXXXXX)
+  trap 'rm -rf "$UNPACK"' EXIT
+  tar -C "$UNPACK" -xJf "$BUNDLE" || { echo "device-check: cannot unpack $BUNDLE (xz?)"; exit 1; }
+  BIN=$UNPACK/gt-device-bundle/bin
+  LIB=$UNPACK/gt-device-bundle/lib
+  echo "device-check: bundle $BUNDLE"; head -2 "$UNPACK/gt-device-bundle/MANIFEST"
+elif [[ -n "${GT_BIN_DIR:-}" ]]; then
+  BIN=$GT_BIN_DIR
+  LIB=""
+else
+  echo "device-check: no bundle: building into build-device/"
+  cmake -S "$ROOT" -B "$ROOT/build-device" -G Ninja -DGT_CUDA=ON >"$LOGS/build.log" 2>&1 &&
+    ninja -C "$ROOT/build-device" gt-dispatcherd gt-workerd test_cuda_parity gt-bench-gpu \
+      >>"$LOGS/build.log" 2>&1 || { echo "device-check: build failed (see $LOGS/build.log)"; exit 1; }
+  BIN=$ROOT/build-device/bin
+  LIB=""
+fi
+
+# The bundle's libraries first, then wherever this machine keeps CUDA's runtime and cuBLAS.
+CUDA_LIBS=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [[ -d "$d" ]] && CUDA_LIBS="$CUDA_LIBS:$d"
+done
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/{cublas,cuda_runtime}/lib \
+         /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib; do
+  [[ -d "$d" ]] && CUDA_LIBS="$CUDA_LIBS:$d"
+done
+export LD_LIBRARY_PATH="${LIB}${CUDA_LIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GT_BIN_DIR=$BIN
+
+nvidia-smi -L 2>/dev/null || echo "device-check: nvidia-smi not available"
+missing=$(ldd "$BIN/gt-workerd" "$BIN/test_cuda_parity" "$BIN/gt-bench-gpu" 2>/dev/null | grep 'not found' | sort -u)
+if [[ -n "$missing" ]]; then
+  echo "device-check: unresolved libraries:"; echo "$missing"; exit 1
+fi
+
+# 1. Parity and runtime tests (Catch2 v2: hidden tag selected explicitly).
+echo "device-check: tests ([.gpu])"
+# GT_GPU_TESTS_REQUIRE_DEVICE: without a visible GPU the cases fail instead of skipping.
+GT_GPU_TESTS_REQUIRE_DEVICE=1 timeout 240 "$BIN/test_cuda_parity" '[.gpu]' -r compact --durations yes >"$LOGS/tests.log" 2>&1
+TEST_RC=$?
+TEST_LINE=$(grep -E '^(Passed|Failed)|test cases' "$LOGS/tests.log" | tail -1)
+grep -E ': failed|FAILED|elements differ' "$LOGS/tests.log" | head -40
+echo "device-check: tests rc=$TEST_RC: $TEST_LINE"
+
+# 2. Benchmarks (the worker inherits the environment: TF32 only in the second pass).
+echo "device-check: benchmarks"
+timeout 150 "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
+BENCH_RC=$?
+cat "$LOGS/bench.log" | grep -v '^SUMMARY'
+GT_CUDA_ALLOW_TF32=1 timeout 60 "$BIN/gt-bench-gpu" --tf32 $QUICK >"$LOGS/bench_tf32.log" 2>&1
+TF32_RC=$?
+grep -v '^SUMMARY' "$LOGS/bench_tf32.log"
+
+echo
+echo "==================== device-check summary ($(( $(date +%s) - T0 )) s) ===================="
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' metric GT baseline ratio target result
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "[.gpu] tests (rc $TEST_RC)" "${TEST_LINE:0:18}" - - - \
+  "$([[ $TEST_RC == 0 ]] && echo PASS || echo FAIL)"
+grep -h '^SUMMARY' "$LOGS/bench.log" "$LOGS/bench_tf32.log" | sed 's/^SUMMARY //'
+[[ $BENCH_RC == 0 ]] || echo "| gt-bench-gpu exited $BENCH_RC (see $LOGS/bench.log)"
+[[ $TF32_RC == 0 ]] || echo "| gt-bench-gpu --tf32 exited $TF32_RC (see $LOGS/bench_tf32.log)"
+echo "logs: $LOGS"
+[[ $TEST_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 ]]

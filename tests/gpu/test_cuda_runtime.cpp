@@ -1,0 +1,155 @@
+// CUDA backend runtime behaviour: the registered device, op coverage, the caching allocator
+// (reuse, stats, out-of-memory recovery) and sessions on separate streams running at once.
+#include <cuda_runtime_api.h>
+
+#include <fmt/format.h>
+
+#include "libgtcore/shape_rules.h"
+#include "tests/gpu/parity_harness.h"
+
+namespace gt::gpu_test {
+namespace {
+
+TEST_CASE("cuda backend: device registration and op coverage", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  CudaBackend& g = *be->gpu;
+  CHECK(g.device_kind() == "cuda");
+  CHECK(g.device_name().find("sm_") != std::string::npos);
+  CHECK(g.memory_bytes() > (uint64_t{1} << 30));
+  for (int i = 0; i < kNumOps; ++i) {
+    INFO(op_name(static_cast<OpId>(i)));
+    CHECK(g.supports(static_cast<OpId>(i)));
+  }
+}
+
+TEST_CASE("cuda backend: caching allocator reuses blocks and keeps stats", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  CudaBackend& g = *be->gpu;
+  const BackendStats before = g.stats();
+  void* first = nullptr;
+  {
+    auto s = g.alloc(3 << 20);
+    REQUIRE(s.is_ok());
+    first = (*s)->data();
+    CHECK(g.stats().allocated_bytes >= before.allocated_bytes + (3u << 20));
+  }
+  auto again = g.alloc((3 << 20) - 100);  // same size class
+  REQUIRE(again.is_ok());
+  CHECK((*again)->data() == first);
+  CHECK(g.stats().peak_bytes >= g.stats().allocated_bytes);
+  CHECK(g.stats().reserved_bytes >= g.stats().allocated_bytes);
+}
+
+TEST_CASE("cuda backend: out of memory is an error, and memory comes back", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  CudaBackend& g = *be->gpu;
+  std::vector<std::shared_ptr<Storage>> held;
+  const size_t chunk = size_t{4} << 30;
+  Status last;
+  for (int i = 0; i < 1024; ++i) {
+    auto s = g.alloc(chunk);
+    if (!s.is_ok()) {
+      last = s.status();
+      break;
+    }
+    held.push_back(*s);
+  }
+  INFO(last.message());
+  REQUIRE(last.code() == Code::kResourceExhausted);
+  CHECK(!held.empty());
+  std::mt19937 rng(31);
+  held.clear();
+  // After the tensors are freed the same sizes allocate again (from the cache).
+  for (int i = 0; i < 4; ++i) {
+    auto s = g.alloc(chunk);
+    REQUIRE(s.is_ok());
+    held.push_back(*s);
+  }
+  held.clear();
+  g.trim_cache();
+  // Ops still work afterwards.
+  const Pair a = random_pair(Shape{1023}, DType::kFloat32, rng);
+  check_op(OpId::k_exp, OpAttrs{}, {&a}, "exp after OOM", {4e-6, 1e-6});
+}
+
+TEST_CASE("cuda backend: a tiny memory limit gives ResourceExhausted on the op's output",
+          "[.gpu]") {
+  GT_REQUIRE_GPU();
+  CudaBackendOptions o;
+  o.max_memory_bytes = 1 << 20;
+  auto small = CudaBackend::create(0, o);
+  REQUIRE(small.is_ok());
+  auto ok = (*small)->alloc(1000);
+  REQUIRE(ok.is_ok());
+  auto too_big = (*small)->alloc(2 << 20);
+  CHECK(too_big.status().code() == Code::kResourceExhausted);
+}
+
+// Two sessions issue interleaved work (a long GEMM chain each) on their own streams; blocks one
+// session frees are immediately reused by the other. Results must match the CPU.
+TEST_CASE("cuda backend: two sessions on two streams run concurrently and correctly", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(32);
+  const uint64_t s1 = 101, s2 = 202;
+  const Shape sq{512, 512};
+  // Entries of standard deviation 1/sqrt(512): products keep their scale, so rounding
+  // differences stay small over the chain while a mix-up between sessions would not.
+  const Pair a1 = random_pair(sq, DType::kFloat32, rng, -0.0765, 0.0765, s1);
+  const Pair a2 = random_pair(sq, DType::kFloat32, rng, -0.0765, 0.0765, s2);
+  std::vector<RunResult> chain1, chain2;
+  chain1.reserve(32);  // x1/x2 point into the vectors: no reallocation
+  chain2.reserve(32);
+  const Pair* x1 = &a1;
+  const Pair* x2 = &a2;
+  for (int step = 0; step < 6; ++step) {
+    chain1.push_back(run_both(OpId::k_matmul, OpAttrs{}, {x1, &a1}, s1));
+    chain2.push_back(run_both(OpId::k_matmul, OpAttrs{}, {x2, &a2}, s2));
+    REQUIRE(chain1.back().gpu.is_ok());
+    REQUIRE(chain2.back().gpu.is_ok());
+    x1 = &chain1.back().out;
+    x2 = &chain2.back().out;
+    // Keep values bounded: tanh after every product.
+    chain1.push_back(run_both(OpId::k_tanh, OpAttrs{}, {x1}, s1));
+    chain2.push_back(run_both(OpId::k_tanh, OpAttrs{}, {x2}, s2));
+    x1 = &chain1.back().out;
+    x2 = &chain2.back().out;
+    // Free the intermediates early (except the last): their blocks go back to the cache
+    // while still in use on their stream, and the other session may get them next.
+    if (chain1.size() > 2) {
+      chain1[chain1.size() - 3].out = Pair{};
+      chain2[chain2.size() - 3].out = Pair{};
+    }
+  }
+  REQUIRE(be->gpu->synchronize(s1).is_ok());
+  expect_close(*x1, {1e-3, 2e-4}, "session 1 chain", s1);
+  expect_close(*x2, {1e-3, 2e-4}, "session 2 chain", s2);
+  be->gpu->end_session(s1);
+  be->gpu->end_session(s2);
+  CHECK(be->gpu->synchronize(s1).is_ok());  // an ended session has nothing queued
+}
+
+}  // namespace
+}  // namespace gt::gpu_test
+
+namespace gt::gpu_test {
+namespace {
+
+// No GPU needed: runs in plain ctest on every CUDA build.
+TEST_CASE("cuda allocator: size classes", "[cuda]") {
+  using worker::cuda::CudaAllocator;
+  CHECK(CudaAllocator::size_class(1) == 512);
+  CHECK(CudaAllocator::size_class(512) == 512);
+  CHECK(CudaAllocator::size_class(513) == 1024);
+  CHECK(CudaAllocator::size_class(size_t{1} << 20) == size_t{1} << 20);
+  CHECK(CudaAllocator::size_class((size_t{1} << 20) + 1) == (size_t{5} << 18));  // 1.25 MiB
+  CHECK(CudaAllocator::size_class(size_t{3} << 20) == size_t{3} << 20);
+  CHECK(CudaAllocator::size_class(size_t{1} << 30) == size_t{1} << 30);
+  for (size_t b : {size_t{700}, size_t{3} << 19, (size_t{7} << 20) + 3, (size_t{1} << 33) + 1}) {
+    const size_t c = CudaAllocator::size_class(b);
+    CHECK(c >= b);
+    CHECK(c <= b + b / 4 + 512);  // at most 25% slack above 1 MiB
+  }
+}
+
+}  // namespace
+}  // namespace gt::gpu_test

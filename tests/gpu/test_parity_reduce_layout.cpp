@@ -1,0 +1,134 @@
+// CUDA vs CPU parity: reductions (all elements / one dim, keepdim, long rows that the CUDA side
+// splits over blocks) and layout ops (reshape, permute, slice with steps, cat, expand).
+#include <fmt/format.h>
+
+#include <array>
+
+#include "tests/gpu/parity_harness.h"
+
+namespace gt::gpu_test {
+namespace {
+
+const std::array<OpId, 8> kReduce{OpId::k_sum, OpId::k_mean, OpId::k_max, OpId::k_min,
+                                  OpId::k_argmax, OpId::k_argmin, OpId::k_var,
+                                  OpId::k_logsumexp};
+
+Tol reduce_tol(OpId op, DType in) {
+  // Sums accumulate in double on both sides but in a different order; 16-bit outputs round once.
+  if (op == OpId::k_argmax || op == OpId::k_argmin || op == OpId::k_max || op == OpId::k_min)
+    return {0, 0};
+  if (!is_floating(in)) return {1e-5, 1e-6};
+  return default_tol(in).rtol > 1e-5 ? default_tol(in) : Tol{1e-5, 1e-5};
+}
+
+OpAttrs reduce_attrs(OpId op, int64_t dim, bool keepdim) {
+  return op == OpId::k_var ? make_var(dim, keepdim, 1.0) : make_reduce(dim, keepdim);
+}
+
+TEST_CASE("cuda parity: reductions", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(11);
+  for (int64_t n : sizes()) {
+    for (DType dt : dtypes()) {
+      const std::array<Shape, 3> shapes{Shape{n}, Shape{3, n}, Shape{n, 5}};
+      for (const Shape& s : shapes) {
+        const Pair x = random_pair(s, dt, rng, -3, 3);
+        for (OpId op : kReduce) {
+          for (int64_t dim : {kAllDims, int64_t{0}, int64_t{-1}}) {
+            for (bool keep : {false, true}) {
+              check_op(op, reduce_attrs(op, dim, keep), {&x},
+                       fmt::format("{} dim {} keep {} of {}", op_name(op),
+                                   dim == kAllDims ? "all" : std::to_string(dim), keep,
+                                   describe(s, dt)),
+                       reduce_tol(op, dt));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda parity: reductions of long rows, NaN and infinities", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(12);
+  // Long rows take the split-row path (partials + finishing pass).
+  for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kInt64}) {
+    const Shape s{2, 1 << 20};
+    const Pair x = random_pair(s, dt, rng, -3, 3);
+    for (OpId op : kReduce)
+      for (int64_t dim : {kAllDims, int64_t{1}})
+        check_op(op, reduce_attrs(op, dim, false), {&x},
+                 fmt::format("{} long rows dim {} {}", op_name(op), dim == kAllDims ? -99 : dim,
+                             describe(s, dt)),
+                 reduce_tol(op, dt).rtol == 0 ? Tol{0, 0} : Tol{1e-4, 1e-4});
+  }
+  std::vector<double> v = random_values(4097, DType::kFloat32, rng);
+  v[100] = std::nan("");
+  v[3000] = std::nan("");
+  v[7] = INFINITY;
+  const Pair x = upload(Shape{4097}, DType::kFloat32, v);
+  for (OpId op : kReduce)
+    check_op(op, reduce_attrs(op, kAllDims, false), {&x}, "NaN " + std::string(op_name(op)));
+  const Pair ninf = upload(Shape{3}, DType::kFloat32, {-INFINITY, -INFINITY, -INFINITY});
+  check_op(OpId::k_logsumexp, make_reduce(kAllDims, false), {&ninf}, "logsumexp all -inf");
+  const Pair empty = upload(Shape{0, 4}, DType::kFloat32, {});
+  for (OpId op : kReduce)
+    check_op(op, reduce_attrs(op, 0, false), {&empty}, "empty " + std::string(op_name(op)));
+}
+
+TEST_CASE("cuda parity: layout ops", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  for (int64_t n : sizes()) {
+    for (DType dt : dtypes()) {
+      const Shape s{2, 3, n};
+      const Pair x = random_pair(s, dt, rng);
+      const std::string w = describe(s, dt);
+      check_op(OpId::k_reshape, make_reshape(Shape{3, 2 * n}), {&x}, "reshape " + w);
+      for (const std::array<int64_t, 3>& perm :
+           {std::array<int64_t, 3>{2, 0, 1}, {1, 0, 2}, {0, 2, 1}, {2, 1, 0}})
+        check_op(OpId::k_permute, make_permute(perm), {&x},
+                 fmt::format("permute {}{}{} {}", perm[0], perm[1], perm[2], w));
+      // slice: dim 0 all, dim 1 backwards with step -2, dim 2 every third from 1.
+      OpAttrs sl;
+      sl.has_shape = true;
+      const int64_t c2 = n > 1 ? (n - 1 + 2) / 3 : 0;
+      sl.shape = Shape{2, 2, c2};
+      for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{-2}, int64_t{1}, int64_t{3}})
+        sl.push_int(v);
+      check_op(OpId::k_slice, sl, {&x}, "slice " + w);
+      const Pair y = random_pair(Shape{2, 1, n}, dt, rng);
+      const Pair z = random_pair(Shape{2, 4, n}, DType::kFloat32, rng);
+      check_op(OpId::k_cat, make_axis(1), {&x, &y, &z}, "cat axis 1 " + w);
+      check_op(OpId::k_cat, make_axis(-1), {&x, &x}, "cat axis -1 " + w);
+      check_op(OpId::k_cat, make_axis(0), {&x, &x, &x}, "cat axis 0 " + w);
+      check_op(OpId::k_expand, make_reshape(Shape{4, 2, 3, n}), {&x}, "expand " + w);
+      const Pair col = random_pair(Shape{n, 1}, dt, rng);
+      check_op(OpId::k_expand, make_reshape(Shape{n, 9}), {&col}, "expand column " + w);
+    }
+  }
+}
+
+TEST_CASE("cuda parity: transposes (tiled path) and batched permutes", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(14);
+  for (DType dt : dtypes()) {
+    const Pair m = random_pair(Shape{67, 1023}, dt, rng);
+    check_op(OpId::k_permute, make_permute(std::array<int64_t, 2>{1, 0}), {&m},
+             "transpose " + describe(Shape{67, 1023}, dt));
+    const Pair b = random_pair(Shape{3, 129, 65}, dt, rng);
+    check_op(OpId::k_permute, make_permute(std::array<int64_t, 3>{0, 2, 1}), {&b},
+             "batched transpose " + describe(Shape{3, 129, 65}, dt));
+    check_op(OpId::k_permute, make_permute(std::array<int64_t, 3>{2, 1, 0}), {&b},
+             "reverse permute " + describe(Shape{3, 129, 65}, dt));
+    const Pair h = random_pair(Shape{2, 9, 33, 17}, dt, rng);
+    check_op(OpId::k_permute, make_permute(std::array<int64_t, 4>{0, 2, 3, 1}), {&h},
+             "permute 0231 " + describe(Shape{2, 9, 33, 17}, dt));
+    check_op(OpId::k_permute, make_permute(std::array<int64_t, 4>{3, 1, 0, 2}), {&h},
+             "permute 3102 " + describe(Shape{2, 9, 33, 17}, dt));
+  }
+}
+
+}  // namespace
+}  // namespace gt::gpu_test

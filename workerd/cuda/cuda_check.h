@@ -1,0 +1,44 @@
+// GT_CUDA_CHECK / GT_CUBLAS_CHECK: turn a failing CUDA runtime or cuBLAS call into a Status
+// carrying file:line (DESIGN §11) and return it from the enclosing function. Out of memory
+// becomes ResourceExhausted (an error on that instruction, never a crash).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "libgtcore/status.h"
+
+namespace gt::worker::cuda {
+
+inline Status cuda_status(cudaError_t e, const char* what, const char* file, int line) {
+  if (e == cudaSuccess) return Status::ok();
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not sticky: clear it so the next call does not see it
+    return resource_exhausted("CUDA out of memory in {} ({}:{})", what, file, line);
+  }
+  return internal_error("CUDA error {} ({}) in {} ({}:{})", cudaGetErrorName(e),
+                        cudaGetErrorString(e), what, file, line);
+}
+
+inline Status cublas_status(cublasStatus_t e, const char* what, const char* file, int line) {
+  if (e == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  if (e == CUBLAS_STATUS_ALLOC_FAILED)
+    return resource_exhausted("cuBLAS out of memory in {} ({}:{})", what, file, line);
+  return internal_error("cuBLAS error {} ({}) in {} ({}:{})", cublasGetStatusName(e),
+                        cublasGetStatusString(e), what, file, line);
+}
+
+}  // namespace gt::worker::cuda
+
+#define GT_CUDA_CHECK(expr)                                                                  \
+  do {                                                                                       \
+    ::gt::Status gt_cuda_st_ = ::gt::worker::cuda::cuda_status((expr), #expr, __FILE__, __LINE__); \
+    if (!gt_cuda_st_.is_ok()) return gt_cuda_st_;                                           \
+  } while (0)
+
+#define GT_CUBLAS_CHECK(expr)                                                                  \
+  do {                                                                                         \
+    ::gt::Status gt_cublas_st_ =                                                               \
+        ::gt::worker::cuda::cublas_status((expr), #expr, __FILE__, __LINE__);                  \
+    if (!gt_cublas_st_.is_ok()) return gt_cublas_st_;                                         \
+  } while (0)

@@ -1,0 +1,111 @@
+// Internal to the CUDA backend: what the host-side op code (ops_*.cpp) shares. Each op is a
+// CudaKernel that validates what the shape rule cannot see, converts operands where the CPU
+// worker does, builds plain launch descriptors (launch.h) and enqueues kernels on the session's
+// stream. CudaBackend::run() has already checked storages against metas and out.meta against
+// infer_meta(), like the CPU backend.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+
+#include "libgtcore/dtype.h"
+#include "libgtcore/op_attrs.h"
+#include "libgtcore/shape.h"
+#include "workerd/backend.h"
+#include "workerd/cuda/cuda_allocator.h"
+#include "workerd/cuda/cuda_check.h"
+#include "workerd/cuda/launch.h"
+#include "workerd/dim_split.h"
+
+namespace gt::worker::cuda {
+
+static_assert(kMaxDims == kMaxRank, "launch.h's NdDesc must hold every rank");
+static_assert(static_cast<int>(DType::kFloat32) == 0 && static_cast<int>(DType::kFloat16) == 1 &&
+                  static_cast<int>(DType::kBFloat16) == 2 && static_cast<int>(DType::kInt32) == 3 &&
+                  static_cast<int>(DType::kInt64) == 4 && static_cast<int>(DType::kBool) == 5,
+              "cuda_common.cuh's dtype codes mirror gt::DType");
+
+// A scratch device buffer from the caching allocator, given back (ordered on the session's
+// stream) when it goes out of scope -- after the kernels using it were enqueued, which is safe:
+// the next user on the same stream runs after them, any other stream waits for an event.
+class DeviceTemp {
+ public:
+  DeviceTemp() = default;
+  DeviceTemp(CudaAllocator* alloc, void* p) : alloc_(alloc), p_(p) {}
+  DeviceTemp(DeviceTemp&& o) noexcept : alloc_(o.alloc_), p_(o.p_) { o.p_ = nullptr; }
+  DeviceTemp& operator=(DeviceTemp&& o) noexcept {
+    if (this != &o) {
+      reset();
+      alloc_ = o.alloc_;
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~DeviceTemp() { reset(); }
+  void* get() const { return p_; }
+  void reset() {
+    if (p_ && alloc_) alloc_->deallocate(p_);
+    p_ = nullptr;
+  }
+
+ private:
+  CudaAllocator* alloc_ = nullptr;
+  void* p_ = nullptr;
+};
+
+// Per-run state: the session's stream and cuBLAS handle, the allocator for temporaries.
+struct OpContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  CudaAllocator* alloc = nullptr;
+  bool allow_tf32 = false;
+  int64_t* check_slot = nullptr;  // one device int64 of the session (index checks)
+
+  // A temporary of `bytes` bytes (nullptr data for 0), bound to this stream.
+  Result<DeviceTemp> temp(size_t bytes) const;
+  // t's elements in dtype `dt`: its own storage, or a converted copy held by `tmp`.
+  Result<const void*> as_dtype(const Tensor& t, DType dt, DeviceTemp& tmp) const;
+  // The smallest position of an index value outside [0, limit), or -1 when all are inside
+  // (a host round trip: the values are data the shape rule could not see).
+  Result<int64_t> first_bad_index(const Tensor& index, int64_t limit) const;
+  // The element at `pos` of an int32/int64 tensor (for error messages).
+  Result<int64_t> index_value(const Tensor& index, int64_t pos) const;
+};
+
+using CudaKernel = Status (*)(const KernelArgs&, OpContext&);
+using KernelTable = std::array<CudaKernel, kNumOps>;
+
+void register_creation(KernelTable& t);  // zeros ones full arange rand randn from_host host_chunk
+void register_elementwise(KernelTable& t);  // binary, compare, unary, where, cast, copy_,
+                                            // masked_fill, clamp
+void register_reduce(KernelTable& t);       // sum mean max min argmax argmin var logsumexp
+void register_layout(KernelTable& t);       // reshape permute slice cat expand
+void register_indexing(KernelTable& t);     // index_select gather scatter_add index_add one_hot
+void register_matmul(KernelTable& t);       // matmul
+
+// ---- small helpers ----
+inline int code(DType d) { return static_cast<int>(d); }
+inline int64_t count(const Shape& s) {
+  int64_t n = 1;
+  for (int d = 0; d < s.rank(); ++d) n *= s[d];
+  return n;
+}
+inline const Tensor& in(const KernelArgs& a, size_t i) { return *a.inputs[i]; }
+inline void* out_ptr(const KernelArgs& a) { return a.out.storage->data(); }
+inline const void* in_ptr(const KernelArgs& a, size_t i) { return a.inputs[i]->storage->data(); }
+
+// NdDesc of inputs broadcast to the contiguous `out` (inputs 0..k-1), coalesced.
+NdDesc broadcast_desc(const Shape& out, std::initializer_list<const Shape*> ins);
+// Host bits of `value` converted to `dt` like a cast (for fills), in the low dtype_size bytes.
+uint64_t value_bits(double value, DType dt);
+// The [outer, n, inner] view of a reduction (workerd/dim_split.h).
+using ReduceView = DimSplit;
+inline ReduceView reduce_view(const Shape& s, const OpAttrs& a) { return reduce_split(s, a); }
+
+#define GT_LAUNCH(expr) GT_CUDA_CHECK(expr)
+
+}  // namespace gt::worker::cuda

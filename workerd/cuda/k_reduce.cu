@@ -1,0 +1,264 @@
+// Reductions over x viewed as [outer, n, inner] (workerd/cpu/reduce.cpp, reduce_stats.cpp):
+//   sum / mean        floating accumulate in double, integers and bool in int64 (wrapping);
+//                     mean of zero elements is NaN
+//   max / min         NaN propagates; argmax / argmin: first index of the extreme (NaN counts as
+//                     the extreme) -- ties are broken by index, so the parallel order is irrelevant
+//   var               Welford/Chan in double, / max(0, n - correction); empty -> NaN
+//   logsumexp         online max-shifted sum in double; NaN -> NaN, infinite max -> itself,
+//                     empty -> -inf
+// Results match the CPU up to the summation order (floating sums) -- exactly for the others.
+//
+// Kernels: inner == 1 reduces each row with a block (rows split over several blocks plus a
+// finishing pass when there are few long rows, e.g. a reduction over everything); inner > 1
+// gives each output a thread that walks its column (consecutive threads read consecutive
+// addresses).
+#include <cmath>
+
+#include "workerd/cuda/cuda_common.cuh"
+
+namespace gt::worker::cuda {
+namespace {
+
+constexpr int kAccBytes = 32;  // every accumulator fits (scratch sizing)
+
+template <class T>
+using sum_acc_t = std::conditional_t<is_float_like_v<T>, double, int64_t>;
+
+template <class A>
+__device__ __forceinline__ A acc_add(A s, A v) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<unsigned long long>(s) + static_cast<unsigned long long>(v));
+  else return s + v;
+}
+
+template <class T, bool kMean>
+struct SumR {
+  using A = sum_acc_t<T>;
+  using Out = std::conditional_t<is_float_like_v<T>, T, std::conditional_t<kMean, float, int64_t>>;
+  struct Acc { A s; };
+  __device__ static Acc init() { return {A(0)}; }
+  __device__ static void step(Acc& a, T x, int64_t) { a.s = acc_add(a.s, cvt<A>(x)); }
+  __device__ static void combine(Acc& a, const Acc& b) { a.s = acc_add(a.s, b.s); }
+  __device__ static Out finish(const Acc& a, int64_t n, double) {
+    if constexpr (kMean) return cvt<Out>(static_cast<double>(a.s) / static_cast<double>(n));
+    else return cvt<Out>(a.s);
+  }
+};
+
+template <class T, bool kMax, bool kIndex>
+struct ExtremeR {
+  using C = compute_t<T>;
+  using Out = std::conditional_t<kIndex, int64_t, T>;
+  struct Acc { C v; int64_t i; bool has; };
+  __device__ static bool better(C v, C best) {
+    if (is_nan(best)) return false;
+    if (is_nan(v)) return true;
+    return kMax ? v > best : v < best;
+  }
+  __device__ static bool same(C v, C best) {
+    return v == best || (is_nan(v) && is_nan(best));
+  }
+  __device__ static Acc init() { return {C(0), 0, false}; }
+  __device__ static void take(Acc& a, C v, int64_t i) {
+    if (!a.has || better(v, a.v) || (same(v, a.v) && i < a.i)) a = Acc{v, i, true};
+  }
+  __device__ static void step(Acc& a, T x, int64_t k) { take(a, cvt<C>(x), k); }
+  __device__ static void combine(Acc& a, const Acc& b) {
+    if (b.has) take(a, b.v, b.i);
+  }
+  __device__ static Out finish(const Acc& a, int64_t, double) {
+    if constexpr (kIndex) return a.i;
+    else return cvt<T>(a.v);
+  }
+};
+
+template <class T>
+using float_out_t = std::conditional_t<is_float_like_v<T>, T, float>;
+
+template <class T>
+struct VarR {
+  using Out = float_out_t<T>;
+  struct Acc { double n, mean, m2; };
+  __device__ static Acc init() { return {0, 0, 0}; }
+  __device__ static void step(Acc& a, T x, int64_t) {
+    const double v = cvt<double>(x);
+    a.n += 1;
+    const double d = v - a.mean;
+    a.mean += d / a.n;
+    a.m2 += d * (v - a.mean);
+  }
+  __device__ static void combine(Acc& a, const Acc& b) {
+    if (b.n == 0) return;
+    if (a.n == 0) { a = b; return; }
+    const double n = a.n + b.n, d = b.mean - a.mean;
+    a.mean += d * (b.n / n);
+    a.m2 += b.m2 + d * d * (a.n * b.n / n);
+    a.n = n;
+  }
+  __device__ static Out finish(const Acc& a, int64_t n, double correction) {
+    if (n == 0) return cvt<Out>(static_cast<double>(NAN));
+    const double denom = fmax(0.0, static_cast<double>(n) - correction);
+    return cvt<Out>(a.m2 / denom);
+  }
+};
+
+template <class T>
+struct LseR {
+  using Out = float_out_t<T>;
+  struct Acc { double m, s; bool nan; };
+  __device__ static Acc init() { return {-INFINITY, 0, false}; }
+  __device__ static void add(Acc& a, double m, double s) {
+    if (m == -INFINITY) return;  // exp(-inf) adds nothing (and -inf - -inf would be NaN)
+    if (m > a.m) {
+      a.s = a.s * exp(a.m - m) + s;
+      a.m = m;
+    } else {
+      a.s += s * exp(m - a.m);
+    }
+  }
+  __device__ static void step(Acc& a, T x, int64_t) {
+    const double v = cvt<double>(x);
+    if (v != v) a.nan = true;
+    else add(a, v, 1.0);
+  }
+  __device__ static void combine(Acc& a, const Acc& b) {
+    a.nan = a.nan || b.nan;
+    add(a, b.m, b.s);
+  }
+  __device__ static Out finish(const Acc& a, int64_t, double) {
+    if (a.nan) return cvt<Out>(static_cast<double>(NAN));
+    if (isinf(a.m)) return cvt<Out>(a.m);
+    return cvt<Out>(a.m + log(a.s));
+  }
+};
+
+// Combines the block's accumulators (in `sh`, one per thread) into sh[0].
+template <class R>
+__device__ void block_combine(typename R::Acc* sh) {
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w >>= 1) {
+    if (static_cast<int>(threadIdx.x) < w) R::combine(sh[threadIdx.x], sh[threadIdx.x + w]);
+    __syncthreads();
+  }
+}
+
+// grid (splits, rows): block b of row o covers k = b*kThreads + t (+ splits*kThreads ...).
+template <class T, class R>
+__global__ void row_kernel(const T* x, typename R::Out* out, typename R::Acc* partial,
+                           int64_t outer, int64_t n, double correction) {
+  using Acc = typename R::Acc;
+  __shared__ Acc sh[kThreads];
+  const int64_t splits = gridDim.x;
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    const T* row = x + o * n;
+    Acc a = R::init();
+    for (int64_t k = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; k < n;
+         k += splits * kThreads)
+      R::step(a, row[k], k);
+    sh[threadIdx.x] = a;
+    block_combine<R>(sh);
+    if (threadIdx.x == 0) {
+      if (splits == 1) out[o] = R::finish(sh[0], n, correction);
+      else partial[o * splits + blockIdx.x] = sh[0];
+    }
+    __syncthreads();
+  }
+}
+
+template <class T, class R>
+__global__ void finish_kernel(typename R::Out* out, const typename R::Acc* partial,
+                              int64_t outer, int64_t splits, int64_t n, double correction) {
+  using Acc = typename R::Acc;
+  __shared__ Acc sh[kThreads];
+  for (int64_t o = blockIdx.x; o < outer; o += gridDim.x) {
+    Acc a = R::init();
+    for (int64_t b = threadIdx.x; b < splits; b += kThreads) R::combine(a, partial[o * splits + b]);
+    sh[threadIdx.x] = a;
+    block_combine<R>(sh);
+    if (threadIdx.x == 0) out[o] = R::finish(sh[0], n, correction);
+    __syncthreads();
+  }
+}
+
+template <class T, class R>
+__global__ void col_kernel(const T* x, typename R::Out* out, int64_t outer, int64_t n,
+                           int64_t inner, double correction) {
+  const int64_t total = outer * inner;
+  for (int64_t e = global_tid(); e < total; e += grid_stride()) {
+    const int64_t o = e / inner, j = e - o * inner;
+    const T* base = x + o * n * inner + j;
+    auto a = R::init();
+    for (int64_t k = 0; k < n; ++k) R::step(a, base[k * inner], k);
+    out[e] = R::finish(a, n, correction);
+  }
+}
+
+// How many blocks share one row (inner == 1): enough to fill the GPU when rows are few and long.
+int64_t row_splits(int64_t outer, int64_t n, int64_t inner) {
+  if (inner != 1 || n < (int64_t{1} << 16) || outer >= 512) return 1;
+  int64_t s = (n + kThreads * 16 - 1) / (kThreads * 16);
+  const int64_t cap = 1024 / outer;
+  if (s > cap) s = cap;
+  return s < 1 ? 1 : s;
+}
+
+template <class T, class R>
+cudaError_t run(const void* xv, void* outv, int64_t outer, int64_t n, int64_t inner,
+                double correction, void* scratch, cudaStream_t s) {
+  static_assert(sizeof(typename R::Acc) <= kAccBytes);
+  const T* x = static_cast<const T*>(xv);
+  auto* out = static_cast<typename R::Out*>(outv);
+  if (inner == 1) {
+    const int64_t splits = row_splits(outer, n, inner);
+    const dim3 grid(static_cast<unsigned>(splits),
+                    static_cast<unsigned>(outer < 65535 ? outer : 65535));
+    auto* partial = static_cast<typename R::Acc*>(scratch);
+    row_kernel<T, R><<<grid, kThreads, 0, s>>>(x, out, partial, outer, n, correction);
+    if (splits > 1)
+      finish_kernel<T, R><<<static_cast<unsigned>(outer < 65535 ? outer : 65535), kThreads, 0,
+                            s>>>(out, partial, outer, splits, n, correction);
+  } else {
+    col_kernel<T, R><<<grid_for(outer * inner), kThreads, 0, s>>>(x, out, outer, n, inner,
+                                                                 correction);
+  }
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t run_op(RedOp op, const void* x, void* out, int64_t outer, int64_t n, int64_t inner,
+                   double correction, void* scratch, cudaStream_t s) {
+  switch (op) {
+    case RedOp::kSum:
+      return run<T, SumR<T, false>>(x, out, outer, n, inner, correction, scratch, s);
+    case RedOp::kMean:
+      return run<T, SumR<T, true>>(x, out, outer, n, inner, correction, scratch, s);
+    case RedOp::kMax:
+      return run<T, ExtremeR<T, true, false>>(x, out, outer, n, inner, correction, scratch, s);
+    case RedOp::kMin:
+      return run<T, ExtremeR<T, false, false>>(x, out, outer, n, inner, correction, scratch, s);
+    case RedOp::kArgMax:
+      return run<T, ExtremeR<T, true, true>>(x, out, outer, n, inner, correction, scratch, s);
+    case RedOp::kArgMin:
+      return run<T, ExtremeR<T, false, true>>(x, out, outer, n, inner, correction, scratch, s);
+    case RedOp::kVar: return run<T, VarR<T>>(x, out, outer, n, inner, correction, scratch, s);
+    case RedOp::kLogSumExp: return run<T, LseR<T>>(x, out, outer, n, inner, correction, scratch, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+size_t reduce_scratch_bytes(RedOp, int, int64_t outer, int64_t n, int64_t inner) {
+  const int64_t splits = row_splits(outer, n, inner);
+  return splits > 1 ? static_cast<size_t>(outer * splits) * kAccBytes : 0;
+}
+
+cudaError_t launch_reduce(RedOp op, int dtype, const void* x, void* out, int64_t outer, int64_t n,
+                          int64_t inner, double correction, void* scratch, cudaStream_t s) {
+  if (outer * inner <= 0) return cudaSuccess;
+  return dispatch_dtype(dtype, [&](auto tag) {
+    return run_op<decltype(tag)>(op, x, out, outer, n, inner, correction, scratch, s);
+  });
+}
+
+}  // namespace gt::worker::cuda

@@ -1,0 +1,107 @@
+// Creation ops and the host upload on CUDA (workerd/cpu/creation.cpp semantics).
+//   zeros                cudaMemsetAsync
+//   ones/full            the value converted on the host like a cast, written as a bit pattern
+//   arange/rand/randn    kernels (k_creation.cu); rand/randn share philox.h with the CPU
+//   from_host/host_chunk cudaMemcpyAsync from the instruction's bytes. They are pageable host
+//                        memory: CUDA stages a pageable source before cudaMemcpyAsync returns,
+//                        so the executor may free the instruction right after.
+#include <algorithm>
+
+#include "workerd/cuda/cuda_ops.h"
+
+namespace gt::worker::cuda {
+namespace {
+
+Status zeros_kernel(const KernelArgs& args, OpContext& ctx) {
+  const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
+  if (nbytes > 0) GT_CUDA_CHECK(cudaMemsetAsync(out_ptr(args), 0, nbytes, ctx.stream));
+  return Status::ok();
+}
+
+Status fill(const KernelArgs& args, OpContext& ctx, double value) {
+  const DType dt = args.out.meta.dtype;
+  GT_LAUNCH(launch_fill_bits(out_ptr(args), count(args.out.meta.shape),
+                             static_cast<int>(dtype_size(dt)), value_bits(value, dt), ctx.stream));
+  return Status::ok();
+}
+Status ones_kernel(const KernelArgs& args, OpContext& ctx) { return fill(args, ctx, 1.0); }
+Status full_kernel(const KernelArgs& args, OpContext& ctx) {
+  // int64 with an exact integer fill value (ints[0], when the client sent one): exact beyond
+  // 2^53, where the double is not (as the CPU worker).
+  if (args.out.meta.dtype == DType::kInt64 && args.attrs.n_ints > 0) {
+    GT_LAUNCH(launch_fill_bits(out_ptr(args), count(args.out.meta.shape), 8,
+                               static_cast<uint64_t>(args.attrs.ints[0]), ctx.stream));
+    return Status::ok();
+  }
+  return fill(args, ctx, args.attrs.real_at(0));
+}
+
+Status arange_kernel(const KernelArgs& args, OpContext& ctx) {
+  GT_LAUNCH(launch_arange(out_ptr(args), code(args.out.meta.dtype), count(args.out.meta.shape),
+                          args.attrs.real_at(0), args.attrs.real_at(2), ctx.stream));
+  return Status::ok();
+}
+
+template <bool kNormal>
+Status random_kernel(const KernelArgs& args, OpContext& ctx) {
+  if (!is_floating(args.out.meta.dtype))
+    return unimplemented("{}: dtype {}", op_name(args.op), dtype_name(args.out.meta.dtype));
+  // A shard of a random tensor (ints {seed, counter, axis, offset, global extent}): element i
+  // takes the value of its position in the whole tensor (same as the CPU worker).
+  ShardIndexDesc shard;
+  if (args.attrs.n_ints >= 5) {
+    const Shape& s = args.out.meta.shape;
+    const int axis = static_cast<int>(args.attrs.ints[2]);
+    if (axis < 0 || axis >= s.rank())
+      return invalid_argument("{}: shard axis {} out of range", op_name(args.op), axis);
+    shard.local = s[axis];
+    shard.offset = args.attrs.ints[3];
+    shard.global = args.attrs.ints[4];
+    shard.inner = 1;
+    for (int d = axis + 1; d < s.rank(); ++d) shard.inner *= s[d];
+  }
+  GT_LAUNCH(launch_random(out_ptr(args), code(args.out.meta.dtype), count(args.out.meta.shape),
+                          kNormal, args.attrs.seed(), args.attrs.counter(), shard, ctx.stream));
+  return Status::ok();
+}
+
+Status from_host_kernel(const KernelArgs& args, OpContext& ctx) {
+  const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
+  const std::string_view data = args.attrs.data;
+  const size_t n = std::min(data.size(), nbytes);
+  auto* o = static_cast<unsigned char*>(out_ptr(args));
+  if (n > 0)
+    GT_CUDA_CHECK(cudaMemcpyAsync(o, data.data(), n, cudaMemcpyHostToDevice, ctx.stream));
+  if (nbytes > n) GT_CUDA_CHECK(cudaMemsetAsync(o + n, 0, nbytes - n, ctx.stream));
+  return Status::ok();
+}
+
+Status host_chunk_kernel(const KernelArgs& args, OpContext& ctx) {
+  const auto nbytes = static_cast<uint64_t>(args.out.meta.nbytes());
+  const int64_t off = args.attrs.chunk_offset();
+  const std::string_view data = args.attrs.data;
+  if (off < 0 || static_cast<uint64_t>(off) > nbytes || data.size() > nbytes - off ||
+      nbytes > args.out.storage->bytes())
+    return out_of_range("host_chunk: {} bytes at offset {} overrun a tensor of {} bytes",
+                        data.size(), off, nbytes);
+  if (!data.empty())
+    GT_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(out_ptr(args)) + off, data.data(),
+                                  data.size(), cudaMemcpyHostToDevice, ctx.stream));
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_creation(KernelTable& t) {
+  auto set = [&](OpId op, CudaKernel k) { t[static_cast<size_t>(op)] = k; };
+  set(OpId::k_zeros, zeros_kernel);
+  set(OpId::k_ones, ones_kernel);
+  set(OpId::k_full, full_kernel);
+  set(OpId::k_arange, arange_kernel);
+  set(OpId::k_rand, random_kernel<false>);
+  set(OpId::k_randn, random_kernel<true>);
+  set(OpId::k_from_host, from_host_kernel);
+  set(OpId::k_host_chunk, host_chunk_kernel);
+}
+
+}  // namespace gt::worker::cuda

@@ -1,0 +1,131 @@
+// matmul on CUDA with the CPU worker's semantics (workerd/cpu/matmul.cpp): 1-D operands as a
+// row on the left / a column on the right, broadcast batch dims, operands converted to the
+// output dtype first, k == 0 gives zeros.
+//
+// Floating dtypes run on cuBLAS (row-major C = A B is column-major C^T = B^T A^T, so the
+// operands are passed swapped): float32 with CUBLAS_COMPUTE_32F (no TF32 unless the backend
+// allows it), float16/bfloat16 with float32 accumulation. The batch becomes, best first: one
+// GEMM with the batch folded into M (b shared, a dense), one strided-batched GEMM (each operand
+// dense or broadcast), or one GEMM per batch entry. int32/int64 use a wrapping integer kernel.
+#include <climits>
+#include <vector>
+
+#include "workerd/cpu/nd_iter.h"
+#include "workerd/cuda/cuda_ops.h"
+
+namespace gt::worker::cuda {
+namespace {
+
+struct Plan {
+  int64_t m = 0, k = 0, n = 0;
+  std::vector<int64_t> a_off, b_off;  // element offsets of each batch entry's matrices
+};
+
+Plan make_plan(const Shape& a0, const Shape& b0) {
+  Plan p;
+  Shape a = a0.rank() == 1 ? Shape{1, a0[0]} : a0;
+  Shape b = b0.rank() == 1 ? Shape{b0[0], 1} : b0;
+  p.m = a[a.rank() - 2];
+  p.k = a[a.rank() - 1];
+  p.n = b[b.rank() - 1];
+  Shape ba, bb;
+  for (int i = 0; i < a.rank() - 2; ++i) ba.push_back(a[i]);
+  for (int i = 0; i < b.rank() - 2; ++i) bb.push_back(b[i]);
+  const Shape batch = broadcast_shapes(ba, bb).value();  // checked by the shape rule
+  cpu::NdIter<2> it(batch);
+  it.stride[0] = cpu::broadcast_strides(ba, batch);
+  it.stride[1] = cpu::broadcast_strides(bb, batch);
+  it.for_each_outer(batch.rank(), [&](const std::array<int64_t, 2>& off) {
+    p.a_off.push_back(off[0] * p.m * p.k);
+    p.b_off.push_back(off[1] * p.k * p.n);
+  });
+  return p;
+}
+
+// The common stride of offsets (off[i] == i * stride for all i), or -1.
+int64_t uniform_stride(const std::vector<int64_t>& off) {
+  if (off.size() < 2) return 0;
+  const int64_t s = off[1] - off[0];
+  for (size_t i = 0; i < off.size(); ++i)
+    if (off[i] != static_cast<int64_t>(i) * s) return -1;
+  return s;
+}
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+Status gemm_float(const Plan& p, DType dt, const void* a, const void* b, void* c,
+                  const OpContext& ctx) {
+  const cudaDataType_t ty = dt == DType::kFloat32   ? CUDA_R_32F
+                            : dt == DType::kFloat16 ? CUDA_R_16F
+                                                    : CUDA_R_16BF;
+  const cublasComputeType_t compute = dt == DType::kFloat32 && ctx.allow_tf32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  const float alpha = 1.0f, beta = 0.0f;
+  const size_t es = dtype_size(dt);
+  const int64_t batches = static_cast<int64_t>(p.a_off.size());
+  auto byte_at = [&](const void* base, int64_t elems) {
+    return static_cast<const unsigned char*>(base) + static_cast<size_t>(elems) * es;
+  };
+  // One column-major GEMM: C^T[n, rows] = B^T[n, k] * A^T[k, rows].
+  auto gemm = [&](const void* pa, const void* pb, void* pc, int64_t rows) -> Status {
+    if (!fits_int(rows) || !fits_int(p.n) || !fits_int(p.k))
+      return unimplemented("matmul: dims too large for cuBLAS ({}x{}x{})", rows, p.k, p.n);
+    GT_CUBLAS_CHECK(cublasGemmEx(ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n),
+                                 static_cast<int>(rows), static_cast<int>(p.k), &alpha, pb, ty,
+                                 static_cast<int>(p.n), pa, ty, static_cast<int>(p.k), &beta, pc,
+                                 ty, static_cast<int>(p.n), compute, CUBLAS_GEMM_DEFAULT));
+    return Status::ok();
+  };
+  const int64_t sa = uniform_stride(p.a_off), sb = uniform_stride(p.b_off);
+  if (batches == 1) return gemm(a, b, c, p.m);
+  if (sb == 0 && sa == p.m * p.k) return gemm(a, b, c, batches * p.m);  // fold batch into M
+  if (sa >= 0 && sb >= 0 && fits_int(batches) && fits_int(p.m) && fits_int(p.n) && fits_int(p.k)) {
+    GT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m),
+        static_cast<int>(p.k), &alpha, b, ty, static_cast<int>(p.n), sb, a, ty,
+        static_cast<int>(p.k), sa, &beta, c, ty, static_cast<int>(p.n), p.m * p.n,
+        static_cast<int>(batches), compute, CUBLAS_GEMM_DEFAULT));
+    return Status::ok();
+  }
+  for (int64_t i = 0; i < batches; ++i)
+    GT_RETURN_IF_ERROR(gemm(byte_at(a, p.a_off[i]), byte_at(b, p.b_off[i]),
+                            const_cast<unsigned char*>(byte_at(c, i * p.m * p.n)), p.m));
+  return Status::ok();
+}
+
+Status matmul_kernel(const KernelArgs& args, OpContext& ctx) {
+  const Tensor& ta = in(args, 0);
+  const Tensor& tb = in(args, 1);
+  Tensor& out = args.out;
+  const DType dt = out.meta.dtype;
+  if (count(out.meta.shape) == 0) return Status::ok();
+  const Plan p = make_plan(ta.meta.shape, tb.meta.shape);
+  if (p.k == 0) {
+    GT_CUDA_CHECK(cudaMemsetAsync(out.storage->data(), 0, static_cast<size_t>(out.meta.nbytes()),
+                                  ctx.stream));
+    return Status::ok();
+  }
+  DeviceTemp ca, cb;
+  GT_ASSIGN_OR_RETURN(const void* va, ctx.as_dtype(ta, dt, ca));
+  GT_ASSIGN_OR_RETURN(const void* vb, ctx.as_dtype(tb, dt, cb));
+  if (is_floating(dt)) return gemm_float(p, dt, va, vb, out.storage->data(), ctx);
+  if (dt != DType::kInt32 && dt != DType::kInt64)
+    return unimplemented("matmul: dtype {} ({} x {})", dtype_name(dt), dtype_name(ta.meta.dtype),
+                         dtype_name(tb.meta.dtype));
+  const size_t es = dtype_size(dt);
+  for (size_t i = 0; i < p.a_off.size(); ++i) {
+    GT_LAUNCH(launch_matmul_int(
+        code(dt), static_cast<const unsigned char*>(va) + static_cast<size_t>(p.a_off[i]) * es,
+        static_cast<const unsigned char*>(vb) + static_cast<size_t>(p.b_off[i]) * es,
+        static_cast<unsigned char*>(out.storage->data()) + i * static_cast<size_t>(p.m * p.n) * es,
+        p.m, p.k, p.n, ctx.stream));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_matmul(KernelTable& t) { t[static_cast<size_t>(OpId::k_matmul)] = matmul_kernel; }
+
+}  // namespace gt::worker::cuda
