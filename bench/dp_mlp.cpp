@@ -8,6 +8,7 @@
 // and returns its Partial gradient sums (P bytes each): minimum 2 * P * (workers - 1).
 #include <gt/gt.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -109,5 +110,11 @@ int main(int argc, char** argv) {
   std::printf("  bytes between workers per step: %.0f; plan minimum %.0f (2 x %lld parameter bytes "
               "x %zu other workers); ratio %.2fx\n",
               per_step, minimum, static_cast<long long>(param_bytes), workers - 1, per_step / minimum);
+  // Data parallel must train exactly like one worker (same seed, same math up to rounding).
+  if (!(std::fabs(l1 - l2) <= 1e-4f * (1.0f + std::fabs(l1)))) {
+    std::fprintf(stderr, "gt-bench-dp: losses differ: 1 worker %.6f, %zu workers %.6f\n", l1,
+                 workers, l2);
+    return 1;
+  }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "libgtcore/secret_file.h"
 #include "libgtcore/version.h"
 #include "workerd/backend_factory.h"
+#include "workerd/peer/staged_peer_link.h"
 #include "workerd/peer/tcp_peer_link.h"
 #include "workerd/worker_link.h"
 
@@ -35,6 +36,9 @@ void declare_options(gt::Config& c) {
   c.declare_int("peer_port", 0, 0, 65535, "TCP peer link port (0 = ephemeral)");
   c.declare_int("peer_timeout_ms", 60000, 100, 3600000,
                 "deadline of one worker-to-worker communication instruction");
+  c.declare_bool("peer_staging", false,
+                 "stage shard exchange through host buffers even on a CPU worker (GPU workers "
+                 "always do until the NCCL link exists; this exercises that path without a GPU)");
   c.declare_string("log_level", "info", "trace, debug, info, warn, error, off");
 }
 
@@ -86,10 +90,11 @@ int main(int argc, char** argv) {
     lo.worker_secret = *secret;
   }
 
-  // Shard exchange between CPU workers (DESIGN §5). The TCP link moves host memory, so device
-  // backends get their own link (NCCL) instead.
+  // Shard exchange between workers (DESIGN §5). The TCP link moves host memory: a device
+  // backend's tensors go through host buffers (StagedPeerLink) until the NCCL link exists.
   std::unique_ptr<gt::worker::TcpPeerLink> peer;
-  if ((*backend)->device_kind() == "cpu") {
+  std::unique_ptr<gt::worker::StagedPeerLink> staged;
+  {
     gt::worker::TcpPeerLinkOptions po;
     po.listen_address = cfg.get_string("peer_listen_address");
     po.port = static_cast<uint16_t>(cfg.get_int("peer_port"));
@@ -102,10 +107,17 @@ int main(int argc, char** argv) {
     }
     peer = std::move(*created);
     spdlog::info("peer link listening on {}", peer->address());
+    if ((*backend)->device_kind() != "cpu" || cfg.get_bool("peer_staging")) {
+      staged = std::make_unique<gt::worker::StagedPeerLink>(*peer, **backend);
+      spdlog::info("peer link: staging {} tensors through host buffers",
+                   (*backend)->device_kind());
+    }
   }
 
   gt::asio::io_context io;
-  gt::worker::WorkerLink link(io, **backend, lo, peer.get());
+  gt::worker::PeerLink* peer_link = staged ? static_cast<gt::worker::PeerLink*>(staged.get())
+                                            : peer.get();
+  gt::worker::WorkerLink link(io, **backend, lo, peer_link);
   bool notified = false;
   link.on_registered = [&](uint32_t) {
     if (!notified) sd_notify(0, "READY=1");
