@@ -2,7 +2,7 @@
 # One command on a machine with an NVIDIA GPU (issue 4): runs the GPU-tagged tests
 # (test_cuda_parity '[.gpu]') and the GPU benchmarks (gt-bench-gpu, then its TF32 GEMM pass)
 # and prints one summary table. Budget: under 8 minutes on an H200 (the timeouts below add up
-# to 7.5 minutes; a healthy run takes a few).
+# to 7.7 minutes; a healthy run takes a few).
 #
 # Binaries come from, first found:
 #   $GT_BUNDLE, or device-bundle/gt-device-bundle.tar.xz  (made by scripts/device-bundle.sh on
@@ -62,7 +62,7 @@ fi
 # 1. Parity and runtime tests (Catch2 v2: hidden tag selected explicitly).
 echo "device-check: tests ([.gpu])"
 # GT_GPU_TESTS_REQUIRE_DEVICE: without a visible GPU the cases fail instead of skipping.
-GT_GPU_TESTS_REQUIRE_DEVICE=1 timeout 240 "$BIN/test_cuda_parity" '[.gpu]' -r compact --durations yes >"$LOGS/tests.log" 2>&1
+GT_GPU_TESTS_REQUIRE_DEVICE=1 timeout 210 "$BIN/test_cuda_parity" '[.gpu]' -r compact --durations yes >"$LOGS/tests.log" 2>&1
 TEST_RC=$?
 TEST_LINE=$(grep -E '^(Passed|Failed)|test cases' "$LOGS/tests.log" | tail -1)
 grep -E ': failed|FAILED|elements differ' "$LOGS/tests.log" | head -40
@@ -70,12 +70,38 @@ echo "device-check: tests rc=$TEST_RC: $TEST_LINE"
 
 # 2. Benchmarks (the worker inherits the environment: TF32 only in the second pass).
 echo "device-check: benchmarks"
-timeout 150 "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
+timeout 140 "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
 BENCH_RC=$?
 cat "$LOGS/bench.log" | grep -v '^SUMMARY'
-GT_CUDA_ALLOW_TF32=1 timeout 60 "$BIN/gt-bench-gpu" --tf32 $QUICK >"$LOGS/bench_tf32.log" 2>&1
+GT_CUDA_ALLOW_TF32=1 timeout 50 "$BIN/gt-bench-gpu" --tf32 $QUICK >"$LOGS/bench_tf32.log" 2>&1
 TF32_RC=$?
 grep -v '^SUMMARY' "$LOGS/bench_tf32.log"
+
+# 3. Sharding across two CUDA workers on GPU 0 over the TCP peer link (host-staged; issue 5):
+# gt-bench-dp trains the same MLP on 1 worker and data parallel on 2, exits non-zero when the
+# losses differ, and reports the bytes the workers exchanged per step.
+echo "device-check: two CUDA workers on GPU 0, data parallel over the staged TCP link"
+DP_RC=1
+DPORT_FILE=$LOGS/dp-port
+"$BIN/gt-dispatcherd" --port 0 --port-file "$DPORT_FILE" --min-workers 2 --log-level warn \
+  >"$LOGS/dp-dispatcher.log" 2>&1 &
+DPID=$!
+for _ in $(seq 100); do [[ -s "$DPORT_FILE" ]] && break; sleep 0.1; done
+if [[ -s "$DPORT_FILE" ]]; then
+  DADDR=127.0.0.1:$(cat "$DPORT_FILE")
+  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --log-level warn >"$LOGS/dp-worker0.log" 2>&1 &
+  W0=$!
+  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --log-level warn >"$LOGS/dp-worker1.log" 2>&1 &
+  W1=$!
+  GT_ADDRESS=$DADDR timeout 60 "$BIN/gt-bench-dp" 30 >"$LOGS/dp.log" 2>&1
+  DP_RC=$?
+  kill "$W0" "$W1" 2>/dev/null
+  wait "$W0" "$W1" 2>/dev/null
+fi
+kill "$DPID" 2>/dev/null
+wait "$DPID" 2>/dev/null
+cat "$LOGS/dp.log"
+DP_LINE=$(grep -o 'ratio [0-9.]*x of 1 worker' "$LOGS/dp.log" | head -1)
 
 echo
 echo "==================== device-check summary ($(( $(date +%s) - T0 )) s) ===================="
@@ -84,7 +110,9 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' metric GT baseline ratio
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "[.gpu] tests (rc $TEST_RC)" "${TEST_LINE:0:18}" - - - \
   "$([[ $TEST_RC == 0 ]] && echo PASS || echo FAIL)"
 grep -h '^SUMMARY' "$LOGS/bench.log" "$LOGS/bench_tf32.log" | sed 's/^SUMMARY //'
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, staged TCP" "${DP_LINE:0:18}" \
+  "1 worker" - "same loss" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL)"
 [[ $BENCH_RC == 0 ]] || echo "| gt-bench-gpu exited $BENCH_RC (see $LOGS/bench.log)"
 [[ $TF32_RC == 0 ]] || echo "| gt-bench-gpu --tf32 exited $TF32_RC (see $LOGS/bench_tf32.log)"
 echo "logs: $LOGS"
-[[ $TEST_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 ]]
+[[ $TEST_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 && $DP_RC == 0 ]]
