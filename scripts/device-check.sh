@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One command on a machine with an NVIDIA GPU (issue 4): runs the GPU-tagged tests
-# (test_cuda_parity '[.gpu]') and the GPU benchmarks (gt-bench-gpu, then its TF32 GEMM pass)
+# (test_cuda_parity '[.gpu]'), the GPU benchmarks (gt-bench-gpu, then its TF32 GEMM pass), two
+# CUDA workers data parallel on GPU 0 (staged TCP) and, with two GPUs, over NCCL (issue 5),
 # and prints one summary table. Budget: under 8 minutes on an H200 (the timeouts below add up
-# to 7.7 minutes; a healthy run takes a few).
+# to 7.9 minutes with two GPUs, 6.6 with one; a healthy run takes a few).
 #
 # Binaries come from, first found:
 #   $GT_BUNDLE, or device-bundle/gt-device-bundle.tar.xz  (made by scripts/device-bundle.sh on
 #                                                        the build machine; CUDA libs excepted)
-#   $GT_BIN_DIR                                          (a folder holding the four binaries)
+#   $GT_BIN_DIR                                          (a folder holding the bundle's binaries)
 #   a fresh CUDA build into build-device/                (needs every build dependency here)
 # Logs go to $OUT (the device tool's output folder) when set, else to a temporary folder.
 #
@@ -36,6 +37,7 @@ else
   echo "device-check: no bundle: building into build-device/"
   cmake -S "$ROOT" -B "$ROOT/build-device" -G Ninja -DGT_CUDA=ON >"$LOGS/build.log" 2>&1 &&
     ninja -C "$ROOT/build-device" gt-dispatcherd gt-workerd test_cuda_parity gt-bench-gpu \
+      gt-bench-dp test_nccl_link \
       >>"$LOGS/build.log" 2>&1 || { echo "device-check: build failed (see $LOGS/build.log)"; exit 1; }
   BIN=$ROOT/build-device/bin
   LIB=""
@@ -46,7 +48,8 @@ CUDA_LIBS=""
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
   [[ -d "$d" ]] && CUDA_LIBS="$CUDA_LIBS:$d"
 done
-for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/{cublas,cuda_runtime}/lib \
+# libnccl.so.2 is not in the bundle (too big): the NCCL link loads it from here when present.
+for d in /opt/torch/.venv/lib/python3*/site-packages/nvidia/{cublas,cuda_runtime,nccl}/lib \
          /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib; do
   [[ -d "$d" ]] && CUDA_LIBS="$CUDA_LIBS:$d"
 done
@@ -54,7 +57,7 @@ export LD_LIBRARY_PATH="${LIB}${CUDA_LIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GT_BIN_DIR=$BIN
 
 nvidia-smi -L 2>/dev/null || echo "device-check: nvidia-smi not available"
-missing=$(ldd "$BIN/gt-workerd" "$BIN/test_cuda_parity" "$BIN/gt-bench-gpu" 2>/dev/null | grep 'not found' | sort -u)
+missing=$(ldd "$BIN/gt-workerd" "$BIN/test_cuda_parity" "$BIN/gt-bench-gpu" "$BIN/test_nccl_link" 2>/dev/null | grep 'not found' | sort -u)
 if [[ -n "$missing" ]]; then
   echo "device-check: unresolved libraries:"; echo "$missing"; exit 1
 fi
@@ -62,7 +65,7 @@ fi
 # 1. Parity and runtime tests (Catch2 v2: hidden tag selected explicitly).
 echo "device-check: tests ([.gpu])"
 # GT_GPU_TESTS_REQUIRE_DEVICE: without a visible GPU the cases fail instead of skipping.
-GT_GPU_TESTS_REQUIRE_DEVICE=1 timeout 210 "$BIN/test_cuda_parity" '[.gpu]' -r compact --durations yes >"$LOGS/tests.log" 2>&1
+GT_GPU_TESTS_REQUIRE_DEVICE=1 timeout 180 "$BIN/test_cuda_parity" '[.gpu]' -r compact --durations yes >"$LOGS/tests.log" 2>&1
 TEST_RC=$?
 TEST_LINE=$(grep -E '^(Passed|Failed)|test cases' "$LOGS/tests.log" | tail -1)
 grep -E ': failed|FAILED|elements differ' "$LOGS/tests.log" | head -40
@@ -70,16 +73,18 @@ echo "device-check: tests rc=$TEST_RC: $TEST_LINE"
 
 # 2. Benchmarks (the worker inherits the environment: TF32 only in the second pass).
 echo "device-check: benchmarks"
-timeout 140 "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
+timeout 120 "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
 BENCH_RC=$?
 cat "$LOGS/bench.log" | grep -v '^SUMMARY'
-GT_CUDA_ALLOW_TF32=1 timeout 50 "$BIN/gt-bench-gpu" --tf32 $QUICK >"$LOGS/bench_tf32.log" 2>&1
+GT_CUDA_ALLOW_TF32=1 timeout 40 "$BIN/gt-bench-gpu" --tf32 $QUICK >"$LOGS/bench_tf32.log" 2>&1
 TF32_RC=$?
 grep -v '^SUMMARY' "$LOGS/bench_tf32.log"
 
 # 3. Sharding across two CUDA workers on GPU 0 over the TCP peer link (host-staged; issue 5):
 # gt-bench-dp trains the same MLP on 1 worker and data parallel on 2, exits non-zero when the
-# losses differ, and reports the bytes the workers exchanged per step.
+# losses differ, and reports the bytes the workers exchanged per step. The workers run the
+# default peer_transport (auto): with NCCL loadable, its header exchange sees one GPU shared
+# and falls back to the staged TCP link, so this also covers that fallback.
 echo "device-check: two CUDA workers on GPU 0, data parallel over the staged TCP link"
 DP_RC=1
 DPORT_FILE=$LOGS/dp-port
@@ -89,11 +94,11 @@ DPID=$!
 for _ in $(seq 100); do [[ -s "$DPORT_FILE" ]] && break; sleep 0.1; done
 if [[ -s "$DPORT_FILE" ]]; then
   DADDR=127.0.0.1:$(cat "$DPORT_FILE")
-  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --log-level warn >"$LOGS/dp-worker0.log" 2>&1 &
+  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker0.log" 2>&1 &
   W0=$!
-  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --log-level warn >"$LOGS/dp-worker1.log" 2>&1 &
+  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker1.log" 2>&1 &
   W1=$!
-  GT_ADDRESS=$DADDR timeout 60 "$BIN/gt-bench-dp" 30 >"$LOGS/dp.log" 2>&1
+  GT_ADDRESS=$DADDR timeout 55 "$BIN/gt-bench-dp" 30 >"$LOGS/dp.log" 2>&1
   DP_RC=$?
   kill "$W0" "$W1" 2>/dev/null
   wait "$W0" "$W1" 2>/dev/null
@@ -102,6 +107,20 @@ kill "$DPID" 2>/dev/null
 wait "$DPID" 2>/dev/null
 cat "$LOGS/dp.log"
 DP_LINE=$(grep -o 'ratio [0-9.]*x of 1 worker' "$LOGS/dp.log" | head -1)
+
+# 4. The NCCL peer link: two CUDA workers on GPUs 0 and 1 (peer_transport nccl), data parallel
+# like step 3 (test_nccl_link '[.gpu]'). Needs two GPUs and libnccl.so.2 on the library path.
+NCCL_RC=0
+NCCL_RESULT="skipped, 1 GPU"
+if (( $(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 2 )); then
+  echo "device-check: NCCL link, two CUDA workers on GPUs 0 and 1"
+  timeout 80 "$BIN/test_nccl_link" '[.gpu]' -r compact >"$LOGS/nccl.log" 2>&1
+  NCCL_RC=$?
+  NCCL_RESULT=$([[ $NCCL_RC == 0 ]] && echo PASS || echo FAIL)
+  grep -E 'failed|FAILED|NCCL|with expansion' "$LOGS/nccl.log" | head -40
+else
+  echo "device-check: NCCL: skipped, 1 GPU"
+fi
 
 echo
 echo "==================== device-check summary ($(( $(date +%s) - T0 )) s) ===================="
@@ -112,7 +131,9 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "[.gpu] tests (rc $TEST_
 grep -h '^SUMMARY' "$LOGS/bench.log" "$LOGS/bench_tf32.log" | sed 's/^SUMMARY //'
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, staged TCP" "${DP_LINE:0:18}" \
   "1 worker" - "same loss" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL)"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, NCCL (rc $NCCL_RC)" - \
+  "1 worker" - "same loss" "$NCCL_RESULT"
 [[ $BENCH_RC == 0 ]] || echo "| gt-bench-gpu exited $BENCH_RC (see $LOGS/bench.log)"
 [[ $TF32_RC == 0 ]] || echo "| gt-bench-gpu --tf32 exited $TF32_RC (see $LOGS/bench_tf32.log)"
 echo "logs: $LOGS"
-[[ $TEST_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 && $DP_RC == 0 ]]
+[[ $TEST_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 && $DP_RC == 0 && $NCCL_RC == 0 ]]

@@ -13,6 +13,9 @@
 #include "libgtcore/secret_file.h"
 #include "libgtcore/version.h"
 #include "workerd/backend_factory.h"
+#ifdef GT_HAVE_NCCL
+#include "workerd/peer/nccl_peer_link.h"
+#endif
 #include "workerd/peer/staged_peer_link.h"
 #include "workerd/peer/tcp_peer_link.h"
 #include "workerd/worker_link.h"
@@ -38,7 +41,10 @@ void declare_options(gt::Config& c) {
                 "deadline of one worker-to-worker communication instruction");
   c.declare_bool("peer_staging", false,
                  "stage shard exchange through host buffers even on a CPU worker (GPU workers "
-                 "always do until the NCCL link exists; this exercises that path without a GPU)");
+                 "do whenever they do not use NCCL; this exercises that path without a GPU)");
+  c.declare_string("peer_transport", "auto",
+                   "how a CUDA worker exchanges shards: nccl, tcp (host-staged), or auto (NCCL "
+                   "when libnccl.so.2 loads, else tcp); CPU workers always use tcp");
   c.declare_string("log_level", "info", "trace, debug, info, warn, error, off");
 }
 
@@ -90,10 +96,16 @@ int main(int argc, char** argv) {
     lo.worker_secret = *secret;
   }
 
-  // Shard exchange between workers (DESIGN §5). The TCP link moves host memory: a device
-  // backend's tensors go through host buffers (StagedPeerLink) until the NCCL link exists.
+  // Shard exchange between workers (DESIGN §5). Every worker has the TCP link (host memory).
+  // A CUDA worker puts NCCL on top of it where it can (the TCP link still carries the NCCL
+  // link's headers and bootstrap), else stages its tensors through host buffers.
   std::unique_ptr<gt::worker::TcpPeerLink> peer;
-  std::unique_ptr<gt::worker::StagedPeerLink> staged;
+  std::unique_ptr<gt::worker::PeerLink> device_link;  // NCCL or staged, on top of `peer`
+  const std::string transport = cfg.get_string("peer_transport");
+  if (transport != "auto" && transport != "tcp" && transport != "nccl") {
+    spdlog::critical("peer_transport: '{}' is not one of auto, tcp, nccl", transport);
+    return 2;
+  }
   {
     gt::worker::TcpPeerLinkOptions po;
     po.listen_address = cfg.get_string("peer_listen_address");
@@ -107,16 +119,41 @@ int main(int argc, char** argv) {
     }
     peer = std::move(*created);
     spdlog::info("peer link listening on {}", peer->address());
-    if ((*backend)->device_kind() != "cpu" || cfg.get_bool("peer_staging")) {
-      staged = std::make_unique<gt::worker::StagedPeerLink>(*peer, **backend);
+    const bool cuda = (*backend)->device_kind() == "cuda";
+    if (!cuda && transport == "nccl")
+      spdlog::warn("peer_transport: nccl needs a CUDA worker; this {} worker uses tcp",
+                   (*backend)->device_kind());
+#ifdef GT_HAVE_NCCL
+    if (cuda && transport != "tcp") {
+      gt::worker::NcclPeerLinkOptions no;
+      no.timeout_ms = po.timeout_ms;
+      // auto: members that share a GPU fall back to the staged link; nccl: that is an error.
+      no.staged_fallback = transport == "auto";
+      auto nccl = gt::worker::NcclPeerLink::create(*peer, **backend, no);
+      if (nccl.is_ok()) {
+        device_link = std::move(*nccl);
+      } else if (transport == "nccl") {
+        spdlog::critical("peer_transport nccl: {}", nccl.status().message());
+        return 1;
+      } else {
+        spdlog::info("peer link: no NCCL ({}); using the staged TCP link", nccl.status().message());
+      }
+    }
+#else
+    if (cuda && transport == "nccl") {
+      spdlog::critical("peer_transport nccl: this gt-workerd was built without NCCL");
+      return 1;
+    }
+#endif
+    if (!device_link && ((*backend)->device_kind() != "cpu" || cfg.get_bool("peer_staging"))) {
+      device_link = std::make_unique<gt::worker::StagedPeerLink>(*peer, **backend);
       spdlog::info("peer link: staging {} tensors through host buffers",
                    (*backend)->device_kind());
     }
   }
 
   gt::asio::io_context io;
-  gt::worker::PeerLink* peer_link = staged ? static_cast<gt::worker::PeerLink*>(staged.get())
-                                            : peer.get();
+  gt::worker::PeerLink* peer_link = device_link ? device_link.get() : peer.get();
   gt::worker::WorkerLink link(io, **backend, lo, peer_link);
   bool notified = false;
   link.on_registered = [&](uint32_t) {

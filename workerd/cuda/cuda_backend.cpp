@@ -136,6 +136,12 @@ Result<cudaStream_t> CudaBackend::stream_of(uint64_t id) {
   return s->stream;
 }
 
+Status CudaBackend::use_on_session(const void* data, uint64_t id) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_ASSIGN_OR_RETURN(Session * s, session(id));
+  return allocator_->use_on(data, s->stream);
+}
+
 Result<std::shared_ptr<Storage>> CudaBackend::alloc(size_t bytes) {
   if (bytes == 0) return std::make_shared<Storage>(nullptr, 0, 0, this);
   GT_RETURN_IF_ERROR(use_device());

@@ -74,6 +74,9 @@ class CudaBackend final : public Backend {
   Result<cudaStream_t> stream_of(uint64_t session);
   void trim_cache();
   int device() const { return device_; }
+  // For a peer link that enqueues its own work (NCCL) on the session's stream: orders the
+  // block's use there after its previous stream's work, like run() does for its operands.
+  Status use_on_session(const void* data, uint64_t session);
 
  private:
   struct Session {
