@@ -345,7 +345,8 @@ void RemoteSession::on_frame_locked(std::string_view body) {
                                       s.reserved_bytes(), s.sessions(), s.peer_bytes_sent(),
                                       s.peer_bytes_received()});
   if (r->has_tensor()) {
-    const auto& t = r->tensor();
+    auto& t = *r->mutable_tensor();
+    bool moved = false;
     if (!p.have_meta) {
       auto shape = Shape::from({t.shape().data(), static_cast<size_t>(t.shape_size())});
       if (!shape.is_ok() || !is_valid_dtype(t.dtype())) {
@@ -357,15 +358,22 @@ void RemoteSession::on_frame_locked(std::string_view body) {
         lost_ = "fetch reply size does not match its shape";
         return;
       }
-      p.tensor.bytes.resize(t.total_bytes());
       p.have_meta = true;
+      if (t.offset() == 0 && t.data().size() == t.total_bytes()) {
+        p.tensor.bytes = std::move(*t.mutable_data());  // the whole tensor in one chunk: no copy
+        moved = true;
+      } else {
+        p.tensor.bytes.resize(t.total_bytes());
+      }
     }
-    if (t.offset() > p.tensor.bytes.size() ||
-        t.data().size() > p.tensor.bytes.size() - t.offset()) {
-      lost_ = "fetch reply chunk out of bounds";
-      return;
+    if (!moved) {
+      if (t.offset() > p.tensor.bytes.size() ||
+          t.data().size() > p.tensor.bytes.size() - t.offset()) {
+        lost_ = "fetch reply chunk out of bounds";
+        return;
+      }
+      std::memcpy(p.tensor.bytes.data() + t.offset(), t.data().data(), t.data().size());
     }
-    std::memcpy(p.tensor.bytes.data() + t.offset(), t.data().data(), t.data().size());
   }
   if (r->last()) {
     p.done = true;
