@@ -59,6 +59,16 @@ struct OpAttrs {
   // kRandom
   uint64_t seed() const { return static_cast<uint64_t>(int_at(0)); }
   uint64_t counter() const { return static_cast<uint64_t>(int_at(1)); }
+  // A shard of a bigger random tensor (ints {seed, counter, axis, offset, global extent}):
+  // element i takes the value of its position in the whole tensor.
+  struct RandomShard {
+    int axis;
+    int64_t offset, global;
+  };
+  std::optional<RandomShard> random_shard() const {
+    if (n_ints < 5) return std::nullopt;
+    return RandomShard{static_cast<int>(ints[2]), ints[3], ints[4]};
+  }
   // kSlice: per dim d, start = ints[2d], step = ints[2d+1]; extents in shape
   int64_t slice_start(int d) const { return int_at(2 * d); }
   int64_t slice_step(int d) const { return int_at(2 * d + 1, 1); }

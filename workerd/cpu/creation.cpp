@@ -89,15 +89,13 @@ Status random_kernel(const KernelArgs& args) {
   // A shard of a random tensor (ints {seed, counter, axis, offset, global extent}): element i
   // takes the value of its position in the whole tensor, so shards match the unsharded values.
   ShardIndex shard;
-  if (args.attrs.n_ints >= 5) {
-    const Shape& s = args.out.meta.shape;
+  if (auto rs = args.attrs.random_shard()) {  // axis checked by the shape rule
+    const DimSplit g = split_at(args.out.meta.shape, rs->axis);
     shard.active = true;
-    const int axis = static_cast<int>(args.attrs.ints[2]);
-    shard.local = s[axis];
-    shard.offset = args.attrs.ints[3];
-    shard.global = args.attrs.ints[4];
-    shard.inner = 1;
-    for (int d = axis + 1; d < s.rank(); ++d) shard.inner *= s[d];
+    shard.local = g.n;
+    shard.offset = rs->offset;
+    shard.global = rs->global;
+    shard.inner = g.inner;
   }
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -26,11 +26,11 @@ Status fill(const KernelArgs& args, OpContext& ctx, double value) {
 }
 Status ones_kernel(const KernelArgs& args, OpContext& ctx) { return fill(args, ctx, 1.0); }
 Status full_kernel(const KernelArgs& args, OpContext& ctx) {
-  // int64 with an exact integer fill value (ints[0], when the client sent one): exact beyond
-  // 2^53, where the double is not (as the CPU worker).
-  if (args.out.meta.dtype == DType::kInt64 && args.attrs.n_ints > 0) {
+  // int64 with an exact integer fill value (when the client sent one): exact beyond 2^53,
+  // where the double is not (as the CPU worker).
+  if (auto e = args.attrs.fill_exact(); e && args.out.meta.dtype == DType::kInt64) {
     GT_LAUNCH(launch_fill_bits(out_ptr(args), count(args.out.meta.shape), 8,
-                               static_cast<uint64_t>(args.attrs.ints[0]), ctx.stream));
+                               static_cast<uint64_t>(*e), ctx.stream));
     return Status::ok();
   }
   return fill(args, ctx, args.attrs.real_at(0));
@@ -49,16 +49,14 @@ Status random_kernel(const KernelArgs& args, OpContext& ctx) {
   // A shard of a random tensor (ints {seed, counter, axis, offset, global extent}): element i
   // takes the value of its position in the whole tensor (same as the CPU worker).
   ShardIndexDesc shard;
-  if (args.attrs.n_ints >= 5) {
-    const Shape& s = args.out.meta.shape;
-    const int axis = static_cast<int>(args.attrs.ints[2]);
-    if (axis < 0 || axis >= s.rank())
-      return invalid_argument("{}: shard axis {} out of range", op_name(args.op), axis);
-    shard.local = s[axis];
-    shard.offset = args.attrs.ints[3];
-    shard.global = args.attrs.ints[4];
-    shard.inner = 1;
-    for (int d = axis + 1; d < s.rank(); ++d) shard.inner *= s[d];
+  if (auto rs = args.attrs.random_shard()) {
+    if (rs->axis < 0 || rs->axis >= args.out.meta.shape.rank())
+      return invalid_argument("{}: shard axis {} out of range", op_name(args.op), rs->axis);
+    const DimSplit g = split_at(args.out.meta.shape, rs->axis);
+    shard.local = g.n;
+    shard.offset = rs->offset;
+    shard.global = rs->global;
+    shard.inner = g.inner;
   }
   GT_LAUNCH(launch_random(out_ptr(args), code(args.out.meta.dtype), count(args.out.meta.shape),
                           kNormal, args.attrs.seed(), args.attrs.counter(), shard, ctx.stream));

@@ -35,11 +35,11 @@ Status binary_kernel(const KernelArgs& args, OpContext& ctx) {
   if (scalar_form) {
     x.mode = args.attrs.scalar_side() == ScalarSide::kLeft ? 2 : 1;
     x.scalar = args.attrs.scalar();
-    // An exact integer scalar (ints[2], when the client sent one) is used by int64 operands,
-    // like the CPU worker. Read from ints directly: it works with and without the accessor.
-    if (p == DType::kInt64 && args.attrs.n_ints > 2) {
+    // An exact integer scalar (when the client sent one) is used by int64 operands, like the
+    // CPU worker.
+    if (auto e = args.attrs.scalar_exact(); e && p == DType::kInt64) {
       x.has_exact = true;
-      x.exact = args.attrs.ints[2];
+      x.exact = *e;
     }
   } else {
     GT_ASSIGN_OR_RETURN(const void* pb, ctx.as_dtype(in(args, 1), p, tb));
