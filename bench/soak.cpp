@@ -218,7 +218,7 @@ class SoakClient {
     uint64_t id = next_id_++;
     *batch(r).add_instrs() = testing::make_instr(op, id, in, a);
     if (expect) {
-      expect->how = std::string(op_name(op));
+      if (expect->how.empty()) expect->how = std::string(op_name(op));
       r.made.emplace(id, std::move(*expect));
     }
     return id;
@@ -358,9 +358,7 @@ class SoakClient {
       }
     out.how = fmt::format("matmul of {} ({}x{}, {}) and {} ({}x{}, {})", a, m, k, x.how, b, k, n,
                           y.how);
-    uint64_t id = next_id_++;
-    *batch(r).add_instrs() = testing::make_instr(OpId::k_matmul, id, {a, b}, {});
-    r.made.emplace(id, std::move(out));
+    emit(r, OpId::k_matmul, {a, b}, {}, std::move(out));
   }
 
   void reduction(Round& r) {
