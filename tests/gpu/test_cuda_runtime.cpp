@@ -22,6 +22,30 @@ TEST_CASE("cuda backend: device registration and op coverage", "[.gpu]") {
   }
 }
 
+TEST_CASE("cuda backend: uploaded bool bytes are stored as 0/1", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  CudaBackend& g = *be->gpu;
+  const std::string wire("\x00\x01\x02\xff\x80", 5);  // any nonzero byte from the wire is true
+  const TensorMeta m{Shape{5}, DType::kBool};
+  auto st = g.alloc(5);
+  REQUIRE(st.is_ok());
+  Tensor t{m, *st, nullptr};
+  OpAttrs a = make_shape_dtype(m.shape, DType::kBool);
+  a.data = wire;
+  REQUIRE(g.run(KernelArgs{OpId::k_from_host, a, {}, t, 1}).is_ok());
+  unsigned char raw[5] = {9, 9, 9, 9, 9};
+  REQUIRE(g.copy_to_host(t, 0, raw, 5, 1).is_ok());
+  CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 1, 1});
+  const std::string chunk("\x00\x07", 2);
+  OpAttrs c;
+  c.push_int(3);
+  c.data = chunk;
+  const Tensor* ins[] = {&t};
+  REQUIRE(g.run(KernelArgs{OpId::k_host_chunk, c, std::span<const Tensor* const>(ins, 1), t, 1}).is_ok());
+  REQUIRE(g.copy_to_host(t, 0, raw, 5, 1).is_ok());
+  CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 0, 1});
+}
+
 TEST_CASE("cuda backend: caching allocator reuses blocks and keeps stats", "[.gpu]") {
   GT_REQUIRE_GPU();
   CudaBackend& g = *be->gpu;

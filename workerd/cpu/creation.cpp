@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "libgtcore/philox.h"
+#include "workerd/bool_bytes.h"
 #include "workerd/cpu/kernels.h"
 
 namespace gt::worker::cpu {
@@ -116,8 +117,7 @@ Status random_kernel(const KernelArgs& args) {
 }
 
 void normalize_bools(const KernelArgs& args, unsigned char* p, size_t n) {
-  if (args.out.meta.dtype != DType::kBool) return;
-  for (size_t i = 0; i < n; ++i) p[i] = p[i] != 0;
+  if (args.out.meta.dtype == DType::kBool) normalize_bool_bytes(p, n);
 }
 
 Status from_host_kernel(const KernelArgs& args) {

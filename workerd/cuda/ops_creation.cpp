@@ -7,6 +7,7 @@
 //                        so the executor may free the instruction right after.
 #include <algorithm>
 
+#include "workerd/bool_bytes.h"
 #include "workerd/cuda/cuda_ops.h"
 
 namespace gt::worker::cuda {
@@ -63,9 +64,17 @@ Status random_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
+// Wire bytes of a bool tensor normalized to 0/1 (workerd/bool_bytes.h). A pageable-memory
+// cudaMemcpyAsync has staged the bytes when it returns, so the scratch copy may go at once.
+std::string_view upload_bytes(const KernelArgs& args, std::string& scratch) {
+  if (args.out.meta.dtype != DType::kBool) return args.attrs.data;
+  return normalized_bool_bytes(args.attrs.data, scratch);
+}
+
 Status from_host_kernel(const KernelArgs& args, OpContext& ctx) {
   const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
-  const std::string_view data = args.attrs.data;
+  std::string scratch;
+  const std::string_view data = upload_bytes(args, scratch);
   const size_t n = std::min(data.size(), nbytes);
   auto* o = static_cast<unsigned char*>(out_ptr(args));
   if (n > 0)
@@ -77,7 +86,8 @@ Status from_host_kernel(const KernelArgs& args, OpContext& ctx) {
 Status host_chunk_kernel(const KernelArgs& args, OpContext& ctx) {
   const auto nbytes = static_cast<uint64_t>(args.out.meta.nbytes());
   const int64_t off = args.attrs.chunk_offset();
-  const std::string_view data = args.attrs.data;
+  std::string scratch;
+  const std::string_view data = upload_bytes(args, scratch);
   if (off < 0 || static_cast<uint64_t>(off) > nbytes || data.size() > nbytes - off ||
       nbytes > args.out.storage->bytes())
     return out_of_range("host_chunk: {} bytes at offset {} overrun a tensor of {} bytes",
