@@ -94,8 +94,11 @@ struct Daemons {
     const std::string bin = self_dir();
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
+    // The worker registers over the Unix socket (no worker secret: TCP workers are refused).
+    const std::string sock = dir + "/dispatcher.sock";
     dispatcher = spawn(bin + "/gt-dispatcherd",
-                       {"--port", "0", "--port-file", dir + "/port", "--log-level", "warn"},
+                       {"--port", "0", "--port-file", dir + "/port", "--unix-socket", sock,
+                        "--log-level", "warn"},
                        dir + "/dispatcher.log");
     std::string port;
     for (int i = 0; i < 200 && port.empty(); ++i) {
@@ -109,7 +112,7 @@ struct Daemons {
     }
     address = "127.0.0.1:" + port;
     worker = spawn(bin + "/gt-workerd",
-                   {"--dispatcher", address, "--device", device, "--log-level", "warn"},
+                   {"--dispatcher", "unix:" + sock, "--device", device, "--log-level", "warn"},
                    dir + "/worker.log");
     g_children[0] = dispatcher;
     g_children[1] = worker;

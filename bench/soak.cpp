@@ -61,6 +61,7 @@ struct Options {
   double abandon_rate = 0.01;  // rounds after which the client hangs up without reading
   uint64_t seed = 1;
   int reply_timeout_ms = 30000;
+  bool sharded = false;        // half the clients train data parallel (gt-test-client dp)
 };
 
 enum ErrKind { kBadId, kShape, kOom, kRefused, kOther, kNumKinds };
@@ -81,6 +82,7 @@ struct Stats {
   uint64_t missing_expected = 0;  // a deliberate error that was not reported
   uint64_t lost = 0;              // a wrong value, or a reply that never came
   uint64_t sessions = 0, abandoned = 0;
+  uint64_t dp_runs = 0, dp_steps = 0;  // --sharded: data-parallel training programs run
   std::vector<double> sync_ms;
   std::vector<std::string> samples;  // the first few unexpected things, for the report
 
@@ -102,6 +104,8 @@ struct Stats {
     lost += o.lost;
     sessions += o.sessions;
     abandoned += o.abandoned;
+    dp_runs += o.dp_runs;
+    dp_steps += o.dp_steps;
     sync_ms.insert(sync_ms.end(), o.sync_ms.begin(), o.sync_ms.end());
     for (const auto& s : o.samples) note(s);
   }
@@ -623,13 +627,34 @@ void usage() {
   std::printf(
       "usage: gt-soak [--clients N] [--seconds T] [--address HOST:PORT [--token T]\n"
       "               [--dispatcher-pid PID]] [--worker-memory BYTES] [--max-batch N]\n"
-      "               [--error-rate P] [--abandon-rate P] [--seed S]\n"
+      "               [--error-rate P] [--abandon-rate P] [--seed S] [--sharded]\n"
+      "--sharded: half the clients are data-parallel training programs (gt-test-client dp,\n"
+      "a signal config sharding the batch over both workers), run one after another.\n"
       "Without --address it starts gt-dispatcherd and 2 CPU gt-workerd (from its own bin/\n"
       "folder) with --max-memory-bytes = --worker-memory (default 256 MiB). Worker stats need\n"
       "an admin session (no users file, or an admin token).\n");
 }
 
 }  // namespace
+
+// --sharded: data-parallel training programs, one after another until the deadline. Each
+// trains 30 steps (its loss must fall) and exits; its session's tensors must all go.
+void run_training(Clock::time_point deadline, Stats& st) {
+  constexpr int kSteps = 30;
+  while (Clock::now() < deadline) {
+    pid_t p = testing::spawn_process(testing::bin_path("gt-test-client"),
+                                     {"dp", std::to_string(kSteps), "--no-leak-check"}, "/dev/null");
+    int rc = testing::wait_process(p, 120000);
+    ++st.sessions;
+    if (rc == 0) {
+      ++st.dp_runs;
+      st.dp_steps += kSteps;
+    } else {
+      ++st.unexpected[kOther];
+      st.note("a data-parallel training run failed (exit status " + std::to_string(rc) + ")");
+    }
+  }
+}
 
 int main(int argc, char** argv) {
   Options o;
@@ -652,6 +677,7 @@ int main(int argc, char** argv) {
     else if (a == "--error-rate") o.error_rate = std::stod(val());
     else if (a == "--abandon-rate") o.abandon_rate = std::stod(val());
     else if (a == "--seed") o.seed = std::stoull(val());
+    else if (a == "--sharded") o.sharded = true;
     else if (a == "--help" || a == "-h") {
       usage();
       return 0;
@@ -703,8 +729,16 @@ int main(int argc, char** argv) {
   const auto deadline = start + std::chrono::seconds(o.seconds);
   std::vector<Stats> per(static_cast<size_t>(o.clients));
   std::vector<std::thread> threads;
+  if (o.sharded) {  // the training programs find the dispatcher (and token) in the environment
+    ::setenv("GT_ADDRESS", address.c_str(), 1);
+    if (!o.token.empty()) ::setenv("GT_TOKEN", o.token.c_str(), 1);
+  }
   for (int i = 0; i < o.clients; ++i)
     threads.emplace_back([&, i] {
+      if (o.sharded && i % 2 == 1) {
+        run_training(deadline, per[static_cast<size_t>(i)]);
+        return;
+      }
       SoakClient c(o, address, i, deadline);
       try {
         c.run(per[static_cast<size_t>(i)]);
@@ -756,6 +790,10 @@ int main(int argc, char** argv) {
               all.instrs / elapsed, all.frees / elapsed, all.requests / elapsed);
   std::printf("  sync latency p50 %.2f ms, p99 %.2f ms, max %.2f ms (%zu syncs)\n", pct(0.5),
               pct(0.99), all.sync_ms.empty() ? 0.0 : all.sync_ms.back(), all.sync_ms.size());
+  if (o.sharded)
+    std::printf("  data-parallel training runs %llu (%llu steps) on 2 workers\n",
+                static_cast<unsigned long long>(all.dp_runs),
+                static_cast<unsigned long long>(all.dp_steps));
   std::printf("  fetched %llu tensors, %llu values checked\n",
               static_cast<unsigned long long>(all.fetched),
               static_cast<unsigned long long>(all.values_checked));

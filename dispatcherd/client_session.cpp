@@ -3,6 +3,7 @@
 // worker handles, and batch per worker. Failures poison the result here, without a round trip.
 #include <spdlog/spdlog.h>
 
+#include "dispatcherd/cost_model.h"
 #include "dispatcherd/dispatcher.h"
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/shape_rules.h"
@@ -21,16 +22,31 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
     return;
   }
   v1::ClientBatch* batch = client_msg_.mutable_batch();
+  const int n_free = batch->frees_size();
+  const bool placed = batch->free_at_size() == n_free;
+  if (batch->free_at_size() != 0 && !placed) {
+    refuse(s.conn, fmt::format("malformed batch: {} frees but {} free_at positions", n_free,
+                               batch->free_at_size()));
+    client_msg_.Clear();
+    return;
+  }
   touched_.clear();
   // Temporaries of earlier fetches: freed now, after the requests that read them.
   for (auto& [wid, hs] : s.deferred_frees) {
     auto wit = workers_.find(wid);
     if (wit != workers_.end())
-      for (uint64_t h : hs) scratch_for(wit->second, s.id).add_frees(h);
+      for (uint64_t h : hs) emit_free(wit->second, s.id, h);
   }
   s.deferred_frees.clear();
-  for (auto& in : *batch->mutable_instrs()) process_instr(s, in);
-  for (uint64_t id : batch->frees()) process_free(s, id);
+  // Frees in stream order, between the instructions free_at places them after.
+  int next_free = 0;
+  const int n_instr = batch->instrs_size();
+  for (int i = 0; i < n_instr; ++i) {
+    while (placed && next_free < n_free && batch->free_at(next_free) <= static_cast<uint32_t>(i))
+      process_free(s, batch->frees(next_free++));
+    process_instr(s, *batch->mutable_instrs(i));
+  }
+  while (next_free < n_free) process_free(s, batch->frees(next_free++));
   for (const auto& r : batch->requests()) process_request(s, r);
   for (uint32_t wid : touched_) {
     auto it = workers_.find(wid);
@@ -47,6 +63,7 @@ void Dispatcher::poison(ClientSession& s, uint64_t out, const std::string& op,
   err->set_op(op);
   err->set_message(message);
   err->set_origin("dispatcher");
+  err->set_id(new_error_id());
   s.errors.push_back(*err);
   if (log_->enabled()) log_->write("ERROR", source_of(*s.conn), op, 0, message);
   if (out != 0 && !s.tensors.count(out)) {
@@ -160,6 +177,7 @@ void Dispatcher::process_instr(ClientSession& s, v1::Instr& in) {
   s.workers_used.insert(w.id);
   // Move (not copy) the instruction into the worker's batch: payloads are not copied again.
   *scratch_for(w, s.id).add_instrs() = std::move(in);
+  w.scratch_cost_ns += estimate_cost_ns(op, *meta, metas, w.speedup);
 }
 
 bool Dispatcher::charge_new(ClientSession& s, uint64_t out, const char* name, int64_t bytes) {
@@ -187,7 +205,7 @@ void Dispatcher::free_handles(ClientSession& s, const TensorEntry& e) {
   for (size_t m = 0; m < e.handles.size(); ++m) {
     if (e.handles[m] == 0) continue;
     auto wit = workers_.find(e.placement.workers[m]);
-    if (wit != workers_.end()) scratch_for(wit->second, s.id).add_frees(e.handles[m]);
+    if (wit != workers_.end()) emit_free(wit->second, s.id, e.handles[m]);
   }
 }
 
@@ -224,6 +242,7 @@ void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
   pr->session = s.id;
   pr->client_request_id = r.request_id();
   pr->kind = r.kind();
+  pr->seq = ++s.requests;
   pr->reply.mutable_reply()->set_request_id(r.request_id());
   if (log_->enabled())
     log_->write("REQUEST", source_of(*s.conn), v1::Request::Kind_Name(r.kind()), 0,
@@ -245,7 +264,10 @@ void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
         break;
       }
       if (it->second.poison || it->second.handles.empty()) {
-        if (it->second.poison) *pr->reply.mutable_reply()->add_errors() = *it->second.poison;
+        if (it->second.poison) {
+          *pr->reply.mutable_reply()->add_errors() = *it->second.poison;
+          consume_fetched_error(s, pr->seq, it->second.poison->id());  // not again at SYNC
+        }
         break;
       }
       // A tensor spread over workers is assembled, in order, on its first worker first.
@@ -265,6 +287,7 @@ void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
         e->set_origin("dispatcher");
         break;
       }
+      pr->fetch_handle = where->second;
       send_request(wit->second, s.id, v1::Request::FETCH, where->second, pr);
       break;
     }
@@ -285,14 +308,53 @@ void Dispatcher::process_request(ClientSession& s, const v1::Request& r) {
   complete_if_done(pr);
 }
 
+void Dispatcher::consume_fetched_error(ClientSession& s, uint64_t seq, uint64_t id) {
+  for (const auto& [rid, route] : requests_) {
+    const PendingRequest& p = *route.request;
+    if (p.session == s.id && p.kind == v1::Request::SYNC && p.seq < seq) return;
+  }
+  consume_error(s.errors, id);
+}
+
 void Dispatcher::reply_to_client(ClientSession& s, v1::ServerMessage& m) {
-  if (s.conn->io->closed()) return;
-  if (s.conn->io->pending_bytes() > opts_.max_client_backlog_bytes) {
+  FramedConnection& io = *s.conn->io;
+  if (io.closing()) return;  // refused or dropped already: nothing more goes out (or is logged)
+  if (io.pending_bytes() > opts_.max_client_backlog_bytes) {
     // A client that does not read its replies must not grow our memory without bound.
     refuse(s.conn, fmt::format("more than {} bytes of replies unread", opts_.max_client_backlog_bytes));
     return;
   }
-  (void)s.conn->io->send(m);
+  (void)io.send(m);
+  const uint64_t limit = opts_.max_total_client_backlog_bytes;
+  if (*client_backlog_ <= limit) return;
+  // All clients' unread replies together are over the dispatcher-wide bound: drop the clients
+  // holding the most (those that do not read) until the rest fit. abort() frees their queues
+  // now and closes them from the io_context, never inside this call (callers still use `s`).
+  // Clients dropped already count as freed: only their write in flight is left.
+  std::vector<std::pair<uint64_t, ClientSession*>> by_backlog;
+  for (auto& [id, o] : sessions_)
+    if (o.conn->io->pending_bytes() > 0) by_backlog.emplace_back(o.conn->io->pending_bytes(), &o);
+  std::sort(by_backlog.begin(), by_backlog.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  uint64_t excess = *client_backlog_ - limit;
+  for (auto& [bytes, o] : by_backlog) {
+    if (excess == 0) break;
+    excess -= std::min(excess, bytes);
+    if (o->conn->io->closing()) {
+      // Refused already (or dropped): its queue goes now, without a new warning.
+      o->conn->io->abort(resource_exhausted("more than {} bytes of replies unread", bytes));
+      continue;
+    }
+    uint64_t held = 0;
+    if (backlog_log_.allow(&held))
+      spdlog::warn("dropping session {} (user {}): {} bytes of replies unread while all clients' "
+                   "unread replies exceed max_total_client_backlog_bytes ({}){}",
+                   o->id, o->user.name, bytes, limit,
+                   held ? fmt::format(" ({} more dropped, not logged)", held) : std::string());
+    o->conn->io->abort(resource_exhausted(
+        "dropped: {} bytes of replies unread while all clients' unread replies exceed {}", bytes,
+        limit));
+  }
 }
 
 bool Dispatcher::over_window(const ClientSession& s) const {
@@ -317,7 +379,7 @@ void Dispatcher::end_session(ClientSession& s) {
   touched_.clear();
   for (auto& [wid, w] : workers_)
     for (auto& item : w.sched.take_session(s.id))
-      for (uint64_t h : item.msg.batch().frees()) scratch_for(w, s.id).add_frees(h);
+      for (uint64_t h : item.msg.batch().frees()) emit_free(w, s.id, h);
   for (auto it = requests_.begin(); it != requests_.end();) {
     if (it->second.request->session == s.id) it = requests_.erase(it);
     else ++it;
@@ -327,7 +389,7 @@ void Dispatcher::end_session(ClientSession& s) {
   for (auto& [wid, hs] : s.deferred_frees) {
     auto wit = workers_.find(wid);
     if (wit != workers_.end())
-      for (uint64_t h : hs) scratch_for(wit->second, s.id).add_frees(h);
+      for (uint64_t h : hs) emit_free(wit->second, s.id, h);
   }
   s.deferred_frees.clear();
   for (uint32_t wid : s.workers_used) {

@@ -5,10 +5,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <random>
-#include <sys/socket.h>
 
 #include "libgtcore/ops.h"
 #include "libgtcore/version.h"
@@ -24,6 +27,12 @@ Dispatcher::Dispatcher(asio::io_context& io, DispatcherOptions opts, Instruction
   const uint64_t epoch = (static_cast<uint64_t>(rd()) << 16) | (rd() & 0xffff);
   next_session_id_ = (epoch << 16) + 1;
   next_comm_tag_ = (static_cast<uint64_t>(rd()) << 32) + 1;
+  if (opts_.max_total_client_backlog_bytes == 0) {
+    // Default: a quarter of physical memory (at least 256 MiB).
+    long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    uint64_t phys = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 4ull << 30;
+    opts_.max_total_client_backlog_bytes = std::max<uint64_t>(phys / 4, 256ull << 20);
+  }
 }
 
 Dispatcher::~Dispatcher() = default;
@@ -36,12 +45,67 @@ std::string Dispatcher::source_of(const Conn& c) const {
   }
 }
 
+namespace {
+
+// What pending connections are counted by: a TCP peer's IP address, a Unix-socket peer's uid.
+std::string peer_key_of(StreamSocket& s) {
+  const int fd = s.native_handle();
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  char buf[INET6_ADDRSTRLEN] = {};
+  switch (ss.ss_family) {
+    case AF_UNIX: {
+      ucred cred{};
+      socklen_t clen = sizeof(cred);
+      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0)
+        return "uid " + std::to_string(cred.uid);
+      return "unix";
+    }
+    case AF_INET:
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, buf, sizeof(buf));
+      return buf;
+    case AF_INET6:
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, buf, sizeof(buf));
+      return buf;
+    default: return "?";
+  }
+}
+
+}  // namespace
+
 void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
   if (shutting_down_) return;
+  // Connections that have not said Hello cost memory and a file descriptor for nothing yet:
+  // their number is capped, in all and per peer address, and the rest are refused at once.
+  std::string key = peer_key_of(socket);
+  auto at = pending_by_peer_.find(key);
+  const uint32_t from_peer = at == pending_by_peer_.end() ? 0 : at->second;
+  if (pending_conns_ >= opts_.max_pending_connections) {
+    refuse_unadmitted(std::move(socket), key,
+                      fmt::format("too many connections waiting for their Hello ({}, the limit "
+                                  "is max_pending_connections); try again later",
+                                  pending_conns_));
+    return;
+  }
+  if (from_peer >= opts_.max_pending_per_address) {
+    refuse_unadmitted(std::move(socket), key,
+                      fmt::format("too many connections from {} waiting for their Hello ({}, the "
+                                  "limit is max_pending_per_address); try again later",
+                                  key, from_peer));
+    return;
+  }
   auto c = std::make_shared<Conn>();
   c->id = next_conn_id_++;
   c->transport = transport;
-  c->io = std::make_shared<FramedConnection>(std::move(socket), opts_.max_frame_bytes);
+  // Before a successful Hello only a Hello-sized frame is accepted (a stranger's length prefix
+  // must not make us allocate max_frame_bytes); start_session / register_worker raise it.
+  c->io = std::make_shared<FramedConnection>(
+      std::move(socket), std::min(opts_.max_handshake_frame_bytes, opts_.max_frame_bytes));
+  c->peer_key = std::move(key);
+  c->counted_pending = true;
+  pending_conns_++;
+  pending_by_peer_[c->peer_key]++;
   conns_[c->id] = c;
   std::weak_ptr<Conn> weak = c;
   c->deadline = std::make_unique<asio::steady_timer>(io_);
@@ -62,10 +126,38 @@ void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
                });
 }
 
+void Dispatcher::leave_pending(Conn& c) {
+  if (!c.counted_pending) return;
+  c.counted_pending = false;
+  if (pending_conns_ > 0) pending_conns_--;
+  auto it = pending_by_peer_.find(c.peer_key);
+  if (it != pending_by_peer_.end() && --it->second == 0) pending_by_peer_.erase(it);
+}
+
+void Dispatcher::refuse_unadmitted(StreamSocket socket, const std::string& peer,
+                                   const std::string& reason) {
+  uint64_t held = 0;
+  if (refuse_log_.allow(&held)) {
+    spdlog::warn("refusing a connection from {}: {}{}", peer, reason,
+                 held ? fmt::format(" ({} more refusals not logged)", held) : std::string());
+    if (log_->enabled()) log_->write("REFUSE", "CONN:-", "-", 0, reason);
+  }
+  // Never read: the refusal is written, then the socket closed.
+  auto io = std::make_shared<FramedConnection>(std::move(socket), kFrameHeaderBytes);
+  v1::ServerMessage m;
+  m.mutable_refusal()->set_reason(reason);
+  (void)io->send(m);
+  io->close_after_flush();
+}
+
 void Dispatcher::refuse(const std::shared_ptr<Conn>& c, const std::string& reason) {
-  if (c->io->closed()) return;
-  spdlog::warn("refusing {} ({}): {}", source_of(*c), c->io->peer(), reason);
-  if (log_->enabled()) log_->write("REFUSE", source_of(*c), "-", 0, reason);
+  if (c->io->closing()) return;  // refused already: once is enough (and logged once)
+  uint64_t held = 0;
+  if (refuse_log_.allow(&held)) {
+    spdlog::warn("refusing {} ({}): {}{}", source_of(*c), c->io->peer(), reason,
+                 held ? fmt::format(" ({} more refusals not logged)", held) : std::string());
+    if (log_->enabled()) log_->write("REFUSE", source_of(*c), "-", 0, reason);
+  }
   v1::ServerMessage m;  // DispatchMessage has the same field number for its refusal
   m.mutable_refusal()->set_reason(reason);
   (void)c->io->send(m);
@@ -91,6 +183,7 @@ void Dispatcher::on_frame(const std::shared_ptr<Conn>& c, std::string_view body)
         refuse(c, st.is_ok() ? "expected Hello as the first frame" : st.message());
         return;
       }
+      leave_pending(*c);  // it said Hello: what follows has its own limits (quotas, windows)
       on_hello(c, m.hello());
       return;
     }
@@ -145,9 +238,8 @@ void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello
       return;
     case v1::ROLE_WORKER:
       // A stranger must not be able to register as a worker and receive tensors.
-      if (!opts_.worker_secret.empty() &&
-          !constant_time_equal(hello.credentials().worker_secret(), opts_.worker_secret)) {
-        refuse(c, "worker authentication failed: wrong or missing worker secret");
+      if (Status st = authenticate_worker(*c, hello); !st.is_ok()) {
+        refuse(c, st.message());
         return;
       }
       register_worker(c, hello);
@@ -197,6 +289,33 @@ Result<UserPolicy> Dispatcher::authenticate_client(const Conn& c, const v1::Hell
   return *u;
 }
 
+Status Dispatcher::authenticate_worker(const Conn& c, const v1::Hello& hello) const {
+  if (!opts_.worker_secret.empty()) {
+    if (!constant_time_equal(hello.credentials().worker_secret(), opts_.worker_secret))
+      return permission_denied("worker authentication failed: wrong or missing worker secret");
+    return Status::ok();
+  }
+  // No secret: a worker must be a process of this dispatcher's own user (or root) on this box,
+  // which only the kernel can vouch for: SO_PEERCRED on the Unix socket. Over TCP, any local
+  // user (or anyone who can reach the port) could claim to be a worker.
+  if (c.transport != "unix")
+    return permission_denied(
+        "worker authentication failed: this dispatcher has no worker_secret_file, so workers "
+        "must connect over its Unix socket (unix_socket) as its own user; a worker over TCP "
+        "(e.g. on another host) needs worker_secret_file on both daemons");
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(c.io->socket().native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return permission_denied("worker authentication failed: cannot read the peer's credentials");
+  const uid_t self = ::geteuid();
+  if (cred.uid != self && cred.uid != 0)
+    return permission_denied(
+        "worker authentication failed: uid {} is neither this dispatcher's user (uid {}) nor "
+        "root, and without a worker_secret_file only they may register as workers",
+        cred.uid, self);
+  return Status::ok();
+}
+
 void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
   c->deadline->cancel();
   auto user = authenticate_client(*c, hello);
@@ -212,6 +331,8 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   }
   use.sessions++;
   c->role = Conn::Role::kClient;
+  c->io->decoder().set_max_frame_bytes(opts_.max_frame_bytes);
+  c->io->set_backlog_counter(client_backlog_);
   c->session = next_session_id_++;
   ClientSession& s = sessions_[c->session];
   s.id = c->session;
@@ -248,6 +369,7 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
 void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
   c->deadline->cancel();
   c->role = Conn::Role::kWorker;
+  c->io->decoder().set_max_frame_bytes(opts_.max_frame_bytes);
   c->worker = next_worker_id_++;  // ids are never reused: a restarted worker gets a new one
   WorkerState& w = workers_[c->worker];
   w.id = c->worker;
@@ -306,6 +428,7 @@ void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
   if (role == Conn::Role::kClient) closed_client_bytes_in_ += c->io->bytes_in();
   if (role == Conn::Role::kWorker) closed_worker_bytes_in_ += c->io->bytes_in();
   if (c->deadline) c->deadline->cancel();
+  leave_pending(*c);
   conns_.erase(c->id);
   if (role == Conn::Role::kClient) {
     auto it = sessions_.find(c->session);
@@ -342,20 +465,41 @@ void Dispatcher::start_heartbeats() {
 
 void Dispatcher::heartbeat_tick() {
   auto now = std::chrono::steady_clock::now();
-  std::vector<std::shared_ptr<Conn>> dead;
+  std::vector<std::pair<std::shared_ptr<Conn>, Status>> dead;
   v1::DispatchMessage ping;
   ping.mutable_heartbeat()->set_nonce(++heartbeat_nonce_);
+  std::set<uint32_t> awaited;  // workers with a request not yet answered
+  if (opts_.progress_timeout_ms > 0)
+    for (const auto& [rid, route] : requests_) awaited.insert(route.worker);
   for (auto& [id, w] : workers_) {
     auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard);
     if (silent.count() > opts_.heartbeat_timeout_ms) {
       spdlog::warn("worker {} stopped answering ({} ms without a heartbeat)", id, silent.count());
-      dead.push_back(w.conn);
+      dead.emplace_back(w.conn, deadline_exceeded("no heartbeat for over {} ms",
+                                                  opts_.heartbeat_timeout_ms));
       continue;
+    }
+    if (opts_.progress_timeout_ms > 0) {
+      // Answering heartbeats is not enough: a worker with work outstanding must also make
+      // progress (Ack / Reply frames), else it is wedged, or not a real worker at all.
+      if (w.outstanding() == 0 && w.inflight.empty() && !awaited.count(id)) {
+        w.progress_at = now;
+      } else if (auto stalled =
+                     std::chrono::duration_cast<std::chrono::milliseconds>(now - w.progress_at);
+                 stalled.count() > opts_.progress_timeout_ms) {
+        spdlog::warn("worker {} made no progress for {} ms with work outstanding ({} "
+                     "instructions unacknowledged): dropping it",
+                     id, stalled.count(), w.outstanding());
+        dead.emplace_back(w.conn,
+                          deadline_exceeded("made no progress for over {} ms with work "
+                                            "outstanding (progress_timeout_ms)",
+                                            opts_.progress_timeout_ms));
+        continue;
+      }
     }
     (void)w.conn->io->send(ping);
   }
-  for (auto& c : dead)
-    c->io->close(deadline_exceeded("no heartbeat for over {} ms", opts_.heartbeat_timeout_ms));
+  for (auto& [c, why] : dead) c->io->close(why);
   heartbeat_timer_->expires_after(std::chrono::milliseconds(opts_.heartbeat_interval_ms));
   heartbeat_timer_->async_wait([this](boost::system::error_code ec) {
     if (!ec) heartbeat_tick();

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dispatcherd/error_ledger.h"
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/placement.h"
 #include "dispatcherd/planner.h"
@@ -34,16 +35,61 @@ struct DispatcherOptions {
   uint64_t session_window = 65536;   // queued + in flight, per session
   uint64_t user_window = 262144;     // default per-user window (users file may override)
   uint64_t worker_window = 16384;    // in flight on one worker (the rest waits, fairly, here)
+  // Estimated work (microseconds, dispatcherd/cost_model.h) one session may have in flight on
+  // one worker; more waits here in fair order (a batch always goes when none is in flight).
+  uint64_t session_inflight_us = 20000;
   int worker_wait_ms = 10000;
   int min_workers = 1;  // new sessions wait (up to worker_wait_ms) for this many workers
   int handshake_timeout_ms = 10000;
   int heartbeat_interval_ms = 1000;
   int heartbeat_timeout_ms = 5000;
+  // Outstanding work and no Ack/Reply for this long: the worker is declared dead (0: never).
+  int progress_timeout_ms = 600000;
   uint64_t max_client_backlog_bytes = 1ull << 31;  // replies a client has not read yet
+  // Replies unread by all clients together; over it, the clients with the most are dropped.
+  // 0: a quarter of physical memory.
+  uint64_t max_total_client_backlog_bytes = 0;
+  // Largest frame before a successful Hello (a Hello is small); max_frame_bytes after it.
+  uint64_t max_handshake_frame_bytes = 64 << 10;
+  // Connections that have not sent their Hello yet: in all, and from one peer address (a TCP
+  // client's IP, a Unix-socket user's uid). More are refused with a reason.
+  uint32_t max_pending_connections = 1024;
+  uint32_t max_pending_per_address = 128;
   bool exit_when_idle = false;
   bool auto_shard = false;           // creations shard on axis 0 over all workers when divisible
-  std::string worker_secret;         // empty: workers need none (development)
+  std::string worker_secret;         // empty: only our own user (or root) over the Unix socket
   SignalConfigMap signal_configs;    // server-wide signal configs
+};
+
+// Lets a repeated warning through at most `burst` times per interval and counts the ones held
+// back, so a flood of bad peers cannot flood the log.
+class LogLimiter {
+ public:
+  explicit LogLimiter(std::chrono::milliseconds interval, uint32_t burst = 1)
+      : interval_(interval), burst_(burst) {}
+  // True when a line may be logged now; `*held_back` is how many were not since the last one.
+  bool allow(uint64_t* held_back) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= window_end_) {
+      window_end_ = now + interval_;
+      used_ = 0;
+    }
+    if (used_ >= burst_) {
+      ++held_;
+      return false;
+    }
+    ++used_;
+    *held_back = held_;
+    held_ = 0;
+    return true;
+  }
+
+ private:
+  std::chrono::milliseconds interval_;
+  uint32_t burst_;
+  uint32_t used_ = 0;
+  std::chrono::steady_clock::time_point window_end_{};
+  uint64_t held_ = 0;
 };
 
 // One accepted connection, before and after its Hello.
@@ -56,6 +102,8 @@ struct Conn {
   std::unique_ptr<asio::steady_timer> deadline;
   uint64_t session = 0;   // kClient
   uint32_t worker = 0;    // kWorker
+  std::string peer_key;   // the address pending connections are counted by
+  bool counted_pending = false;  // included in the pending-connection counts
 };
 
 struct ClientSession {
@@ -68,7 +116,9 @@ struct ClientSession {
   bool has_home = false;
   std::unordered_map<uint64_t, TensorEntry> tensors;  // the session's private id namespace
   std::set<uint32_t> workers_used;
-  std::vector<v1::ErrorInfo> errors;  // reported since the last sync
+  std::vector<v1::ErrorInfo> errors;  // reported since the last sync (and not raised by a fetch)
+  ErrorLedger error_ledger;           // worker-reported errors: who a fetched poison is
+  uint64_t requests = 0;              // requests received (PendingRequest::seq)
   uint64_t outstanding = 0;           // instructions queued or in flight, not yet acknowledged
   bool paused = false;
   uint64_t instrs_received = 0;
@@ -82,21 +132,30 @@ struct WorkerState {
   std::shared_ptr<Conn> conn;
   v1::WorkerInfo info;
   uint64_t next_handle = 1;
-  uint64_t sent_seq = 0, acked_seq = 0;
+  uint64_t sent_seq = 0, acked_seq = 0;  // acked_seq: the worker's executed prefix
   DrrScheduler sched;  // rewritten batches waiting for window room, in fair order
   std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
+  // Progress watchdog (progress_timeout_ms): the last Ack or Reply from the worker, or the last
+  // heartbeat tick at which it had nothing outstanding (so the clock starts with the work).
+  std::chrono::steady_clock::time_point progress_at = std::chrono::steady_clock::now();
+  double speedup = 1.0;  // the device's speed relative to the cost model's reference
   struct InFlight {
     uint64_t seq_end;
     uint64_t session;
     uint64_t count;
+    uint64_t cost_ns;  // estimated
   };
-  std::deque<InFlight> inflight;
+  // By first seq: batches of different sessions complete out of order (the worker's turns).
+  std::map<uint64_t, InFlight> inflight;
+  uint64_t inflight_count = 0;                             // instructions in `inflight`
+  std::unordered_map<uint64_t, uint64_t> session_cost_ns;  // estimated work in flight, per session
   size_t sessions_homed = 0;
   // The batch being assembled for the session whose frame is being processed.
   v1::DispatchMessage scratch;
   bool scratch_used = false;
   bool scratch_comm = false;  // holds communication: sent in global order, not via DRR
-  uint64_t outstanding() const { return sent_seq - acked_seq; }
+  uint64_t scratch_cost_ns = 0;
+  uint64_t outstanding() const { return inflight_count; }
 };
 
 // What one user holds and has in flight across all their sessions.
@@ -112,6 +171,8 @@ struct PendingRequest {
   uint64_t client_request_id = 0;
   v1::Request::Kind kind = v1::Request::SYNC;
   int remaining = 0;
+  uint64_t fetch_handle = 0;  // FETCH: the worker handle read (to identify a poison's error)
+  uint64_t seq = 0;           // order among the session's requests (ClientSession::requests)
   v1::ServerMessage reply;  // accumulated errors / stats
 };
 
@@ -144,8 +205,14 @@ class Dispatcher {
   void on_close(const std::shared_ptr<Conn>& c, const Status& why);
   void on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
   void refuse(const std::shared_ptr<Conn>& c, const std::string& reason);
+  // Refuses a connection that is not admitted at all (over the pending caps): no Conn is made.
+  void refuse_unadmitted(StreamSocket socket, const std::string& peer, const std::string& reason);
+  void leave_pending(Conn& c);  // it sent its Hello, or closed: no longer counted as pending
   // Who is on the other end: Unix peer credentials or a token; an error refuses the client.
   Result<UserPolicy> authenticate_client(const Conn& c, const v1::Hello& hello) const;
+  // May this connection be a worker: the worker secret, or (without one) the Unix socket and
+  // the dispatcher's own uid or root. An error (with the reason) refuses it.
+  Status authenticate_worker(const Conn& c, const v1::Hello& hello) const;
   void heartbeat_tick();
   void check_drained();
   void start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
@@ -160,6 +227,9 @@ class Dispatcher {
   void process_instr(ClientSession& s, v1::Instr& in);
   void process_free(ClientSession& s, uint64_t id);
   void process_request(ClientSession& s, const v1::Request& r);
+  // A fetch (request `seq`) raised error `id`: the next SYNC does not report it again, unless
+  // a SYNC requested before that fetch is still pending (that one reports it, in order).
+  void consume_fetched_error(ClientSession& s, uint64_t seq, uint64_t id);
   void poison(ClientSession& s, uint64_t out, const std::string& op, const std::string& message);
   void end_session(ClientSession& s);
   void reply_to_client(ClientSession& s, v1::ServerMessage& m);
@@ -190,10 +260,13 @@ class Dispatcher {
 
   // worker_conn.cpp: worker streams, acks, replies
   v1::WorkerBatch& scratch_for(WorkerState& w, uint64_t session);
+  // Queues a free of `handle` in the session's stream on `w` (ordered with its instructions).
+  void emit_free(WorkerState& w, uint64_t session, uint64_t handle);
   void flush_worker(WorkerState& w);
   void pump(WorkerState& w);  // sends queued batches while the worker's window has room
   void on_worker_frame(WorkerState& w, std::string_view body);
-  void on_ack(WorkerState& w, uint64_t executed_seq);
+  void on_ack(WorkerState& w, const v1::Ack& ack);
+  void retire(WorkerState& w, std::map<uint64_t, WorkerState::InFlight>::iterator it);
   void on_worker_reply(WorkerState& w, v1::Reply& reply);
   void on_worker_gone(WorkerState& w, const std::string& why);
   uint64_t send_request(WorkerState& w, uint64_t session, v1::Request::Kind kind, uint64_t handle,
@@ -233,6 +306,12 @@ class Dispatcher {
   bool shutting_down_ = false;
   uint64_t bytes_from_clients_ = 0;
   uint64_t closed_client_bytes_in_ = 0, closed_worker_bytes_in_ = 0;
+  // Connection-layer limits (DESIGN §8: no hostile peer exhausts the dispatcher).
+  uint32_t pending_conns_ = 0;
+  std::unordered_map<std::string, uint32_t> pending_by_peer_;
+  std::shared_ptr<uint64_t> client_backlog_ = std::make_shared<uint64_t>(0);  // all clients' unread replies
+  LogLimiter refuse_log_{std::chrono::seconds(5), 10};
+  LogLimiter backlog_log_{std::chrono::seconds(5), 1};
 };
 
 }  // namespace gt::dispatcher

@@ -3,6 +3,7 @@
 #include <systemd/sd-daemon.h>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -36,15 +37,29 @@ void declare_options(gt::Config& c) {
                 "instructions a session may have outstanding before its socket is not read");
   c.declare_int("worker_window", 16384, 16, 1ll << 30,
                 "instructions in flight on one worker; the rest waits in the fair scheduler");
+  c.declare_int("session_inflight_us", 20000, 100, 60ll * 1000 * 1000,
+                "estimated work (microseconds) one session may have in flight on one worker");
   c.declare_int("user_window", 262144, 16, 1ll << 30,
                 "default per-user limit on instructions queued or in flight (users file overrides)");
   c.declare_int("heartbeat_interval_ms", 1000, 10, 600000, "how often workers are pinged");
   c.declare_int("heartbeat_timeout_ms", 5000, 50, 3600000,
                 "a worker silent this long is declared dead and its sessions get an error");
+  c.declare_int("progress_timeout_ms", 600000, 0, 86400000,
+                "a worker with work outstanding that sends no ack or reply this long is declared "
+                "dead (0: never; heartbeats still apply)");
   c.declare_int("drain_timeout_ms", 10000, 0, 3600000,
                 "on SIGTERM, how long queued work may take to finish before exiting");
   c.declare_int("max_client_backlog_bytes", 1ll << 31, 1 << 20, 1ll << 40,
                 "unread reply bytes after which a client that does not read is dropped");
+  c.declare_int("max_total_client_backlog_bytes", 0, 0, 1ll << 44,
+                "unread reply bytes of all clients together; over it the clients holding the most "
+                "are dropped (0: a quarter of physical memory)");
+  c.declare_int("max_handshake_frame_bytes", 64 << 10, 1024, 1ll << 30,
+                "largest frame accepted before a successful Hello");
+  c.declare_int("max_pending_connections", 1024, 1, 1 << 20,
+                "connections that have not sent Hello yet; more are refused with a reason");
+  c.declare_int("max_pending_per_address", 128, 1, 1 << 20,
+                "the same limit per peer address (TCP: IP address; Unix socket: uid)");
   c.declare_string("signal_config", "",
                    "server-wide signal configs (YAML: name: {shard: {axis, workers, replicated}, "
                    "backward, compile}); sessions may register their own on top");
@@ -54,7 +69,8 @@ void declare_options(gt::Config& c) {
   c.declare_string("users_file", "",
                    "users, token hashes, quotas and weights (empty: single-user development mode)");
   c.declare_string("worker_secret_file", "",
-                   "file with the secret workers must present (mode 0600; empty: none)");
+                   "file with the secret workers must present (mode 0600); empty: workers may "
+                   "register only over unix_socket, as this daemon's user or root");
   c.declare_int("worker_wait_ms", 10000, 0, 3600000,
                 "how long a new session waits for a first worker before being refused");
   c.declare_int("min_workers", 1, 1, 65536,
@@ -148,6 +164,7 @@ int main(int argc, char** argv) {
   o.max_frame_bytes = static_cast<uint64_t>(cfg.get_int("max_frame_bytes"));
   o.session_window = static_cast<uint64_t>(cfg.get_int("session_window"));
   o.worker_window = static_cast<uint64_t>(cfg.get_int("worker_window"));
+  o.session_inflight_us = static_cast<uint64_t>(cfg.get_int("session_inflight_us"));
   o.worker_wait_ms = static_cast<int>(cfg.get_int("worker_wait_ms"));
   o.min_workers = static_cast<int>(cfg.get_int("min_workers"));
   o.handshake_timeout_ms = static_cast<int>(cfg.get_int("handshake_timeout_ms"));
@@ -155,7 +172,13 @@ int main(int argc, char** argv) {
   o.user_window = static_cast<uint64_t>(cfg.get_int("user_window"));
   o.heartbeat_interval_ms = static_cast<int>(cfg.get_int("heartbeat_interval_ms"));
   o.heartbeat_timeout_ms = static_cast<int>(cfg.get_int("heartbeat_timeout_ms"));
+  o.progress_timeout_ms = static_cast<int>(cfg.get_int("progress_timeout_ms"));
   o.max_client_backlog_bytes = static_cast<uint64_t>(cfg.get_int("max_client_backlog_bytes"));
+  o.max_total_client_backlog_bytes =
+      static_cast<uint64_t>(cfg.get_int("max_total_client_backlog_bytes"));
+  o.max_handshake_frame_bytes = static_cast<uint64_t>(cfg.get_int("max_handshake_frame_bytes"));
+  o.max_pending_connections = static_cast<uint32_t>(cfg.get_int("max_pending_connections"));
+  o.max_pending_per_address = static_cast<uint32_t>(cfg.get_int("max_pending_per_address"));
   if (std::string f = cfg.get_string("worker_secret_file"); !f.empty()) {
     auto secret = gt::read_secret_file(f);
     if (!secret.is_ok()) {
@@ -203,14 +226,26 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", st.message());
     return 1;
   }
-  if (server.tcp_port() > 0 && !server.tcp_loopback_only() &&
-      (!tokens_configured || !worker_secret_configured))
-    spdlog::warn("*** listening on {}:{} beyond loopback WITHOUT {}: anyone who can reach this "
-                 "port can {} — set users_file and worker_secret_file ***",
-                 lo.address, server.tcp_port(),
-                 !tokens_configured ? "client tokens" : "a worker secret",
-                 !tokens_configured ? "run code on the workers and read tensors"
-                                    : "register as a worker and receive tensors");
+  if (server.tcp_port() > 0 && !server.tcp_loopback_only() && !tokens_configured)
+    spdlog::warn("*** listening on {}:{} beyond loopback WITHOUT client tokens: anyone who can "
+                 "reach this port can run code on the workers and read tensors — set "
+                 "users_file ***",
+                 lo.address, server.tcp_port());
+  if (!worker_secret_configured) {
+    // Without a secret only the kernel's word (SO_PEERCRED) admits a worker (DESIGN §8).
+    if (lo.unix_socket.empty())
+      spdlog::warn("no worker_secret_file and no unix_socket: no worker can register (without a "
+                   "worker secret, workers must connect over the Unix socket as this "
+                   "dispatcher's user or root)");
+    else if (server.tcp_port() > 0)
+      spdlog::warn("no worker_secret_file: workers may register only over unix:{} as this "
+                   "dispatcher's user (uid {}) or root; workers over TCP (e.g. on other hosts) "
+                   "are refused until worker_secret_file is set on both daemons",
+                   lo.unix_socket, ::geteuid());
+    else
+      spdlog::info("no worker_secret_file: workers may register over unix:{} as uid {} or root",
+                   lo.unix_socket, ::geteuid());
+  }
   if (std::string pf = cfg.get_string("port_file"); !pf.empty()) {
     std::string tmp = pf + ".tmp";
     std::ofstream(tmp) << server.tcp_port() << "\n";
@@ -236,6 +271,17 @@ int main(int argc, char** argv) {
     server.close();  // stop accepting; work already queued is finished first
     dispatcher.drain(drain_ms, stop);
   });
+  // SIGHUP reopens the instruction log (logrotate), again mode 0600 (DESIGN §9).
+  gt::asio::signal_set hup(io, SIGHUP);
+  std::function<void()> wait_hup = [&] {
+    hup.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      if (gt::Status st = ilog.reopen(); !st.is_ok()) spdlog::error("{}", st.message());
+      else if (ilog.enabled()) spdlog::info("instruction log reopened");
+      wait_hup();
+    });
+  };
+  wait_hup();
   dispatcher.start_heartbeats();
   gt::asio::steady_timer log_flush(io);
   std::function<void()> flush_tick = [&] {

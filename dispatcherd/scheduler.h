@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <optional>
 #include <unordered_map>
@@ -23,11 +24,15 @@ class DrrScheduler {
     uint64_t session;
     uint64_t cost;  // instructions (frees included) in the batch
     v1::DispatchMessage msg;
+    uint64_t cost_ns = 0;  // estimated work (dispatcherd/cost_model.h)
   };
+  // Whether a session may send now (its in-flight budget on the worker has room).
+  using MaySend = std::function<bool(uint64_t session)>;
 
-  void enqueue(uint64_t session, double weight, uint64_t cost, v1::DispatchMessage&& msg);
-  // The next batch in fair order, or nullopt when nothing is queued.
-  std::optional<Item> next();
+  void enqueue(uint64_t session, double weight, uint64_t cost, v1::DispatchMessage&& msg,
+               uint64_t cost_ns = 0);
+  // The next batch in fair order among sessions that may send, or nullopt when none can.
+  std::optional<Item> next(const MaySend& may_send = nullptr);
   bool empty() const { return active_.empty(); }
   uint64_t queued_cost() const { return queued_cost_; }
   // Drops a session's queued batches (its client left); returns them so frees can still go out.

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 namespace gt::dispatcher {
 
 Server::Server(asio::io_context& io, Dispatcher& d) : io_(io), dispatcher_(d) {}
@@ -56,10 +58,32 @@ Status Server::listen(const ListenOptions& o) {
   return Status::ok();
 }
 
+bool Server::on_accept_error(const boost::system::error_code& ec, const char* which,
+                             Backoff& b) {
+  // Out of descriptors or memory: the connection stays in the listen queue, and retrying at
+  // once would fail again at once (a hot loop that starves the sessions we do serve). Wait,
+  // doubling up to kMaxAcceptBackoff; other errors concern one connection: go on.
+  const int e = ec.value();
+  const bool resources = ec.category() == boost::system::system_category() &&
+                         (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM);
+  if (resources)
+    b.delay = b.delay.count() == 0 ? kMinAcceptBackoff : std::min(b.delay * 2, kMaxAcceptBackoff);
+  uint64_t held = 0;
+  if (accept_log_.allow(&held))
+    spdlog::warn("{} accept failed: {}{}{}", which, ec.message(),
+                 held ? fmt::format(" ({} more since the last report)", held) : std::string(),
+                 resources ? fmt::format("; retrying every {} ms at most", b.delay.count())
+                           : std::string());
+  if (!resources) return false;
+  if (!b.timer) b.timer = std::make_unique<asio::steady_timer>(io_);
+  return true;
+}
+
 void Server::accept_tcp() {
   tcp_->async_accept([this](boost::system::error_code ec, asio::ip::tcp::socket s) {
     if (ec == asio::error::operation_aborted || !tcp_) return;
     if (!ec) {
+      tcp_backoff_.delay = std::chrono::milliseconds(0);
       boost::system::error_code e2;
       s.set_option(asio::ip::tcp::no_delay(true), e2);
       int family = s.local_endpoint(e2).protocol().family();
@@ -67,8 +91,12 @@ void Server::accept_tcp() {
       if (!e2)
         dispatcher_.accept(StreamSocket(io_, asio::generic::stream_protocol(family, IPPROTO_TCP), fd),
                            "tcp");
-    } else {
-      spdlog::warn("accept failed: {}", ec.message());
+    } else if (on_accept_error(ec, "tcp", tcp_backoff_)) {
+      tcp_backoff_.timer->expires_after(tcp_backoff_.delay);
+      tcp_backoff_.timer->async_wait([this](boost::system::error_code ec) {
+        if (!ec && tcp_) accept_tcp();
+      });
+      return;
     }
     accept_tcp();
   });
@@ -78,13 +106,18 @@ void Server::accept_unix() {
   unix_->async_accept([this](boost::system::error_code ec, asio::local::stream_protocol::socket s) {
     if (ec == asio::error::operation_aborted || !unix_) return;
     if (!ec) {
+      unix_backoff_.delay = std::chrono::milliseconds(0);
       boost::system::error_code e2;
       int fd = s.release(e2);
       if (!e2)
         dispatcher_.accept(StreamSocket(io_, asio::generic::stream_protocol(AF_UNIX, 0), fd),
                            "unix");
-    } else {
-      spdlog::warn("accept failed: {}", ec.message());
+    } else if (on_accept_error(ec, "unix", unix_backoff_)) {
+      unix_backoff_.timer->expires_after(unix_backoff_.delay);
+      unix_backoff_.timer->async_wait([this](boost::system::error_code ec) {
+        if (!ec && unix_) accept_unix();
+      });
+      return;
     }
     accept_unix();
   });
@@ -92,6 +125,8 @@ void Server::accept_unix() {
 
 void Server::close() {
   boost::system::error_code ec;
+  if (tcp_backoff_.timer) tcp_backoff_.timer->cancel();
+  if (unix_backoff_.timer) unix_backoff_.timer->cancel();
   if (tcp_) {
     tcp_->close(ec);
     tcp_.reset();

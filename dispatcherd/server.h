@@ -1,7 +1,10 @@
 // Listening sockets: TCP (127.0.0.1 by default) and an optional Unix socket, both handing
-// accepted connections to the Dispatcher.
+// accepted connections to the Dispatcher. When accept() fails for want of resources (EMFILE at
+// the fd limit, ENFILE, ENOBUFS, ENOMEM) the listener backs off on a timer instead of retrying
+// in a loop, logs once per interval with a count, and existing sessions go on being served.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -30,6 +33,15 @@ class Server {
  private:
   void accept_tcp();
   void accept_unix();
+  // After a failed accept: true when the listener should wait (`*delay`) before the next one.
+  struct Backoff {
+    std::unique_ptr<asio::steady_timer> timer;
+    std::chrono::milliseconds delay{0};
+  };
+  bool on_accept_error(const boost::system::error_code& ec, const char* which, Backoff& b);
+
+  static constexpr std::chrono::milliseconds kMinAcceptBackoff{25};
+  static constexpr std::chrono::milliseconds kMaxAcceptBackoff{1000};
 
   asio::io_context& io_;
   Dispatcher& dispatcher_;
@@ -38,6 +50,8 @@ class Server {
   std::string unix_path_;
   int tcp_port_ = 0;
   bool tcp_loopback_ = true;
+  Backoff tcp_backoff_, unix_backoff_;
+  LogLimiter accept_log_{std::chrono::seconds(10), 1};
 };
 
 }  // namespace gt::dispatcher

@@ -3,6 +3,9 @@
 // communication instructions, each member runs its local piece, and the result is recorded.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "dispatcherd/cost_model.h"
 #include "dispatcherd/dispatcher.h"
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/shape_rules.h"
@@ -87,7 +90,14 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
   int64_t bytes = 0;
   for (size_t m = 0; m < plan.out.workers.size(); ++m)
     bytes += plan.out.local_meta(meta, static_cast<int>(m)).nbytes();
-  if (!in_place && !charge_new(s, out, name, bytes)) return;
+  // Re-placed inputs are temporaries held while this op runs: they count against the quota
+  // too (bounded from above: a whole copy per member plus one), so sharding cannot exceed it.
+  int64_t transient = 0;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i]->placement.same_as(plan.want[i]))
+      transient += inputs[i]->meta.nbytes() * static_cast<int64_t>(plan.want[i].workers.size() + 1);
+  if (plan.post_scale || plan.post_reduce) transient += bytes;
+  if (!charge_new(s, out, name, (in_place ? 0 : bytes) + transient)) return;
   std::vector<uint64_t> out_handles;
   std::vector<uint64_t> args;
   std::string payload;  // from_host data outlives the local attrs that view it
@@ -105,6 +115,15 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
     }
     out_handles.push_back(h);
   }
+  {  // each member's share of the op's estimated work (inputs' global metas: an upper bound)
+    std::vector<TensorMeta> in_metas;
+    for (const TensorEntry* e : inputs) in_metas.push_back(e->meta);
+    const uint64_t members = plan.out.workers.size();
+    for (uint32_t w : plan.out.workers) {
+      WorkerState& ws = workers_.at(w);
+      ws.scratch_cost_ns += estimate_cost_ns(op, meta, in_metas, ws.speedup) / members;
+    }
+  }
   if (plan.post_reduce) {  // extremes of each slice -> the extreme of all, on every member
     uint64_t tag = next_comm_tag_++;
     OpAttrs ar = make_all_reduce(tag, *plan.post_reduce, plan.out.workers);
@@ -115,6 +134,18 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
       out_handles[m] = h;
     }
   }
+  // Inputs re-placed for this op (gathered, sliced, summed, moved) are the plan's own
+  // temporaries: freed right after it, in stream order. The destination of an in-place op keeps
+  // its new handles.
+  for (size_t i = in_place ? 1 : 0; i < in_handles.size(); ++i) {
+    const auto& own = inputs[i]->handles;
+    for (size_t m = 0; m < in_handles[i].size(); ++m) {
+      uint64_t h = in_handles[i][m];
+      if (std::find(own.begin(), own.end(), h) != own.end()) continue;
+      std::pair<uint32_t, uint64_t> t{plan.want[i].workers[m], h};
+      if (std::find(temps.begin(), temps.end(), t) == temps.end()) temps.push_back(t);
+    }
+  }
   if (in_place) {  // the destination's (possibly new) handles are not temporaries
     std::erase_if(temps, [&](const auto& t) {
       for (size_t m = 0; m < in_handles[0].size(); ++m)
@@ -122,7 +153,7 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
       return false;
     });
   }
-  for (auto& [w, h] : temps) scratch_for(workers_.at(w), s.id).add_frees(h);
+  for (auto& [w, h] : temps) emit_free(workers_.at(w), s.id, h);
   if (in_place) {
     TensorEntry& dst = *inputs[0];
     if (!dst.placement.same_as(plan.out)) {  // a Partial destination became replicas

@@ -3,6 +3,7 @@
 // sessions, and what happens when a worker goes away.
 #include <spdlog/spdlog.h>
 
+#include "dispatcherd/cost_model.h"
 #include "dispatcherd/dispatcher.h"
 
 namespace gt::dispatcher {
@@ -11,9 +12,18 @@ v1::WorkerBatch& Dispatcher::scratch_for(WorkerState& w, uint64_t session) {
   if (!w.scratch_used) {
     w.scratch_used = true;
     w.scratch.mutable_batch()->set_session(session);
+    w.scratch_cost_ns = 0;
+    w.speedup = device_speedup(w.info.device_kind());
     touched_.push_back(w.id);
   }
   return *w.scratch.mutable_batch();
+}
+
+void Dispatcher::emit_free(WorkerState& w, uint64_t session, uint64_t handle) {
+  // In stream order: the worker releases it before the instructions that follow.
+  v1::WorkerBatch& b = scratch_for(w, session);
+  b.add_frees(handle);
+  b.add_free_at(static_cast<uint32_t>(b.instrs_size()));
 }
 
 void Dispatcher::flush_worker(WorkerState& w) {
@@ -35,31 +45,61 @@ void Dispatcher::flush_worker(WorkerState& w) {
     // session's own earlier batches so the session's order is kept.
     w.scratch_comm = false;
     for (auto& item : w.sched.take_session(session)) send_now(w, std::move(item));
-    send_now(w, DrrScheduler::Item{session, count, std::move(w.scratch)});
+    send_now(w, DrrScheduler::Item{session, count, std::move(w.scratch), w.scratch_cost_ns});
     w.scratch.Clear();
     return;
   }
-  w.sched.enqueue(session, weight, count, std::move(w.scratch));
+  w.sched.enqueue(session, weight, count, std::move(w.scratch), w.scratch_cost_ns);
   w.scratch.Clear();
   pump(w);
 }
 
 void Dispatcher::send_now(WorkerState& w, DrrScheduler::Item&& item) {
   v1::WorkerBatch* b = item.msg.mutable_batch();
-  b->set_first_seq(w.sent_seq);
+  const uint64_t first = w.sent_seq;
+  b->set_first_seq(first);
   w.sent_seq += item.cost;
-  if (item.cost > 0) w.inflight.push_back({w.sent_seq, item.session, item.cost});
+  if (item.cost > 0) {
+    w.inflight.emplace(first, WorkerState::InFlight{w.sent_seq, item.session, item.cost, item.cost_ns});
+    w.inflight_count += item.cost;
+    w.session_cost_ns[item.session] += item.cost_ns;
+  }
   Status st = w.conn->io->send(item.msg);
   if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
 }
 
 void Dispatcher::pump(WorkerState& w) {
-  // Keep at most worker_window instructions in flight on the worker; the rest waits here in
-  // fair order, so a light user's work is never queued behind a flood on the worker itself.
+  // Keep at most worker_window instructions in flight on the worker, and per session at most
+  // session_inflight_us of estimated work (a batch always goes when the session has none in
+  // flight); the rest waits here in fair order, so a light user's work is never queued behind
+  // a flood on the worker itself.
+  const uint64_t budget_ns = opts_.session_inflight_us * 1000;
+  auto may_send = [&](uint64_t session) {
+    auto it = w.session_cost_ns.find(session);
+    return it == w.session_cost_ns.end() || it->second < budget_ns;
+  };
   while (!w.conn->io->closed() && (w.outstanding() < opts_.worker_window || w.inflight.empty())) {
-    auto item = w.sched.next();
+    auto item = w.sched.next(may_send);
     if (!item) break;
     send_now(w, std::move(*item));
+  }
+}
+
+void Dispatcher::retire(WorkerState& w, std::map<uint64_t, WorkerState::InFlight>::iterator it) {
+  const WorkerState::InFlight f = it->second;
+  w.inflight.erase(it);
+  w.inflight_count -= std::min(f.count, w.inflight_count);
+  auto cit = w.session_cost_ns.find(f.session);
+  if (cit != w.session_cost_ns.end()) {
+    cit->second -= std::min(f.cost_ns, cit->second);
+    if (cit->second == 0) w.session_cost_ns.erase(cit);
+  }
+  auto sit = sessions_.find(f.session);
+  if (sit != sessions_.end()) {
+    ClientSession& s = sit->second;
+    s.outstanding -= std::min(f.count, s.outstanding);
+    UserUsage& use = usage_[s.user.name];
+    use.outstanding -= std::min(f.count, use.outstanding);
   }
 }
 
@@ -103,7 +143,10 @@ void Dispatcher::complete_if_done(const std::shared_ptr<PendingRequest>& pr) {
     for (auto& e : *r->mutable_errors()) *all.Add() = std::move(e);
     r->mutable_errors()->Swap(&all);
     s.errors.clear();
+    dedupe_errors(r->mutable_errors());  // one failure reported by several paths: once
   }
+  for (auto& e : *r->mutable_errors())
+    if (e.id() == 0) e.set_id(new_error_id());
   r->set_last(true);
   if (log_->enabled())
     log_->write("REPLY", source_of(*s.conn), v1::Request::Kind_Name(pr->kind), 0,
@@ -119,14 +162,23 @@ void Dispatcher::on_worker_frame(WorkerState& w, std::string_view body) {
     return;
   }
   w.last_heard = std::chrono::steady_clock::now();
+  // The progress watchdog (heartbeat_tick): an Ack or a Reply is progress, a heartbeat is not.
+  if (worker_msg_.has_ack() || worker_msg_.has_reply()) w.progress_at = w.last_heard;
   switch (worker_msg_.kind_case()) {
     case v1::WorkerMessage::kHeartbeat: break;  // last_heard is all it is for
-    case v1::WorkerMessage::kAck: on_ack(w, worker_msg_.ack().executed_seq()); break;
+    case v1::WorkerMessage::kAck: on_ack(w, worker_msg_.ack()); break;
     case v1::WorkerMessage::kError: {
       const auto& rep = worker_msg_.error();
       auto sit = sessions_.find(rep.session());
       if (sit != sessions_.end()) {
-        sit->second.errors.push_back(rep.error());
+        ClientSession& s = sit->second;
+        auto err = std::make_shared<v1::ErrorInfo>(rep.error());
+        s.error_ledger.reported(*err, w.id, rep.handle(), w.next_handle);
+        // The failed result is poisoned here too: later uses inherit this very error and a
+        // fetch of it is answered here, without asking the worker.
+        if (rep.handle() != 0 && !s.error_ledger.overflowed())
+          poison_failed_result(s.tensors, w.id, rep.handle(), err);
+        s.errors.push_back(*err);
         if (log_->enabled())
           log_->write("ERROR", source_of(*w.conn), rep.error().op(), 0, rep.error().message());
       }
@@ -138,23 +190,20 @@ void Dispatcher::on_worker_frame(WorkerState& w, std::string_view body) {
   worker_msg_.Clear();
 }
 
-void Dispatcher::on_ack(WorkerState& w, uint64_t executed_seq) {
+void Dispatcher::on_ack(WorkerState& w, const v1::Ack& ack) {
+  const uint64_t executed_seq = ack.executed_seq();
   if (executed_seq > w.sent_seq || executed_seq < w.acked_seq) {
     spdlog::warn("worker {}: ignoring ack {} outside [{}, {}]", w.id, executed_seq, w.acked_seq,
                  w.sent_seq);
     return;
   }
   w.acked_seq = executed_seq;
-  while (!w.inflight.empty() && w.inflight.front().seq_end <= executed_seq) {
-    auto f = w.inflight.front();
-    w.inflight.pop_front();
-    auto sit = sessions_.find(f.session);
-    if (sit != sessions_.end()) {
-      ClientSession& s = sit->second;
-      s.outstanding -= std::min(f.count, s.outstanding);
-      UserUsage& use = usage_[s.user.name];
-      use.outstanding -= std::min(f.count, use.outstanding);
-    }
+  // Everything below the executed prefix, then the batches done beyond it (any session's).
+  while (!w.inflight.empty() && w.inflight.begin()->second.seq_end <= executed_seq)
+    retire(w, w.inflight.begin());
+  for (uint64_t first : ack.done()) {
+    auto it = w.inflight.find(first);
+    if (it != w.inflight.end()) retire(w, it);
   }
   pump(w);
   resume_paused_sessions();
@@ -180,6 +229,15 @@ void Dispatcher::on_worker_reply(WorkerState& w, v1::Reply& reply) {
     auto sit = sessions_.find(pr->session);
     bool last = reply.last() || reply.errors_size() > 0;
     if (sit != sessions_.end()) {
+      // A poison raised by this fetch is not raised again at the next SYNC, and the tensor is
+      // poisoned here from now on (a later fetch of it needs no guess).
+      ClientSession& s = sit->second;
+      for (auto& e : *reply.mutable_errors()) {
+        if (!s.error_ledger.identify_fetched(e, w.id, pr->fetch_handle)) continue;
+        consume_fetched_error(s, pr->seq, e.id());
+        poison_failed_result(s.tensors, w.id, pr->fetch_handle,
+                             std::make_shared<v1::ErrorInfo>(e));
+      }
       v1::ServerMessage m;
       v1::Reply* r = m.mutable_reply();
       r->Swap(&reply);
@@ -203,12 +261,14 @@ void Dispatcher::on_worker_reply(WorkerState& w, v1::Reply& reply) {
 
 void Dispatcher::on_worker_gone(WorkerState& w, const std::string& why) {
   std::string what = fmt::format("worker {} ({}) {}", w.id, w.info.device_name(), why);
-  spdlog::warn("{}", what);
+  // Our own shutdown closes every worker: that is no warning (the embedded default's exit).
+  spdlog::log(shutting_down_ ? spdlog::level::info : spdlog::level::warn, "{}", what);
   if (log_->enabled()) log_->write("WORKER_LEAVE", fmt::format("WORKER:{}", w.id), "-", 0, why);
   auto err = std::make_shared<v1::ErrorInfo>();
   err->set_op("worker");
   err->set_message(what + ": its tensors are lost");
   err->set_origin(fmt::format("worker {}", w.id));
+  err->set_id(new_error_id());
   // Batches that never left for this worker are lost with it.
   while (auto item = w.sched.next()) {
     auto sit = sessions_.find(item->session);
@@ -218,7 +278,7 @@ void Dispatcher::on_worker_gone(WorkerState& w, const std::string& why) {
     UserUsage& use = usage_[s.user.name];
     use.outstanding -= std::min(item->cost, use.outstanding);
   }
-  for (const auto& f : w.inflight) {
+  for (const auto& [first, f] : w.inflight) {
     auto sit = sessions_.find(f.session);
     if (sit == sessions_.end()) continue;
     ClientSession& s = sit->second;
@@ -227,6 +287,8 @@ void Dispatcher::on_worker_gone(WorkerState& w, const std::string& why) {
     use.outstanding -= std::min(f.count, use.outstanding);
   }
   w.inflight.clear();
+  w.inflight_count = 0;
+  w.session_cost_ns.clear();
   for (auto& [sid, s] : sessions_) {
     bool affected = s.workers_used.erase(w.id) > 0;
     for (auto& [id, e] : s.tensors) {

@@ -5,7 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "gt/error.h"
@@ -22,6 +26,27 @@ namespace {
 constexpr size_t kMaxQueuedInstrs = 65536;  // user threads block beyond this (backpressure)
 constexpr int kConnectTimeoutMs = 10000;
 constexpr int kWelcomeTimeoutMs = 60000;    // the dispatcher may wait for a first worker
+// A sync point with no answer from the dispatcher for this long raises instead of hanging
+// (GT_SYNC_TIMEOUT_S / gt::set_sync_timeout change it). Longer than the dispatcher's default
+// progress_timeout_ms (10 min), so a stalled worker is reported by name before this fires.
+constexpr int64_t kDefaultSyncTimeoutMs = 900 * 1000;
+
+std::atomic<int64_t> g_sync_timeout_ms{-1};  // gt::set_sync_timeout; -1: not set
+
+int64_t seconds_to_ms(double s) {
+  return s > 0 ? std::max<int64_t>(1, static_cast<int64_t>(std::llround(s * 1000))) : 0;
+}
+
+int64_t sync_timeout_from_env() {
+  const char* env = std::getenv("GT_SYNC_TIMEOUT_S");
+  if (!env || !*env) return kDefaultSyncTimeoutMs;
+  char* end = nullptr;
+  double s = std::strtod(env, &end);
+  if (end == env || *end != '\0' || !(s >= 0) || s > 1e9)
+    throw Error(fmt::format("gt: GT_SYNC_TIMEOUT_S='{}' is not a number of seconds (0: no deadline)",
+                            env));
+  return seconds_to_ms(s);
+}
 
 std::string program_name() {
   char buf[256];
@@ -47,10 +72,14 @@ std::string format_errors(const std::vector<v1::ErrorInfo>& errors) {
   return s;
 }
 
+void set_sync_timeout_ms(int64_t ms) { g_sync_timeout_ms = ms < 0 ? -1 : ms; }
+
 RemoteSession::RemoteSession(const std::string& address, std::unique_ptr<EmbeddedDaemons> daemons)
     : daemons_(std::move(daemons)) {
   try {
+    env_sync_timeout_ms_ = sync_timeout_from_env();
     handshake(address);
+    last_rx_ = std::chrono::steady_clock::now();
   } catch (...) {
     if (fd_ >= 0) ::close(fd_);
     if (daemons_) daemons_->stop(2000);
@@ -235,7 +264,10 @@ void RemoteSession::register_config(const ConfigEntry& c) {
 void RemoteSession::free(uint64_t id) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!lost_.empty() || stopping_) return;
-  queue_.mutable_batch()->add_frees(id);
+  // In stream order, so the worker releases a loop's temporaries as the loop makes them.
+  auto* b = queue_.mutable_batch();
+  b->add_frees(id);
+  b->add_free_at(static_cast<uint32_t>(b->instrs_size()));
   if (flusher_sleeping_) {  // memory on the worker comes back even if no op follows
     flusher_sleeping_ = false;
     flusher_cv_.notify_one();
@@ -255,6 +287,8 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
     r->set_id(id);
   }
   flush_queue();  // this thread writes its own request: no hand-off to the flusher
+  const int64_t limit_ms = sync_timeout_ms();
+  const auto started = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lk(mu_);
   while (!pending_[rid].done && lost_.empty()) {
     if (reader_active_) {
@@ -273,10 +307,32 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
         on_frame_locked(**frame);
         continue;
       }
+      int wait_ms = -1;
+      if (limit_ms > 0) {
+        // Not a byte from the dispatcher for limit_ms while this request waits: it is hung or
+        // unreachable. The session is lost (no waiting forever); closing the connection lets a
+        // dispatcher that is merely slow free the session's tensors.
+        auto now = std::chrono::steady_clock::now();
+        int64_t quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            now - std::max(started, last_rx_))
+                            .count();
+        if (quiet >= limit_ms) {
+          lost_ = fmt::format(
+              "no answer from the dispatcher for {:g} s (the sync deadline: GT_SYNC_TIMEOUT_S or "
+              "gt::set_sync_timeout, 0 = none); it is hung or unreachable",
+              static_cast<double>(limit_ms) / 1000.0);
+          ::shutdown(fd_, SHUT_RDWR);
+          break;
+        }
+        wait_ms = static_cast<int>(std::min<int64_t>(limit_ms - quiet, 1 << 30));
+      }
       lk.unlock();
-      Status st = read_some(fd_, &decoder_, -1);
+      Status st = read_some(fd_, &decoder_, wait_ms);
       lk.lock();
-      if (!st.is_ok() && lost_.empty()) lost_ = st.message();
+      if (st.is_ok())
+        last_rx_ = std::chrono::steady_clock::now();
+      else if (st.code() != Code::kDeadlineExceeded && lost_.empty())
+        lost_ = st.message();
     }
     reader_active_ = false;
     reply_cv_.notify_all();
@@ -285,6 +341,11 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
   pending_.erase(rid);
   if (!p.done) throw Error("gt: session lost: " + lost_);
   return p;
+}
+
+int64_t RemoteSession::sync_timeout_ms() const {
+  int64_t set = g_sync_timeout_ms.load();
+  return set >= 0 ? set : env_sync_timeout_ms_;
 }
 
 HostTensor RemoteSession::fetch(uint64_t id) {
@@ -382,3 +443,12 @@ void RemoteSession::on_frame_locked(std::string_view body) {
 }
 
 }  // namespace gt::detail
+
+namespace gt {
+// Public spelling (gt/tensor.h).
+void set_sync_timeout(double seconds) {
+  if (std::isnan(seconds) || seconds > 1e9)
+    throw Error(fmt::format("gt::set_sync_timeout: {} is not a number of seconds", seconds));
+  detail::set_sync_timeout_ms(seconds < 0 ? -1 : detail::seconds_to_ms(seconds));
+}
+}  // namespace gt

@@ -7,6 +7,7 @@
 // reads for all), so a round trip costs no thread hand-offs on the client.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,8 @@ class RemoteSession : public Session {
   // Handles one server frame; called with mu_ held.
   void on_frame_locked(std::string_view body);
   Pending request(v1::Request::Kind kind, uint64_t id);
+  // The sync deadline in ms (0: none): gt::set_sync_timeout, else GT_SYNC_TIMEOUT_S / default.
+  int64_t sync_timeout_ms() const;
   void handshake(const std::string& address);
 
   int fd_ = -1;
@@ -76,6 +79,8 @@ class RemoteSession : public Session {
   bool stopping_ = false;
   bool reader_active_ = false;
   std::string lost_;                   // non-empty once the session is gone
+  int64_t env_sync_timeout_ms_ = 0;    // GT_SYNC_TIMEOUT_S (or the default), read at connect
+  std::chrono::steady_clock::time_point last_rx_;  // when the reader last got bytes
   uint64_t next_id_ = 1;
   uint64_t next_request_id_ = 1;
   uint64_t session_id_ = 0;
@@ -91,5 +96,9 @@ class RemoteSession : public Session {
 
 // "op failed: message (worker 0)" for the first error; with several, says how many.
 std::string format_errors(const std::vector<v1::ErrorInfo>& errors);
+
+// The process-wide sync deadline override (gt::set_sync_timeout): milliseconds, 0 = none,
+// negative = not set (GT_SYNC_TIMEOUT_S, else the default, applies).
+void set_sync_timeout_ms(int64_t ms);
 
 }  // namespace gt::detail

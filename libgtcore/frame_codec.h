@@ -1,11 +1,15 @@
 // Framing (DESIGN §4): 4-byte little-endian length + one serialized protobuf message.
 // The decoder checks the length against a configured maximum before allocating anything, and
-// turns every malformed input into a Status instead of a crash.
+// turns every malformed input into a Status instead of a crash. Its buffer grows with the bytes
+// actually received (at most doubling what is buffered), never by a declared length alone, and
+// is given back once a large frame has been taken out.
 #pragma once
 
 #include <google/protobuf/message_lite.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,8 +35,12 @@ class FrameDecoder {
       : max_frame_bytes_(max_frame_bytes) {}
 
   // Space to read into (at least `min_bytes`); call commit(n) after n bytes were written there.
+  // While the rest of a frame of known length is missing, the room offered may exceed
+  // `min_bytes`, up to that rest but never more than what is already buffered, so memory follows
+  // the bytes received. A buffer much larger than needed (after a large frame) is shrunk here.
+  // Prepared memory is not initialized: untouched pages cost no RSS.
   char* prepare(size_t min_bytes);
-  size_t prepared_size() const { return buf_.size() - end_; }
+  size_t prepared_size() const { return cap_ - end_; }
   void commit(size_t n) { end_ += n; }
   void append(std::string_view bytes);
 
@@ -40,14 +48,24 @@ class FrameDecoder {
   // frame). The view stays valid until the next call to prepare/append/next.
   Result<std::optional<std::string_view>> next();
   size_t buffered() const { return end_ - begin_; }
+  // Gives back room beyond `keep_room` (plus what a frame in progress may use next) when the
+  // buffer is more than twice that: a connection whose traffic became small shrinks.
+  void release_unused(size_t keep_room);
+  // Bytes allocated for the buffer (memory accounting, tests).
+  size_t capacity() const { return cap_; }
   uint64_t max_frame_bytes() const { return max_frame_bytes_; }
   void set_max_frame_bytes(uint64_t v) { max_frame_bytes_ = v; }
 
  private:
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
   void compact();
+  void reallocate(size_t cap);  // keeps the buffered bytes, moved to the front
   uint64_t max_frame_bytes_;
-  std::string buf_;
-  size_t begin_ = 0, end_ = 0;
+  std::unique_ptr<char, Free> buf_;
+  size_t cap_ = 0, begin_ = 0, end_ = 0;
+  size_t frame_total_ = 0;  // header + body of the frame being received; 0: not known yet
 };
 
 }  // namespace gt

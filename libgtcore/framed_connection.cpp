@@ -2,13 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <poll.h>
+
 #include <chrono>
 #include <thread>
 
 namespace gt {
 
 namespace {
-constexpr size_t kReadChunk = 256 * 1024;
+// Small reads in a row after which the read size halves (hysteresis: a busy stream whose reads
+// vary in size keeps its buffer instead of reallocating back and forth).
+constexpr uint8_t kSmallReadsBeforeShrink = 16;
 
 std::string describe_peer(StreamSocket& s) {
   boost::system::error_code ec;
@@ -41,7 +45,53 @@ void FramedConnection::start(FrameFn on_frame, CloseFn on_close) {
   do_read();
 }
 
-void FramedConnection::pause_reading() { paused_ = true; }
+void FramedConnection::pause_reading() {
+  paused_ = true;
+  if (!watching_hangup_ && !closed_) watch_hangup();
+}
+
+void FramedConnection::watch_hangup() {
+  // Nothing reads the socket while paused, so a dead peer would go unnoticed (and its session
+  // would keep the workers busy for nobody). Armed only while paused: no cost on the hot path.
+  if (!hangup_timer_) hangup_timer_ = std::make_unique<asio::steady_timer>(socket_.get_executor());
+  watching_hangup_ = true;
+  hangup_timer_->expires_after(std::chrono::milliseconds(kHangupPollMs));
+  hangup_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    self->watching_hangup_ = false;
+    if (ec || self->closed_ || !self->paused_ || self->close_after_flush_ || self->abort_pending_)
+      return;
+    // POLLRDHUP: the peer closed (or shut down) its side; Linux reports it even while unread
+    // data is still buffered here. POLLHUP / POLLERR: reset.
+    pollfd p{self->socket_.native_handle(), POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      self->close(unavailable("the peer hung up while its reads were paused by flow control"));
+      return;
+    }
+    self->watch_hangup();
+  });
+}
+
+void FramedConnection::adapt_read_size(size_t n) {
+  if (n >= read_size_) {
+    // The read filled what was asked for: more is probably waiting.
+    small_reads_ = 0;
+    if (read_size_ < kMaxReadBytes) read_size_ *= 2;
+  } else if (n <= read_size_ / 8 && read_size_ > kMinReadBytes) {
+    if (++small_reads_ >= kSmallReadsBeforeShrink) {
+      small_reads_ = 0;
+      read_size_ /= 2;
+      decoder_.release_unused(read_size_);
+    }
+  } else {
+    small_reads_ = 0;
+  }
+}
+
+void FramedConnection::set_backlog_counter(std::shared_ptr<uint64_t> counter) {
+  if (backlog_) *backlog_ -= std::min(*backlog_, static_cast<uint64_t>(pending_bytes()));
+  backlog_ = std::move(counter);
+  if (backlog_ && !closed_) *backlog_ += pending_bytes();
+}
 
 void FramedConnection::resume_reading() {
   if (!paused_ || closed_) return;
@@ -78,7 +128,7 @@ void FramedConnection::drain_frames() {
 void FramedConnection::do_read() {
   if (closed_ || paused_ || reading_active_) return;
   reading_active_ = true;
-  char* p = decoder_.prepare(kReadChunk);
+  char* p = decoder_.prepare(read_size_);
   size_t room = decoder_.prepared_size();
   socket_.async_read_some(asio::buffer(p, room), [self = shared_from_this()](
                                                      boost::system::error_code ec, size_t n) {
@@ -99,14 +149,17 @@ void FramedConnection::do_read() {
     }
     self->bytes_in_ += n;
     self->decoder_.commit(n);
+    self->adapt_read_size(n);
     self->drain_frames();
     self->do_read();
   });
 }
 
 Status FramedConnection::send(const google::protobuf::MessageLite& msg) {
-  if (closed_) return unavailable("connection closed");
+  if (closed_ || abort_pending_) return unavailable("connection closed");
+  const size_t before = out_.size();
   GT_RETURN_IF_ERROR(append_frame(&out_, msg, 0xffffffffull));
+  if (backlog_) *backlog_ += out_.size() - before;
   if (!writing_active_) do_write();
   return Status::ok();
 }
@@ -122,12 +175,17 @@ void FramedConnection::do_write() {
   writing_.swap(out_);
   asio::async_write(socket_, asio::buffer(writing_),
                     [self = shared_from_this()](boost::system::error_code ec, size_t n) {
-                      if (self->closed_) return;
+                      if (self->closed_) {
+                        std::string().swap(self->writing_);  // no longer referenced
+                        return;
+                      }
                       if (ec) {
                         self->close(unavailable("write failed: {}", ec.message()));
                         return;
                       }
                       self->bytes_out_ += n;
+                      if (self->backlog_)
+                        *self->backlog_ -= std::min<uint64_t>(*self->backlog_, self->writing_.size());
                       self->writing_.clear();
                       if (self->writing_.capacity() > (64u << 20)) self->writing_.shrink_to_fit();
                       self->do_write();
@@ -147,10 +205,25 @@ void FramedConnection::close_after_flush() {
   if (!writing_active_) do_write();
 }
 
+void FramedConnection::abort(const Status& why) {
+  if (closed_ || abort_pending_) return;
+  abort_pending_ = true;
+  paused_ = true;
+  if (backlog_) *backlog_ -= std::min<uint64_t>(*backlog_, out_.size());
+  std::string().swap(out_);  // never sent: freed now (a write in flight keeps its own buffer)
+  asio::post(socket_.get_executor(), [self = shared_from_this(), why] { self->close(why); });
+}
+
 void FramedConnection::close(const Status& why) {
   if (closed_) return;
   closed_ = true;
   if (linger_timer_) linger_timer_->cancel();
+  if (hangup_timer_) hangup_timer_->cancel();
+  if (backlog_) {
+    *backlog_ -= std::min(*backlog_, static_cast<uint64_t>(pending_bytes()));
+    backlog_.reset();
+  }
+  std::string().swap(out_);  // what was queued will never be written
   boost::system::error_code ec;
   socket_.shutdown(StreamSocket::shutdown_both, ec);
   socket_.close(ec);

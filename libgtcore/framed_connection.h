@@ -3,10 +3,16 @@
 // allocating; writes coalesce everything queued while the previous write was in flight into one
 // write, so batching appears under load with no added latency. All methods run on the
 // io_context's thread; handlers are called there too.
+//
+// Memory per connection follows its traffic: the read size starts small (an idle connection
+// holds a few KiB), doubles while reads fill it and halves again after a run of small reads.
+// While reading is paused (backpressure) a timer polls the socket for a hang-up, so a peer that
+// dies behind flow control is noticed and closed instead of being kept for work nobody wants.
 #pragma once
 
 #include "libgtcore/asio.h"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -36,7 +42,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void set_bad_frame_handler(CloseFn fn) { on_bad_frame_ = std::move(fn); }
   // Called after each completed write: senders that stopped at a high-water mark resume.
   void set_write_handler(std::function<void()> fn) { on_written_ = std::move(fn); }
-  // Stops handing out frames (and reading) until resume_reading(): backpressure.
+  // Stops handing out frames (and reading) until resume_reading(): backpressure. While paused,
+  // a peer hang-up is still detected (polled every kHangupPollMs) and closes the connection.
   void pause_reading();
   void resume_reading();
   bool reading_paused() const { return paused_; }
@@ -48,7 +55,22 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // Closes after flushing what is queued; a peer that does not read is cut off after 5 s.
   void close_after_flush();
   void close(const Status& why);
+  // Drops what is queued for the peer now (its memory is freed at once) and closes from the
+  // io_context shortly after, so the owner's on_close never runs inside the caller.
+  void abort(const Status& why);
   bool closed() const { return closed_; }
+  // Closed, or on its way there (close_after_flush, abort): nothing more should be sent.
+  bool closing() const { return closed_ || close_after_flush_ || abort_pending_; }
+  // A counter shared by several connections (the dispatcher's total of unread replies): kept
+  // equal to the sum of their pending_bytes(). Null: none.
+  void set_backlog_counter(std::shared_ptr<uint64_t> counter);
+  // Bytes of read buffer this connection holds, and the size of its next read (tests).
+  size_t read_buffer_bytes() const { return decoder_.capacity(); }
+  size_t read_size() const { return read_size_; }
+
+  static constexpr size_t kMinReadBytes = 4 * 1024;
+  static constexpr size_t kMaxReadBytes = 256 * 1024;
+  static constexpr int kHangupPollMs = 200;
 
   const std::string& peer() const { return peer_; }
   StreamSocket& socket() { return socket_; }
@@ -60,6 +82,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void do_read();
   void drain_frames();
   void do_write();
+  void watch_hangup();
+  void adapt_read_size(size_t n);
 
   StreamSocket socket_;
   FrameDecoder decoder_;
@@ -68,6 +92,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   CloseFn on_bad_frame_;
   std::function<void()> on_written_;
   std::unique_ptr<asio::steady_timer> linger_timer_;
+  std::unique_ptr<asio::steady_timer> hangup_timer_;  // made on the first pause
+  std::shared_ptr<uint64_t> backlog_;
   std::string out_, writing_;
   bool writing_active_ = false;
   bool reading_active_ = false;
@@ -75,6 +101,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   bool closed_ = false;
   bool close_after_flush_ = false;
   bool in_drain_ = false;
+  bool abort_pending_ = false;
+  bool watching_hangup_ = false;
+  uint8_t small_reads_ = 0;  // reads in a row that used little of read_size_
+  size_t read_size_ = kMinReadBytes;
   std::string peer_;
   uint64_t bytes_in_ = 0, bytes_out_ = 0;
 };

@@ -47,10 +47,12 @@ std::string Shape::str() const { return fmt::format("[{}]", fmt::join(dims(), ",
 
 std::array<int64_t, kMaxRank> contiguous_strides(const Shape& s) {
   std::array<int64_t, kMaxRank> st{};
-  int64_t acc = 1;
+  // Unsigned: the strides of an empty tensor with huge dims ([0, 2^62, 4]) may wrap, which is
+  // harmless (no element is ever addressed) but must not be signed overflow.
+  uint64_t acc = 1;
   for (int i = s.rank() - 1; i >= 0; --i) {
-    st[i] = acc;
-    acc *= s[i];
+    st[i] = static_cast<int64_t>(acc);
+    acc *= static_cast<uint64_t>(s[i]);
   }
   return st;
 }

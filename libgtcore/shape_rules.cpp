@@ -2,9 +2,33 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 
 namespace gt {
 namespace {
+
+// A fill value going into an integer tensor must be representable there, as in PyTorch
+// (torch.full((2,), nan, dtype=torch.int64) raises): NaN/inf or an out-of-range value would
+// otherwise silently become 0 or saturate. `exact`: the value as an exact integer, when sent.
+Status check_integer_fill(const char* op, double value, std::optional<int64_t> exact, DType dt) {
+  if (!is_integral(dt)) return Status::ok();
+  const double lo = dt == DType::kInt32 ? -2147483648.0 : -9223372036854775808.0;
+  const double hi = dt == DType::kInt32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
+  if (exact) {
+    if (dt == DType::kInt32 && (*exact < INT32_MIN || *exact > INT32_MAX))
+      return invalid_argument("{}: value {} cannot be converted to {} without overflow", op,
+                              *exact, dtype_name(dt));
+    return Status::ok();
+  }
+  if (!std::isfinite(value))
+    return invalid_argument("{}: value {} cannot be converted to {} (not a finite number)", op,
+                            value, dtype_name(dt));
+  if (!(std::trunc(value) >= lo && std::trunc(value) < hi))  // truncation toward zero, as a cast
+    return invalid_argument("{}: value {} cannot be converted to {} without overflow", op, value,
+                            dtype_name(dt));
+  return Status::ok();
+}
 
 Status need_shape(OpId op, const OpAttrs& a) {
   if (!a.has_shape) return invalid_argument("{}: missing shape attribute", op_name(op));
@@ -21,6 +45,8 @@ Result<TensorMeta> rule_create(OpId op, const OpAttrs& a, bool floating_only) {
   TensorMeta m{a.shape, a.dtype};
   if (op == OpId::k_full && a.n_reals < 1)
     return invalid_argument("full: missing fill value");
+  if (op == OpId::k_full)
+    GT_RETURN_IF_ERROR(check_integer_fill("full", a.fill_value(), a.fill_exact(), a.dtype));
   if (op == OpId::k_from_host && static_cast<int64_t>(a.data.size()) > m.nbytes())
     return invalid_argument("from_host: {} bytes of data for a {} {} tensor of {} bytes",
                             a.data.size(), dtype_name(a.dtype), a.shape.str(), m.nbytes());
@@ -82,6 +108,12 @@ Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const Op
     out.dtype = DType::kFloat32;
   } else if (out.dtype == DType::kBool && (op == OpId::k_sub || op == OpId::k_pow)) {
     return invalid_argument("{}: not supported for bool tensors", op_name(op));
+  } else if (op == OpId::k_pow && in.size() == 1 && a.scalar_side() == ScalarSide::kRight &&
+             is_integral(out.dtype) && a.scalar_is_integral() &&
+             (a.scalar_exact() ? *a.scalar_exact() < 0 : a.scalar() < 0)) {
+    // PyTorch's check, word for word (an integer tensor's exponent as a tensor is computed,
+    // as there: a negative one gives 0, or +-1 for a base of +-1).
+    return invalid_argument("Integers to negative integer powers are not allowed.");
   }
   return out;
 }
@@ -206,6 +238,7 @@ Result<TensorMeta> rule_masked_fill(std::span<const TensorMeta> in, const OpAttr
   if (a.n_reals < 1) return invalid_argument("masked_fill: missing fill value");
   if (in[1].dtype != DType::kBool)
     return invalid_argument("masked_fill: mask must be bool, got {}", dtype_name(in[1].dtype));
+  GT_RETURN_IF_ERROR(check_integer_fill("masked_fill", a.fill_value(), std::nullopt, in[0].dtype));
   auto s = broadcast_shapes(in[0].shape, in[1].shape);
   if (!s.is_ok()) return invalid_argument("masked_fill: {}", s.status().message());
   return TensorMeta{*s, in[0].dtype};

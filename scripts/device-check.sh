@@ -88,15 +88,18 @@ grep -v '^SUMMARY' "$LOGS/bench_tf32.log"
 echo "device-check: two CUDA workers on GPU 0, data parallel over the staged TCP link"
 DP_RC=1
 DPORT_FILE=$LOGS/dp-port
-"$BIN/gt-dispatcherd" --port 0 --port-file "$DPORT_FILE" --min-workers 2 --log-level warn \
-  >"$LOGS/dp-dispatcher.log" 2>&1 &
+# Workers register over the dispatcher's Unix socket (no worker secret: TCP workers are refused).
+DSOCK_DIR=$(mktemp -d /tmp/gt-dp-XXXXXX)
+DSOCK=$DSOCK_DIR/dispatcher.sock
+"$BIN/gt-dispatcherd" --port 0 --port-file "$DPORT_FILE" --unix-socket "$DSOCK" --min-workers 2 \
+  --log-level warn >"$LOGS/dp-dispatcher.log" 2>&1 &
 DPID=$!
 for _ in $(seq 100); do [[ -s "$DPORT_FILE" ]] && break; sleep 0.1; done
 if [[ -s "$DPORT_FILE" ]]; then
   DADDR=127.0.0.1:$(cat "$DPORT_FILE")
-  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker0.log" 2>&1 &
+  "$BIN/gt-workerd" --dispatcher "unix:$DSOCK" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker0.log" 2>&1 &
   W0=$!
-  "$BIN/gt-workerd" --dispatcher "$DADDR" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker1.log" 2>&1 &
+  "$BIN/gt-workerd" --dispatcher "unix:$DSOCK" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker1.log" 2>&1 &
   W1=$!
   GT_ADDRESS=$DADDR timeout 55 "$BIN/gt-bench-dp" 30 >"$LOGS/dp.log" 2>&1
   DP_RC=$?
@@ -105,6 +108,7 @@ if [[ -s "$DPORT_FILE" ]]; then
 fi
 kill "$DPID" 2>/dev/null
 wait "$DPID" 2>/dev/null
+rm -rf "$DSOCK_DIR"
 cat "$LOGS/dp.log"
 DP_LINE=$(grep -o 'ratio [0-9.]*x of 1 worker' "$LOGS/dp.log" | head -1)
 

@@ -51,6 +51,7 @@ struct Tensor {
   TensorMeta meta;
   std::shared_ptr<Storage> storage;            // null when poisoned
   std::shared_ptr<const ErrorRecord> poison;   // set when this tensor holds no valid value
+  uint64_t session = 0;                        // whose it is (the executor's bookkeeping)
 
   template <typename T>
   T* data() const { return static_cast<T*>(storage->data()); }

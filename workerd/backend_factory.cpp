@@ -2,8 +2,10 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <optional>
 
 #include "workerd/cpu/cpu_backend.h"
+#include "workerd/cpu/host_memory.h"
 #ifdef GT_HAVE_CUDA
 #include "workerd/cuda/cuda_backend.h"
 #endif
@@ -11,9 +13,13 @@
 namespace gt::worker {
 
 Result<std::unique_ptr<Backend>> make_backend(const std::string& device, const Config& cfg) {
+  // "auto": a CPU worker takes the host's memory less headroom (the CUDA backend reads the
+  // option itself: its "auto" is the device's memory).
+  GT_ASSIGN_OR_RETURN(std::optional<uint64_t> limit,
+                      parse_max_memory_bytes(cfg.get_string("max_memory_bytes")));
   auto make_cpu = [&]() -> std::unique_ptr<Backend> {
     CpuBackendOptions o;
-    o.max_memory_bytes = static_cast<uint64_t>(cfg.get_int("max_memory_bytes"));
+    o.max_memory_bytes = limit ? *limit : auto_cpu_memory_limit();
     o.blas_threads = static_cast<int>(cfg.get_int("blas_threads"));
     return std::make_unique<CpuBackend>(o);
   };

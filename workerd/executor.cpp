@@ -10,10 +10,16 @@ namespace gt::worker {
 
 namespace {
 constexpr uint64_t kAckEvery = 4096;  // instructions between acks while the queue stays busy
-}
+// Under sustained load an ack goes out at least this often, so the dispatcher's per-session
+// in-flight budget (by estimated cost) refills while the worker is still busy.
+constexpr auto kAckInterval = std::chrono::milliseconds(1);
+}  // namespace
 
-Executor::Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes)
-    : backend_(backend), send_(std::move(send)), max_reply_chunk_(max_reply_chunk_bytes) {}
+Executor::Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes, int64_t slice_us)
+    : backend_(backend),
+      send_(std::move(send)),
+      max_reply_chunk_(max_reply_chunk_bytes),
+      slice_(std::max<int64_t>(slice_us, 1)) {}
 
 Executor::~Executor() { stop(); }
 
@@ -24,6 +30,7 @@ void Executor::stop() {
     std::lock_guard<std::mutex> lk(mu_);
     stopping_ = true;
     queue_.clear();
+    waiting_ = 0;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -32,7 +39,10 @@ void Executor::stop() {
 void Executor::enqueue(std::unique_ptr<v1::WorkerBatch> batch) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    queue_.push_back(std::move(batch));
+    std::vector<FairQueue::SeqRange> dropped;
+    queue_.push(std::move(batch), &dropped);
+    for (const auto& [first, count] : dropped) complete_locked(first, count);
+    waiting_ = queue_.size();
   }
   cv_.notify_one();
 }
@@ -41,7 +51,7 @@ bool Executor::try_execute_inline(v1::WorkerBatch& batch) {
   if (batch.instrs_size() != 0) return false;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (busy_ || !queue_.empty() || reset_requested_ || stopping_) return false;
+    if (busy_ || queue_.size() != 0 || reset_requested_ || stopping_) return false;
     busy_ = true;
   }
   execute(batch);
@@ -50,28 +60,60 @@ bool Executor::try_execute_inline(v1::WorkerBatch& batch) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     busy_ = false;
-    wake = !queue_.empty() || reset_requested_ || stopping_;
+    wake = queue_.size() != 0 || reset_requested_ || stopping_;
   }
   // Waking the executor for nothing would cost a futex call and a context switch per request.
   if (wake) cv_.notify_one();
   return true;
 }
 
-void Executor::maybe_ack(bool more) {
-  // Ack when the queue ran dry (the dispatcher's window reopens promptly) or every kAckEvery
-  // instructions under sustained load (bounded ack traffic).
-  if (executed_seq_ != acked_seq_ && (!more || executed_seq_ - acked_seq_ >= kAckEvery)) {
-    v1::WorkerMessage m;
-    m.mutable_ack()->set_executed_seq(executed_seq_);
-    acked_seq_ = executed_seq_;
-    send_(std::move(m));
+uint64_t Executor::executed_seq() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return executed_seq_;
+}
+
+void Executor::complete_locked(uint64_t first, uint64_t count) {
+  if (count == 0) return;
+  unacked_count_ += count;
+  if (first == executed_seq_) {
+    executed_seq_ = first + count;
+    for (auto it = done_ahead_.find(executed_seq_); it != done_ahead_.end();
+         it = done_ahead_.find(executed_seq_)) {
+      executed_seq_ = it->second;
+      done_ahead_.erase(it);
+    }
+  } else if (first > executed_seq_) {
+    done_ahead_[first] = first + count;
+    unacked_done_.push_back(first);
   }
+  // (first < executed_seq_: numbered before a dispatcher restart; nothing waits for it)
+}
+
+void Executor::maybe_ack(bool more) {
+  // Ack when the queue ran dry (the dispatcher's window reopens promptly), and under sustained
+  // load every kAckEvery instructions or kAckInterval, whichever comes first.
+  v1::WorkerMessage m;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (unacked_count_ == 0) return;
+    auto now = std::chrono::steady_clock::now();
+    if (more && unacked_count_ < kAckEvery && now - last_ack_ < kAckInterval) return;
+    auto* ack = m.mutable_ack();
+    ack->set_executed_seq(executed_seq_);
+    for (uint64_t first : unacked_done_)
+      if (first >= executed_seq_) ack->add_done(first);
+    unacked_done_.clear();
+    unacked_count_ = 0;
+    last_ack_ = now;
+  }
+  send_(std::move(m));
 }
 
 void Executor::reset() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.clear();
+    waiting_ = 0;
     reset_requested_ = true;
   }
   cv_.notify_one();
@@ -79,11 +121,10 @@ void Executor::reset() {
 
 void Executor::loop() {
   while (true) {
-    std::unique_ptr<v1::WorkerBatch> batch;
-    bool more = false;
+    FairQueue::Entry e;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return stopping_ || (!busy_ && (reset_requested_ || !queue_.empty())); });
+      cv_.wait(lk, [&] { return stopping_ || (!busy_ && (reset_requested_ || queue_.runnable())); });
       if (stopping_) return;
       if (reset_requested_) {
         reset_requested_ = false;
@@ -91,32 +132,72 @@ void Executor::loop() {
         tensors_.clear();
         for (uint64_t s : sessions_) backend_.end_session(s);
         sessions_.clear();
-        executed_seq_ = acked_seq_ = 0;
+        lk.lock();
+        executed_seq_ = 0;
+        done_ahead_.clear();
+        unacked_done_.clear();
+        unacked_count_ = 0;
         continue;
       }
-      batch = std::move(queue_.front());
-      queue_.pop_front();
-      more = !queue_.empty();
+      e = std::move(*queue_.pop());
+      waiting_ = queue_.size();
       busy_ = true;
     }
-    execute(*batch);
-    maybe_ack(more);
+    const bool done =
+        run_batch(*e.batch, &e.next, &e.next_free, true, std::chrono::steady_clock::now() + slice_);
+    bool more;
     {
       std::lock_guard<std::mutex> lk(mu_);
+      if (done) {
+        if (e.comm) queue_.comm_done(e.batch.get());
+        complete_locked(e.batch->first_seq(), FairQueue::seq_count(*e.batch));
+      } else if (!reset_requested_ && !stopping_) {
+        queue_.push_front(std::move(e));  // its session continues on its next turn
+      }
+      waiting_ = queue_.size();
+      more = queue_.size() != 0;
       busy_ = false;
     }
+    maybe_ack(more);
   }
 }
 
 void Executor::execute(v1::WorkerBatch& b) {
-  uint64_t session = b.session();
-  sessions_.insert(session);
-  for (const auto& in : b.instrs()) run_instr(session, in);
-  for (uint64_t h : b.frees()) tensors_.erase(h);
+  int next = 0, next_free = 0;
+  run_batch(b, &next, &next_free, false, {});
+  std::lock_guard<std::mutex> lk(mu_);
+  complete_locked(b.first_seq(), FairQueue::seq_count(b));
+}
+
+bool Executor::run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may_yield,
+                         std::chrono::steady_clock::time_point yield_at) {
+  const uint64_t session = b.session();
+  const int n = b.instrs_size(), n_free = b.frees_size();
+  // Frees in stream order (free_at places each after that many instructions); a batch without
+  // positions frees after all its instructions.
+  const bool placed = b.free_at_size() == n_free;
+  if (n > 0 && *next < n) sessions_.insert(session);  // a stats request leaves no state
+  while (*next < n) {
+    while (placed && *next_free < n_free && b.free_at(*next_free) <= static_cast<uint32_t>(*next))
+      free_handle(session, b.frees((*next_free)++));
+    run_instr(session, b.instrs((*next)++));
+    // Another session waits: take turns once this one has had its slice.
+    if (may_yield && *next < n && waiting_.load(std::memory_order_relaxed) > 0 &&
+        std::chrono::steady_clock::now() >= yield_at)
+      return false;
+  }
+  while (*next_free < n_free) free_handle(session, b.frees((*next_free)++));
+  finish_batch(b);
+  return true;
+}
+
+void Executor::finish_batch(v1::WorkerBatch& b) {
+  const uint64_t session = b.session();
   for (const auto& r : b.requests()) answer(session, r);
-  executed_seq_ = b.first_seq() + static_cast<uint64_t>(b.instrs_size()) +
-                  static_cast<uint64_t>(b.frees_size());
   if (b.end_session()) {
+    // Whatever the session still holds goes with it, whether or not a free named it.
+    size_t left = drop_session_tensors(session);
+    if (left > 0) spdlog::debug("session {} ended holding {} tensors", session, left);
     backend_.end_session(session);
     if (peer_) peer_->end_session(session);
     sessions_.erase(session);
@@ -130,7 +211,7 @@ void Executor::fail(uint64_t session, uint64_t out, const char* op, const Status
   if (out != 0 && !tensors_.count(out)) {
     Tensor t;
     t.poison = rec;
-    tensors_.emplace(out, std::move(t));
+    put(session, out, std::move(t));
   }
   v1::WorkerMessage m;
   auto* e = m.mutable_error();
@@ -174,7 +255,7 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
   std::shared_ptr<const ErrorRecord> poison;
   for (uint64_t h : in.inputs()) {
     auto it = tensors_.find(h);
-    if (it == tensors_.end()) {
+    if (it == tensors_.end() || it->second.session != session) {
       fail(session, in.out(), name, not_found("unknown tensor handle {}", h));
       return;
     }
@@ -190,7 +271,7 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
     } else {
       Tensor t;
       t.poison = poison;
-      tensors_.emplace(in.out(), std::move(t));
+      put(session, in.out(), std::move(t));
     }
     return;
   }
@@ -237,7 +318,22 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
     }
   }
   ++ops_executed_;
-  tensors_.emplace(in.out(), std::move(out));
+  put(session, in.out(), std::move(out));
+}
+
+void Executor::put(uint64_t session, uint64_t handle, Tensor&& t) {
+  t.session = session;
+  tensors_.emplace(handle, std::move(t));
+}
+
+void Executor::free_handle(uint64_t session, uint64_t handle) {
+  // Only the session's own tensors: a handle of another session is left alone.
+  auto it = tensors_.find(handle);
+  if (it != tensors_.end() && it->second.session == session) tensors_.erase(it);
+}
+
+size_t Executor::drop_session_tensors(uint64_t session) {
+  return std::erase_if(tensors_, [&](const auto& kv) { return kv.second.session == session; });
 }
 
 Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {
@@ -304,7 +400,7 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     send_(std::move(m));
   };
   auto it = tensors_.find(req.id());
-  if (it == tensors_.end()) {
+  if (it == tensors_.end() || it->second.session != session) {
     reply_error("fetch", fmt::format("unknown tensor handle {}", req.id()),
                 "worker " + std::to_string(worker_id_));
     return;

@@ -1,10 +1,20 @@
-// Executor: runs a worker's instruction batches in order on its own thread, separate from the
-// I/O thread (DESIGN §6). It never trusts an instruction: every handle, shape and size is
-// re-checked; a bad instruction poisons its result and is reported, the worker goes on.
+// Executor: runs a worker's instruction batches on its own thread, separate from the I/O thread
+// (DESIGN §6). Each session's batches run in order; sessions take turns of at most a time slice
+// (FairQueue), so one user's queued flood does not delay another user's small op by more than a
+// slice. It never trusts an instruction: every handle, shape and size is re-checked, and a
+// session reaches only its own tensors; a bad instruction poisons its result and is reported,
+// the worker goes on.
+//
+// Acknowledgements: batches of different sessions complete out of arrival order, so an Ack
+// carries the executed prefix of the sequence (every seq below it has run) plus the first seqs
+// of the batches completed beyond it.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -16,6 +26,7 @@
 
 #include "proto/gt.pb.h"
 #include "workerd/backend.h"
+#include "workerd/fair_queue.h"
 
 namespace gt::worker {
 
@@ -26,13 +37,17 @@ class Executor {
   // Called from the executor thread with each outbound message (acks, errors, replies).
   using SendFn = std::function<void(v1::WorkerMessage&&)>;
 
-  Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes);
+  // A session that has run for `slice_us` yields to others that have work queued.
+  static constexpr int64_t kDefaultSliceUs = 2000;
+
+  Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes,
+           int64_t slice_us = kDefaultSliceUs);
   ~Executor();
 
   void start();
-  void stop();  // finishes the batch in progress, drops the rest
+  void stop();  // finishes the slice in progress, drops the rest
 
-  // Hands over a batch (from the I/O thread). Batches execute in arrival order.
+  // Hands over a batch (from the I/O thread). A session's batches execute in arrival order.
   void enqueue(std::unique_ptr<v1::WorkerBatch> batch);
   // Runs a batch on the calling (I/O) thread when the executor is idle and the batch holds no
   // instructions (a fetch, a sync, frees): a round trip then costs no thread hand-off. Returns
@@ -48,13 +63,25 @@ class Executor {
   // Executes one batch on the calling thread (tests and fuzzing use this directly).
   void execute(v1::WorkerBatch& batch);
   size_t tensor_count() const { return tensors_.size(); }
+  // Every instruction with seq below this has executed (tests).
+  uint64_t executed_seq() const;
 
  private:
   void loop();
+  // Runs b's instructions from *next on (and its frees from *next_free, in stream order); with
+  // may_yield, stops once past `yield_at` while other batches wait. Returns true when the batch
+  // is done (then its requests and end-of-session ran too).
+  bool run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may_yield,
+                 std::chrono::steady_clock::time_point yield_at);
+  void finish_batch(v1::WorkerBatch& b);
+  void complete_locked(uint64_t first_seq, uint64_t count);  // caller holds mu_
   void maybe_ack(bool more_queued);
   void run_instr(uint64_t session, const v1::Instr& in);
   void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp
   Status unshare_storage(Tensor& dst, OpId op, uint64_t session);
+  void put(uint64_t session, uint64_t handle, Tensor&& t);  // records a session's tensor
+  void free_handle(uint64_t session, uint64_t handle);
+  size_t drop_session_tensors(uint64_t session);
   void fail(uint64_t session, uint64_t out, const char* op, const Status& st);
   void answer(uint64_t session, const v1::Request& req);
   void answer_fetch(uint64_t session, const v1::Request& req);
@@ -66,14 +93,22 @@ class Executor {
   uint32_t worker_id_ = 0;
   PeerLink* peer_ = nullptr;
 
+  std::chrono::microseconds slice_;
+
   std::unordered_map<uint64_t, Tensor> tensors_;  // handle -> tensor (executor thread only)
   std::unordered_set<uint64_t> sessions_;
   uint64_t ops_executed_ = 0, errors_ = 0;
-  uint64_t executed_seq_ = 0, acked_seq_ = 0;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<v1::WorkerBatch>> queue_;
+  FairQueue queue_;
+  std::atomic<size_t> waiting_{0};  // batches queued (read without the lock to decide a yield)
+  // Completion (guarded by mu_): the executed prefix, batches done beyond it, what to ack.
+  uint64_t executed_seq_ = 0;
+  std::map<uint64_t, uint64_t> done_ahead_;  // first_seq -> end of batches done past the prefix
+  std::vector<uint64_t> unacked_done_;       // first seqs completed since the last ack
+  uint64_t unacked_count_ = 0;               // instructions completed since the last ack
+  std::chrono::steady_clock::time_point last_ack_{};
   bool stopping_ = false;
   bool busy_ = false;  // a batch is executing (on the executor or inline)
   bool reset_requested_ = false;

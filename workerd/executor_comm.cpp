@@ -52,7 +52,7 @@ void Executor::run_comm(uint64_t session, const v1::Instr& in) {
   metas_.clear();
   for (uint64_t h : in.inputs()) {
     auto it = tensors_.find(h);
-    if (it == tensors_.end()) {
+    if (it == tensors_.end() || it->second.session != session) {
       if (local.is_ok()) local = not_found("unknown tensor handle {}", h);
       continue;
     }
@@ -93,7 +93,7 @@ void Executor::run_comm(uint64_t session, const v1::Instr& in) {
   }
   // A poison that came from an input or from a peer's marker is inherited without a new report.
   if (!out.poison) ++ops_executed_;
-  if (has_result) tensors_.emplace(out_handle, std::move(out));
+  if (has_result) put(session, out_handle, std::move(out));
 }
 
 }  // namespace gt::worker

@@ -11,13 +11,19 @@ namespace gt::worker {
 namespace {
 
 // Byte size of a meta, or -1 when a dim is negative or the size overflows (no division, unlike
-// Shape::numel, so the per-op checks stay cheap).
+// Shape::numel, so the per-op checks stay cheap). A zero dim anywhere makes it 0 however large
+// the other dims are, in any order (as Shape::numel: [2^63-1, 0] and [0, 2^63-1] are both empty).
 int64_t meta_bytes(const TensorMeta& m) {
   int64_t n = static_cast<int64_t>(dtype_size(m.dtype));
   if (n == 0) return -1;
+  bool empty = false;
   for (int64_t d : m.shape) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+    if (d < 0) return -1;
+    empty |= d == 0;
   }
+  if (empty) return 0;
+  for (int64_t d : m.shape)
+    if (__builtin_mul_overflow(n, d, &n)) return -1;
   return n;
 }
 

@@ -25,8 +25,10 @@ namespace {
 void declare_options(gt::Config& c) {
   c.declare_string("dispatcher", "127.0.0.1:29500", "dispatcher address: host:port or unix:/path");
   c.declare_string("device", "auto", "cpu, a CUDA device index, or auto (GPU 0 if present)");
-  c.declare_int("max_memory_bytes", 0, 0, int64_t{1} << 50,
-                "memory limit for tensors on this worker (0 = no limit)");
+  c.declare_string("max_memory_bytes", "auto",
+                   "memory limit for tensors on this worker, in bytes, or auto: the GPU's "
+                   "memory, or for a CPU worker the host's (RAM or cgroup limit) less "
+                   "max(1 GiB, 10%)");
   c.declare_int("max_frame_bytes", 64ll << 20, 1024, 1ll << 30, "largest frame accepted");
   c.declare_int("blas_threads", 0, 0, 1024, "OpenBLAS threads (0 = OpenBLAS default)");
   c.declare_int("reconnect_ms", 1000, 10, 600000,
@@ -80,7 +82,8 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", backend.status().message());
     return 1;
   }
-  spdlog::info("gt-workerd {} on {}", gt::kVersion, (*backend)->device_name());
+  spdlog::info("gt-workerd {} on {}, memory limit {} MiB", gt::kVersion,
+               (*backend)->device_name(), (*backend)->memory_bytes() >> 20);
 
   gt::worker::WorkerLinkOptions lo;
   lo.dispatcher = cfg.get_string("dispatcher");

@@ -19,7 +19,9 @@ package was built in, else the install prefix's ``bin``.
 
 Errors: ``gt.ShapeError`` (a ``ValueError``) where a shape/dtype/axis error is made;
 ``gt.WorkerError`` at the next sync point for failures on the workers; both are ``gt.GTError``
-(a ``RuntimeError``).
+(a ``RuntimeError``). A sync point with no answer from the dispatcher for ``GT_SYNC_TIMEOUT_S``
+seconds (default 900; ``gt.set_sync_timeout(s)``, 0 = no deadline) raises ``gt.WorkerError``
+and the session is lost.
 
 Signals and sharding (DESIGN.md §5): ``gt.signal.context(name)`` scopes, given meaning by
 configs (``gt.register_config``, ``gt.load_config``, ``GT_CONFIG`` -- a YAML file loaded at
@@ -33,8 +35,8 @@ import os as _os
 from . import _gt
 from ._gt import (GTError, ShapeError, Tensor, WorkerError, arange, cat, connect, dtype,
                   from_numpy, full, full_like, gpu_workers, is_grad_enabled, manual_seed, ones,
-                  ones_like, rand, rand_like, randn, randn_like, set_grad_enabled, stack,
-                  synchronize, tensor, where, zeros, zeros_like)
+                  ones_like, rand, rand_like, randn, randn_like, set_grad_enabled,
+                  set_sync_timeout, stack, synchronize, tensor, where, zeros, zeros_like)
 from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
 from ._tensor import (TensorData, abs, argmax, argmin, chunk, clamp, enable_grad, exp, flatten,
                       log, log_softmax, matmul, max, maximum, mean, min, minimum, neg, no_grad,

@@ -23,6 +23,10 @@ void init_session(py::module_& m) {
       "n"_a,
       "Sets the number of workers of the embedded default (one per GPU, or CPU workers where "
       "there is none); call before the first op.");
+  m.def("set_sync_timeout", &gt::set_sync_timeout, "seconds"_a,
+        "Deadline of every sync point in seconds: one with no answer from the dispatcher for this "
+        "long raises gt.WorkerError and the session is lost. 0: none; negative: back to "
+        "GT_SYNC_TIMEOUT_S, else 900 s.");
   m.def(
       "synchronize", [] { sync_point([] { gt::synchronize(); }); },
       "Waits until every op queued so far has run; raises gt.WorkerError for the first failure.");

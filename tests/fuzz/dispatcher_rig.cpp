@@ -155,7 +155,9 @@ Peer& DispatcherRig::connect(const std::string& transport) {
 
 FakeWorker& DispatcherRig::add_worker(bool execute, const std::string& secret,
                                       uint64_t max_memory_bytes) {
-  workers_.push_back(std::make_unique<FakeWorker>(make_pair("tcp"), execute, max_memory_bytes));
+  // Over the Unix transport (a socketpair: SO_PEERCRED says it is us), where a dispatcher
+  // without a worker secret accepts workers of its own user.
+  workers_.push_back(std::make_unique<FakeWorker>(make_pair("unix"), execute, max_memory_bytes));
   workers_.back()->hello(secret);
   return *workers_.back();
 }

@@ -59,9 +59,11 @@ TEST_CASE("nccl peer link: two CUDA workers on two GPUs train data parallel like
   const std::string dir = tmpl;
   const std::string port_file = dir + "/port";
   Procs procs;
+  // Workers register over the Unix socket (no worker secret: TCP workers are refused).
+  const std::string sock = dir + "/dispatcher.sock";
   procs.pids.push_back(spawn_process(bin("gt-dispatcherd"),
-                                     {"--port", "0", "--port-file", port_file, "--min-workers", "2",
-                                      "--log-level", "warn"},
+                                     {"--port", "0", "--port-file", port_file, "--unix-socket",
+                                      sock, "--min-workers", "2", "--log-level", "warn"},
                                      dir + "/dispatcher.log"));
   std::string port;
   for (int i = 0; i < 100 && port.empty(); ++i) {
@@ -73,7 +75,7 @@ TEST_CASE("nccl peer link: two CUDA workers on two GPUs train data parallel like
   const std::string address = "127.0.0.1:" + port;
   for (const char* dev : {"0", "1"})
     procs.pids.push_back(spawn_process(bin("gt-workerd"),
-                                       {"--dispatcher", address, "--device", dev,
+                                       {"--dispatcher", "unix:" + sock, "--device", dev,
                                         "--peer-transport", "nccl", "--log-level", "info"},
                                        dir + "/worker" + dev + ".log"));
 

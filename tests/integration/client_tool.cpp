@@ -3,6 +3,14 @@
 //
 //   gt-test-client verify SEED ITERS   computes with GT and checks every result on the host
 //   gt-test-client hold N              holds N tensors, prints "ready", then streams ops forever
+//   gt-test-client temps N             N iterations of `t = zeros(1024²) + 1` (4 MiB temporaries)
+//   gt-test-client dp STEPS [--no-leak-check]
+//                                      data-parallel MLP steps under a "data" signal sharding the
+//                                      batch over every worker; exits 1 if worker tensors/bytes
+//                                      grow after warm-up (prints them per step block)
+//   gt-test-client gather_quota        a 16 MiB batch sharded over the workers, then used
+//                                      replicated (gathered on every worker): prints "refused:
+//                                      <why>" or "accepted"
 #include <gt/gt.h>
 
 #include <cmath>
@@ -66,12 +74,111 @@ int hold(int n) {
   }
 }
 
+int temps(int n) {
+  // A plain loop of temporaries: a few tensors live at a time however fast the client runs.
+  for (int i = 0; i < n; ++i) {
+    auto t = gt::zeros({1024, 1024}) + 1.0f;
+    if (i % 500 == 499 || i == n - 1) {
+      float s = t.sum().item<float>();
+      if (s != 1024.0f * 1024.0f) {
+        std::fprintf(stderr, "iteration %d: sum %f, want %f\n", i, s, 1024.0 * 1024.0);
+        return 1;
+      }
+    }
+  }
+  gt::synchronize();
+  std::printf("ok\n");
+  return 0;
+}
+
+std::pair<uint64_t, uint64_t> worker_totals() {
+  uint64_t tensors = 0, bytes = 0;
+  for (const auto& w : gt::worker_stats()) {
+    tensors += w.tensors;
+    bytes += w.bytes;
+  }
+  return {tensors, bytes};
+}
+
+int data_parallel(int steps, bool leak_check) {
+  gt::register_config("data", gt::SignalConfig{gt::ShardConfig{0, {}, false}, "", false});
+  gt::manual_seed(5);
+  gt::nn::Linear l1(32, 64), l2(64, 8);
+  std::vector<gt::Tensor> params = l1.parameters();
+  for (auto& p : l2.parameters()) params.push_back(p);
+  gt::optim::SGD opt(params, gt::optim::SGDOptions{.lr = 0.05});
+  std::vector<int64_t> lv(64);
+  for (int i = 0; i < 64; ++i) lv[i] = i % 8;
+  gt::Tensor labels = gt::from_vector(lv, {64});
+  gt::Tensor x;
+  {
+    gt::signal::Scope s("data");
+    x = gt::randn({64, 32});  // the batch, sharded over the workers
+  }
+  std::pair<uint64_t, uint64_t> warm{0, 0};
+  float first = 0, last = 0;
+  for (int step = 0; step < steps; ++step) {
+    opt.zero_grad();
+    gt::Tensor loss;
+    {
+      gt::signal::Scope s("data");
+      loss = gt::nn::functional::cross_entropy(l2.forward(l1.forward(x).relu()), labels);
+      loss.backward();
+    }
+    opt.step();
+    last = loss.item<float>();
+    if (step == 0) first = last;
+    if (leak_check && step == 9) warm = worker_totals();
+    if (leak_check && step > 9 && step % 50 == 49) {
+      auto now = worker_totals();
+      std::printf("step %d: %llu tensors, %llu bytes on the workers (after warm-up: %llu, %llu)\n",
+                  step + 1, static_cast<unsigned long long>(now.first),
+                  static_cast<unsigned long long>(now.second),
+                  static_cast<unsigned long long>(warm.first),
+                  static_cast<unsigned long long>(warm.second));
+      std::fflush(stdout);
+      if (now != warm) return 1;
+    }
+  }
+  if (!(last < first)) {
+    std::fprintf(stderr, "loss did not fall: %f -> %f\n", first, last);
+    return 1;
+  }
+  std::printf("ok\n");
+  return 0;
+}
+
+int gather_quota() {
+  gt::register_config("data", gt::SignalConfig{gt::ShardConfig{0, {}, false}, "", false});
+  gt::register_config("everywhere", gt::SignalConfig{gt::ShardConfig{0, {}, true}, "", false});
+  gt::Tensor x;
+  {
+    gt::signal::Scope s("data");
+    x = gt::ones({2048, 2048});
+  }
+  gt::synchronize();
+  try {
+    gt::signal::Scope s("everywhere");
+    gt::Tensor y = x * 2.0;  // every worker gathers x and holds a whole copy of y
+    gt::synchronize();
+    std::printf("accepted\n");
+  } catch (const gt::Error& e) {
+    std::printf("refused: %s\n", e.what());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "gather_quota") return gather_quota();
+  if (argc >= 3 && std::string(argv[1]) == "temps") return temps(std::atoi(argv[2]));
+  if (argc >= 3 && std::string(argv[1]) == "dp")
+    return data_parallel(std::atoi(argv[2]), !(argc >= 4 && std::string(argv[3]) == "--no-leak-check"));
   if (argc >= 4 && std::string(argv[1]) == "verify")
     return verify(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
   if (argc >= 3 && std::string(argv[1]) == "hold") return hold(std::atoi(argv[2]));
-  std::fprintf(stderr, "usage: gt-test-client verify SEED ITERS | hold N\n");
+  std::fprintf(stderr, "usage: gt-test-client verify SEED ITERS | hold N | temps N | dp STEPS | gather_quota\n");
   return 2;
 }

@@ -73,6 +73,8 @@ void Daemons::start_dispatcher(int port) {
   for (const char* a : {"--port", "", "--port-file", "", "--log-level", "warn"}) args.push_back(a);
   args[args.size() - 5] = std::to_string(port);
   args[args.size() - 3] = port_file;
+  args.push_back("--unix-socket");  // for the workers (no worker secret: DESIGN §8)
+  args.push_back(unix_socket());
   dispatcher_ = spawn_process(bin_path("gt-dispatcherd"), args, dir_ + "/dispatcher.log");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int got = 0;
@@ -98,7 +100,7 @@ void Daemons::kill_dispatcher(int sig) {
 void Daemons::restart_dispatcher() { start_dispatcher(port_); }
 
 size_t Daemons::add_worker(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"--dispatcher", address(), "--device", "cpu", "--log-level",
+  std::vector<std::string> args = {"--dispatcher", unix_address(), "--device", "cpu", "--log-level",
                                    "warn", "--reconnect-ms", "50", "--blas-threads", "1"};
   args.insert(args.end(), worker_args_.begin(), worker_args_.end());
   args.insert(args.end(), extra.begin(), extra.end());

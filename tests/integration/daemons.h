@@ -1,5 +1,7 @@
 // Real daemons on loopback for integration tests: a gt-dispatcherd on an ephemeral TCP port and
-// N gt-workerd processes, started from the build's bin/ folder and killed at the end.
+// N gt-workerd processes, started from the build's bin/ folder and killed at the end. Clients
+// use the TCP port; workers register over the dispatcher's Unix socket (in the test's private
+// folder), as on a deployed box without a worker secret (DESIGN §8).
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +27,9 @@ class Daemons {
 
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The dispatcher's Unix socket ("unix:/path"): where add_worker's workers connect.
+  std::string unix_address() const { return "unix:" + unix_socket(); }
+  std::string unix_socket() const { return dir_ + "/dispatcher.sock"; }
   const std::string& dir() const { return dir_; }
   // Starts one more worker; returns its index in workers().
   size_t add_worker(const std::vector<std::string>& extra = {});

@@ -38,4 +38,17 @@ inline std::vector<float> floats_of(const v1::Reply& r) {
   return v;
 }
 
+// `n` matmuls of tensor `src` with itself, results `first_id`, `first_id` + 1, ..., each freed
+// right after it is made: a flood of heavy work that holds no memory (fairness tests).
+inline v1::ClientMessage matmul_flood(uint64_t src, uint64_t first_id, int n) {
+  v1::ClientMessage m;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t id = first_id + static_cast<uint64_t>(i);
+    *m.mutable_batch()->add_instrs() = make_instr(OpId::k_matmul, id, {src, src});
+    m.mutable_batch()->add_frees(id);
+    m.mutable_batch()->add_free_at(static_cast<uint32_t>(m.batch().instrs_size()));
+  }
+  return m;
+}
+
 }  // namespace gt::testing

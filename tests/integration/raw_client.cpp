@@ -5,8 +5,10 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -17,6 +19,19 @@
 namespace gt::testing {
 
 RawClient::RawClient(const std::string& address) {
+  if (address.rfind("unix:", 0) == 0) {
+    const std::string path = address.substr(5);
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(sa.sun_path)) throw std::runtime_error("socket path too long");
+    std::copy(path.begin(), path.end(), sa.sun_path);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("connect failed");
+    }
+    return;
+  }
   auto colon = address.rfind(':');
   std::string host = address.substr(0, colon);
   int port = std::stoi(address.substr(colon + 1));
@@ -68,7 +83,9 @@ v1::ServerMessage RawClient::hello(uint32_t major, uint64_t op_hash, const std::
   return *r;
 }
 
-void RawClient::send(const v1::ClientMessage& m) {
+void RawClient::send(const v1::ClientMessage& m) { send_message(m); }
+
+void RawClient::send_message(const google::protobuf::MessageLite& m) {
   std::string out;
   if (!append_frame(&out, m).is_ok()) throw std::runtime_error("cannot frame");
   send_raw(out);
@@ -100,14 +117,20 @@ bool RawClient::read_exact(char* p, size_t n, int timeout_ms) {
   return true;
 }
 
-std::optional<v1::ServerMessage> RawClient::read(int timeout_ms) {
+std::optional<std::string> RawClient::read_frame(int timeout_ms) {
   unsigned char hdr[4];
   if (!read_exact(reinterpret_cast<char*>(hdr), 4, timeout_ms)) return std::nullopt;
   uint32_t len = hdr[0] | (hdr[1] << 8) | (hdr[2] << 16) | (static_cast<uint32_t>(hdr[3]) << 24);
   std::string body(len, '\0');
   if (!read_exact(body.data(), len, timeout_ms)) return std::nullopt;
+  return body;
+}
+
+std::optional<v1::ServerMessage> RawClient::read(int timeout_ms) {
+  auto body = read_frame(timeout_ms);
+  if (!body) return std::nullopt;
   v1::ServerMessage m;
-  if (!m.ParseFromString(body)) return std::nullopt;
+  if (!m.ParseFromString(*body)) return std::nullopt;
   return m;
 }
 

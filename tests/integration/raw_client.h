@@ -13,7 +13,7 @@ namespace gt::testing {
 
 class RawClient {
  public:
-  explicit RawClient(const std::string& address);  // "127.0.0.1:port"
+  explicit RawClient(const std::string& address);  // "127.0.0.1:port" or "unix:/path"
   ~RawClient();
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;
@@ -23,9 +23,13 @@ class RawClient {
   // Registers as a worker (hostile-worker tests); the answer uses the same envelope fields.
   v1::ServerMessage hello_as_worker(const std::string& secret);
   void send(const v1::ClientMessage& m);
+  // Any message in a frame (a fake worker sends WorkerMessages).
+  void send_message(const google::protobuf::MessageLite& m);
   void send_raw(const std::string& bytes);
   // Next message, or nullopt on timeout / closed connection.
   std::optional<v1::ServerMessage> read(int timeout_ms = 5000);
+  // Next frame's body, unparsed (a fake worker reads DispatchMessages).
+  std::optional<std::string> read_frame(int timeout_ms = 5000);
   // True once the peer has closed the connection (reads EOF within the timeout).
   bool closed_by_peer(int timeout_ms = 5000);
 

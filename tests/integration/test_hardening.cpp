@@ -324,7 +324,7 @@ TEST_CASE("the shipped configs load: etc/gt/dispatcher.yaml, worker.yaml, users.
   std::string token = auth.add_user("ops");
   // The shipped files with only the port overridden (the rest are the documented defaults).
   Daemons d(DaemonOptions{0, {"--config", etc + "/dispatcher.yaml", "--users-file", auth.users}, {}, token});
-  d.add_worker({"--config", etc + "/worker.yaml", "--dispatcher", d.address(), "--device", "cpu"});
+  d.add_worker({"--config", etc + "/worker.yaml", "--dispatcher", d.unix_address(), "--device", "cpu"});
   d.wait_for_workers(1);
   RawClient c(d.address());
   REQUIRE(c.hello().kind_case() == v1::ServerMessage::kRefusal);  // users file set: token needed

@@ -77,3 +77,102 @@ def test_gpu_workers_starts_n_embedded_workers():
     assert r.stdout.split("\n")[1:3] == ["2", "too late"]
     with pytest.raises(ValueError):
         gt.gpu_workers(0)
+
+
+class _SilentDispatcher:
+    """Answers a client's Hello with a Welcome, then never replies (a hung dispatcher as the
+    client sees it), on a Unix socket in a private folder."""
+
+    def __init__(self):
+        import socket
+        import struct
+        import tempfile
+        import threading
+
+        self._dir = tempfile.mkdtemp(prefix="gt-silent-")
+        self.path = self._dir + "/d.sock"
+        self._srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._srv.bind(self.path)
+        self._srv.listen(4)
+        self._conns = []
+        # ServerMessage{welcome (1): Welcome{proto_major (1): 1, session_id (3): 7}}
+        welcome = b"\x08\x01\x18\x07"
+        body = b"\x0a" + bytes([len(welcome)]) + welcome
+        self._welcome = struct.pack("<I", len(body)) + body
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self._srv.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            try:
+                conn.recv(65536)  # the Hello
+                conn.sendall(self._welcome)
+                while conn.recv(65536):  # everything else is swallowed: no reply, ever
+                    pass
+            except OSError:
+                pass
+
+    def close(self):
+        import shutil
+        import socket
+
+        for c in self._conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._srv.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+SYNC_DEADLINE = r"""
+import sys, time
+import gt
+if len(sys.argv) > 1:
+    gt.set_sync_timeout(float(sys.argv[1]))
+x = gt.ones(3) * 2
+t0 = time.time()
+try:
+    x.numpy()
+    print("returned")
+except gt.WorkerError as e:
+    print("raised after %.1f s: %s" % (time.time() - t0, e))
+try:
+    gt.synchronize()
+except gt.WorkerError as e:
+    print("then:", e)
+"""
+
+
+@pytest.mark.parametrize("how", ["env", "set_sync_timeout"])
+def test_sync_point_raises_when_the_dispatcher_never_answers(how):
+    silent = _SilentDispatcher()
+    try:
+        env = {"GT_ADDRESS": "unix:" + silent.path}
+        args = ()
+        if how == "env":
+            env["GT_SYNC_TIMEOUT_S"] = "1"
+        else:
+            args = ("1",)
+        r = run_python(SYNC_DEADLINE, env=env, args=args, timeout=30)
+    finally:
+        silent.close()
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("raised after"), r.stdout
+    waited = float(lines[0].split()[2])
+    assert 0.9 <= waited < 3.0
+    assert "no answer from the dispatcher for 1 s" in lines[0]
+    assert lines[1].startswith("then:") and "session lost" in lines[1]
+
+
+def test_sync_timeout_env_is_checked():
+    r = run_python("import gt; gt.ones(1).numpy()",
+                   env={"GT_SYNC_TIMEOUT_S": "soon", "GT_ADDRESS": "unix:/nonexistent/gt.sock"})
+    assert r.returncode != 0
+    assert "GT_SYNC_TIMEOUT_S" in r.stderr

@@ -2,11 +2,13 @@
 
 #include <bit>
 #include <cstdlib>
+#include <utility>
 
 namespace gt::worker::cpu {
 
-CpuAllocator::CpuAllocator(uint64_t max_memory_bytes, uint64_t max_cached_bytes)
-    : max_memory_(max_memory_bytes), max_cached_(max_cached_bytes) {}
+CpuAllocator::CpuAllocator(uint64_t max_memory_bytes, uint64_t max_cached_bytes,
+                           HostMemoryGuard guard)
+    : max_memory_(max_memory_bytes), guard_(std::move(guard)), max_cached_(max_cached_bytes) {}
 
 CpuAllocator::~CpuAllocator() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -23,34 +25,83 @@ size_t CpuAllocator::size_class(size_t bytes) {
 
 Result<CpuAllocator::Block> CpuAllocator::allocate(size_t bytes) {
   size_t cap = size_class(bytes);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (cap == 0 || (max_memory_ != 0 && cap > max_memory_) ||
-      (max_memory_ != 0 && live_ + cap > max_memory_)) {
-    return resource_exhausted(
-        "out of memory: cannot allocate {} bytes ({} with rounding); {} bytes in use, limit {}",
-        bytes, cap, live_, max_memory_ == 0 ? std::string("none") : std::to_string(max_memory_));
-  }
-  void* p = nullptr;
-  auto it = free_.find(cap);
-  if (it != free_.end() && !it->second.empty()) {
-    p = it->second.back();
-    it->second.pop_back();
-    cached_ -= cap;
-  } else {
-    if (max_memory_ != 0 && live_ + cached_ + cap > max_memory_) trim_locked(cap);
-    p = std::aligned_alloc(kAlignment, cap);
-    if (p == nullptr && cached_ > 0) {  // the system is short: give back the cache, retry once
-      free_all_cached_locked();
-      p = std::aligned_alloc(kAlignment, cap);
-    }
-    if (p == nullptr)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cap == 0 || (max_memory_ != 0 && cap > max_memory_) ||
+        (max_memory_ != 0 && live_ + cap > max_memory_)) {
       return resource_exhausted(
-          "out of memory: the system refused {} bytes ({} with rounding); {} bytes in use", bytes,
-          cap, live_);
+          "out of memory: cannot allocate {} bytes ({} with rounding); {} bytes in use, limit {}",
+          bytes, cap, live_, max_memory_ == 0 ? std::string("none") : std::to_string(max_memory_));
+    }
+    auto it = free_.find(cap);
+    if (it != free_.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      cached_ -= cap;
+      live_ += cap;
+      if (live_ > peak_) peak_ = live_;
+      return Block{p, cap};
+    }
+    if (max_memory_ != 0 && live_ + cached_ + cap > max_memory_) trim_locked(cap);
+    live_ += cap;  // reserved while the system allocates: the limit holds for concurrent calls
   }
-  live_ += cap;
+  Result<void*> p = system_allocate(bytes, cap);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!p.is_ok()) {
+    live_ -= cap;
+    return p.status();
+  }
   if (live_ > peak_) peak_ = live_;
-  return Block{p, cap};
+  return Block{*p, cap};
+}
+
+Result<void*> CpuAllocator::system_allocate(size_t bytes, size_t cap) {
+  const bool guarded = guard_.available && cap >= guard_.large;
+  if (guarded) {
+    // The touch test, part 1: the host must have room for the block and the headroom now
+    // (cached blocks are given back first when that makes the difference).
+    std::optional<uint64_t> avail = guard_.available();
+    if (avail && *avail < cap + guard_.headroom) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        free_all_cached_locked();
+      }
+      avail = guard_.available();
+    }
+    if (avail && *avail < cap + guard_.headroom) {
+      std::lock_guard<std::mutex> lock(mu_);
+      return resource_exhausted(
+          "out of memory: cannot allocate {} bytes ({} with rounding): the host has {} bytes "
+          "available and this worker leaves {} of them to the rest of the system; {} bytes in "
+          "use here",
+          bytes, cap, *avail, guard_.headroom, live_ - cap);
+    }
+  }
+  void* p = std::aligned_alloc(kAlignment, cap);
+  if (p == nullptr) {  // the system is short: give back the cache, retry once
+    bool retry = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      retry = cached_ > 0;
+      free_all_cached_locked();
+    }
+    if (retry) p = std::aligned_alloc(kAlignment, cap);
+  }
+  if (p == nullptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return resource_exhausted(
+        "out of memory: the system refused {} bytes ({} with rounding); {} bytes in use", bytes,
+        cap, live_ - cap);
+  }
+  // Part 2: commit the pages now, so the memory is really there (not merely promised).
+  if (guarded && !commit_pages(p, cap)) {
+    std::free(p);
+    std::lock_guard<std::mutex> lock(mu_);
+    return resource_exhausted(
+        "out of memory: the system could not commit {} bytes ({} with rounding); {} bytes in use",
+        bytes, cap, live_ - cap);
+  }
+  return p;
 }
 
 void CpuAllocator::deallocate(void* data, size_t capacity) {

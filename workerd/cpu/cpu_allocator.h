@@ -8,7 +8,11 @@
 // exceed it: cached blocks are returned to the system first, and only when the live blocks
 // alone leave no room is the request refused (ResourceExhausted, never a crash). A failing
 // system allocation is handled the same way (trim the cache, retry once, then refuse).
-// Thread-safe (one mutex): the executor allocates while the I/O thread may drop tensors.
+// Large requests from the system pass the host memory guard first (host_memory.h): refused
+// unless the host has room for them plus the guard's headroom, then committed page by page at
+// once, so that the kernel's overcommit cannot turn them into an OOM kill later.
+// Thread-safe (one mutex): the executor allocates while the I/O thread may drop tensors; the
+// system allocation and its commit run outside the lock.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +23,7 @@
 
 #include "libgtcore/status.h"
 #include "workerd/backend.h"
+#include "workerd/cpu/host_memory.h"
 
 namespace gt::worker::cpu {
 
@@ -34,8 +39,10 @@ class CpuAllocator {
     size_t capacity = 0;
   };
 
-  // max_memory_bytes 0 = no limit.
-  CpuAllocator(uint64_t max_memory_bytes, uint64_t max_cached_bytes);
+  // max_memory_bytes 0 = no limit. `guard`: see host_memory.h (a default-constructed one, with
+  // no `available` probe, turns the guard off).
+  CpuAllocator(uint64_t max_memory_bytes, uint64_t max_cached_bytes,
+               HostMemoryGuard guard = HostMemoryGuard::system());
   ~CpuAllocator();
   CpuAllocator(const CpuAllocator&) = delete;
   CpuAllocator& operator=(const CpuAllocator&) = delete;
@@ -56,8 +63,11 @@ class CpuAllocator {
   // Frees cached blocks until `live + cached + need <= limit` (or the cache is empty).
   void trim_locked(uint64_t need);
   void free_all_cached_locked();
+  // A new block from the system (called without the lock; `cap` is already counted as live).
+  Result<void*> system_allocate(size_t bytes, size_t cap);
 
   const uint64_t max_memory_;
+  const HostMemoryGuard guard_;
   const uint64_t max_cached_;
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;  // capacity -> free blocks

@@ -20,7 +20,7 @@ namespace gt::worker {
 CpuBackend::CpuBackend(CpuBackendOptions opts)
     : opts_(opts),
       allocator_(std::make_unique<cpu::CpuAllocator>(opts.max_memory_bytes,
-                                                     opts.max_cached_bytes)) {
+                                                     opts.max_cached_bytes, opts.guard)) {
   if (opts_.blas_threads > 0) openblas_set_num_threads(opts_.blas_threads);
   cpu::register_creation(kernels_);
   cpu::register_binary(kernels_);

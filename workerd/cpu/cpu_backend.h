@@ -18,6 +18,7 @@
 #include <string>
 
 #include "workerd/backend.h"
+#include "workerd/cpu/host_memory.h"
 
 namespace gt::worker {
 
@@ -26,9 +27,13 @@ class CpuAllocator;
 }  // namespace cpu
 
 struct CpuBackendOptions {
-  uint64_t max_memory_bytes = 0;                    // 0 = no limit (beyond the system's)
+  // 0 = no limit (beyond the system's); gt-workerd's default ("auto") sets
+  // auto_cpu_memory_limit() here (workerd/backend_factory.cpp).
+  uint64_t max_memory_bytes = 0;
   int blas_threads = 0;                             // 0 = OpenBLAS default
   uint64_t max_cached_bytes = uint64_t{256} << 20;  // freed blocks kept for reuse, at most
+  // Large allocations are checked against the host's free memory and committed at once.
+  HostMemoryGuard guard = HostMemoryGuard::system();
 };
 
 // A kernel: out is allocated (out.meta = infer_meta(...)), inputs are valid.

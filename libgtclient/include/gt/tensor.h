@@ -396,6 +396,11 @@ void connect(const std::string& address);
 void set_embedded_workers(int n);
 // Waits until every op queued so far has run; throws the first error among them.
 void synchronize();
+// The deadline of every sync point (fetch, synchronize, stats), in seconds: one that gets no
+// answer from the dispatcher for this long throws gt::Error ("no answer from the dispatcher
+// ...") and the session is lost, instead of waiting forever. 0: no deadline; negative: back to
+// GT_SYNC_TIMEOUT_S, else the default (900 s). Takes effect at the next sync point.
+void set_sync_timeout(double seconds);
 using WorkerStats = detail::WorkerStatsInfo;
 std::vector<WorkerStats> worker_stats();
 

@@ -2,7 +2,9 @@
 // before allocation, malformed bodies.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -277,9 +279,7 @@ TEST_CASE("an oversized length is refused before anything is allocated", "[frame
     CHECK(r.status().code() == Code::kResourceExhausted);
     CHECK(d.prepared_size() == room);
   }
-  SECTION("exactly the maximum is accepted and makes room for it") {
-    // The control for the sections above: an allowed length does grow the buffer, so the
-    // prepared_size() check there can tell growth apart.
+  SECTION("exactly the maximum is accepted, and room grows only as its bytes arrive") {
     FrameDecoder d(max);
     uint32_t len = max;
     char h[4] = {static_cast<char>(len), static_cast<char>(len >> 8), static_cast<char>(len >> 16),
@@ -288,7 +288,13 @@ TEST_CASE("an oversized length is refused before anything is allocated", "[frame
     auto r = d.next();
     REQUIRE(r.is_ok());
     CHECK_FALSE(r->has_value());
-    CHECK(d.prepared_size() >= max);
+    d.prepare(1024);
+    CHECK(d.capacity() < 8 * 1024);  // the declared length alone reserves nothing
+    d.append(std::string(max, 'x'));
+    r = d.next();
+    REQUIRE(r.is_ok());
+    REQUIRE(r->has_value());
+    CHECK((*r)->size() == max);
   }
   SECTION("append_frame refuses a message over the maximum and leaves the output alone") {
     std::string out = "abc";
@@ -340,4 +346,74 @@ TEST_CASE("garbage bodies are a parse_frame error, not a crash", "[frame]") {
   CHECK_FALSE(parse_frame(got[1], &w).is_ok());
   CHECK(parse_frame(got[2], &w).is_ok());
   CHECK(w.ack().executed_seq() == 0x123456789abcull);
+}
+
+namespace {
+std::string header_for(uint32_t len) {
+  char h[4] = {static_cast<char>(len), static_cast<char>(len >> 8), static_cast<char>(len >> 16),
+               static_cast<char>(len >> 24)};
+  return std::string(h, 4);
+}
+}  // namespace
+
+TEST_CASE("the decoder's buffer follows the bytes received, not the declared length",
+          "[frame][memory]") {
+  const uint32_t len = 64u << 20;  // a frame of the default maximum
+  FrameDecoder d(len);
+  d.append(header_for(len));
+  REQUIRE(d.next().is_ok());
+  SECTION("a header alone costs a few KiB however often room is asked for") {
+    for (int i = 0; i < 100; ++i) d.prepare(4096);
+    CHECK(d.capacity() < 16 * 1024);
+    CHECK(d.buffered() == 4);
+  }
+  SECTION("as the body arrives, room at most doubles what is buffered") {
+    size_t sent = 0, reads = 0;
+    std::optional<size_t> body;
+    while (!body) {
+      const size_t have = d.buffered();
+      char* p = d.prepare(4096);
+      INFO("buffered " << have << ", capacity " << d.capacity());
+      REQUIRE(d.prepared_size() >= 4096);
+      REQUIRE(d.capacity() <= 2 * have + 3 * 4096);
+      const size_t n = std::min<size_t>(d.prepared_size(), len - sent);  // a read that fills it
+      std::memset(p, 'y', n);
+      d.commit(n);
+      sent += n;
+      ++reads;
+      auto r = d.next();
+      REQUIRE(r.is_ok());
+      if (r->has_value()) body = (*r)->size();
+    }
+    CHECK(*body == len);
+    CHECK(reads < 40);  // geometric growth: few reads, not len / 4096
+    // Taken out: the next prepare gives the large buffer back.
+    d.prepare(4096);
+    CHECK(d.capacity() < 64 * 1024);
+  }
+  SECTION("a second large frame already announced keeps the buffer") {
+    d.append(std::string(len, 'z'));
+    d.append(header_for(len));
+    auto r = d.next();
+    REQUIRE(r.is_ok());
+    REQUIRE(r->has_value());
+    REQUIRE(d.next().is_ok());  // sees the second header
+    const size_t cap = d.capacity();
+    d.prepare(4096);
+    CHECK(d.capacity() == cap);
+  }
+}
+
+TEST_CASE("release_unused shrinks a buffer left large by earlier traffic", "[frame][memory]") {
+  FrameDecoder d;
+  char* p = d.prepare(256 * 1024);
+  std::memset(p, 0, 100);
+  d.commit(100);  // a partial frame: 100 bytes of a small one
+  const size_t before = d.capacity();
+  REQUIRE(before >= 256 * 1024);
+  d.release_unused(4096);
+  CHECK(d.capacity() < 8 * 1024);
+  CHECK(d.buffered() == 100);
+  d.release_unused(4096);  // already small: unchanged
+  CHECK(d.capacity() < 8 * 1024);
 }

@@ -5,6 +5,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -674,4 +675,77 @@ TEST_CASE("Shape::numel is 0 whenever a dim is 0", "[shape]") {
   std::vector<int64_t> dims = {big, big, 0};
   CHECK(Shape::from(dims).is_ok());
   CHECK(infer(OpId::k_zeros, {}, make_shape_dtype({big, big, 0}, F32)).is_ok());
+}
+
+// Issue item 11: empty tensors with huge dims are empty in either order; integer ** negative
+// integer and unrepresentable integer fills are refused (PyTorch's errors).
+TEST_CASE("empty shapes with huge dims: numel, nbytes and strides in either order", "[shape]") {
+  for (Shape s : {Shape{kI64Max, 0}, Shape{0, kI64Max}, Shape{0, int64_t{1} << 62, 4}}) {
+    INFO(s.str());
+    CHECK(s.numel() == 0);
+    CHECK(TensorMeta{s, I64}.nbytes() == 0);
+    CHECK(check_shape_size(s, I64).is_ok());
+    CHECK(infer(OpId::k_zeros, {}, make_shape_dtype(s, F32)).is_ok());
+    (void)contiguous_strides(s);  // no signed overflow (UBSan builds check)
+  }
+  // Reducing the empty dim away would leave 2^63-1 elements: refused, whichever dim it is.
+  CHECK_FALSE(infer(OpId::k_sum, {M({kI64Max, 0})}, make_reduce(1, false)).is_ok());
+  CHECK_FALSE(infer(OpId::k_sum, {M({0, kI64Max})}, make_reduce(0, false)).is_ok());
+  CHECK(infer(OpId::k_sum, {M({kI64Max, 0})}, make_reduce(kAllDims, false)).is_ok());
+}
+
+TEST_CASE("integer ** negative integer scalar is refused like PyTorch", "[shape_rules][pow]") {
+  auto pw = [](TensorMeta x, ScalarSide side, double v, bool integral) {
+    std::optional<int64_t> exact;
+    if (integral) exact = static_cast<int64_t>(v);
+    return infer(OpId::k_pow, {x}, make_binary_scalar(side, v, integral, exact));
+  };
+  for (DType d : {I64, I32}) {
+    auto r = pw(M({3}, d), ScalarSide::kRight, -1, true);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message() == "Integers to negative integer powers are not allowed.");
+    CHECK_FALSE(pw(M({3}, d), ScalarSide::kRight, -2, true).is_ok());
+    CHECK(pw(M({3}, d), ScalarSide::kRight, 0, true).is_ok());
+    CHECK(pw(M({3}, d), ScalarSide::kRight, 2, true).is_ok());
+    CHECK(pw(M({3}, d), ScalarSide::kRight, -1, false)->dtype == F32);  // float exponent
+    CHECK(pw(M({3}, d), ScalarSide::kLeft, -2, true).is_ok());          // (-2) ** x
+  }
+  CHECK(pw(M({3}, F32), ScalarSide::kRight, -1, true).is_ok());
+  // Without the exact integer (an older client): the double decides.
+  CHECK_FALSE(infer(OpId::k_pow, {M({3}, I64)},
+                    make_binary_scalar(ScalarSide::kRight, -3, true)).is_ok());
+  // Tensor exponents are computed (torch gives 0 for 2 ** -1 there too).
+  CHECK(infer(OpId::k_pow, {M({3}, I64), M({3}, I64)}).is_ok());
+}
+
+TEST_CASE("fill values an integer dtype cannot hold are refused", "[shape_rules][full]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto full = [](double v, DType d, std::optional<int64_t> exact = std::nullopt) {
+    return infer(OpId::k_full, {}, make_full({2}, d, v, exact));
+  };
+  for (DType d : {I64, I32}) {
+    INFO(dtype_name(d));
+    for (double v : {nan, inf, -inf, 1e30, -1e30}) {
+      auto r = full(v, d);
+      REQUIRE_FALSE(r.is_ok());
+      CHECK_THAT(r.status().message(), Catch::Contains("full") && Catch::Contains(dtype_name(d)));
+    }
+    CHECK(full(2.7, d).is_ok());
+    CHECK(full(-2.7, d).is_ok());
+    auto mf = infer(OpId::k_masked_fill, {M({3}, d), M({3}, BOOL)}, make_fill_value(nan));
+    REQUIRE_FALSE(mf.is_ok());
+    CHECK_THAT(mf.status().message(), Catch::Contains("masked_fill"));
+    CHECK(infer(OpId::k_masked_fill, {M({3}, d), M({3}, BOOL)}, make_fill_value(-5)).is_ok());
+  }
+  CHECK(full(nan, F32).is_ok());
+  CHECK(full(inf, BF16).is_ok());
+  CHECK(full(nan, BOOL).is_ok());  // torch: True
+  CHECK(full(-9223372036854775808.0, I64).is_ok());
+  CHECK_FALSE(full(9223372036854775808.0, I64).is_ok());
+  CHECK(full(2147483647.0, I32).is_ok());
+  CHECK_FALSE(full(2147483648.0, I32).is_ok());
+  CHECK(full(0, I64, kI64Max).is_ok());  // exact integers: int64 holds any
+  CHECK_FALSE(full(0, I32, int64_t{1} << 40).is_ok());
+  CHECK(infer(OpId::k_masked_fill, {M({3}, F32), M({3}, BOOL)}, make_fill_value(nan)).is_ok());
 }

@@ -176,5 +176,97 @@ TEST_CASE("cpu two threads allocating and freeing", "[cpu][allocator]") {
   CHECK(be.stats().reserved_bytes == 0);
 }
 
+// The host memory guard (issue item 6): a large request must fit in what the host has free plus
+// the headroom, or it is refused before anything is allocated; what passes is committed.
+TEST_CASE("cpu allocator: large requests the host cannot hold are refused up front",
+          "[cpu][allocator][host_memory]") {
+  // A fake host with 5 MiB free before this allocator holds anything (what it reserves,
+  // cached blocks included, is gone from the host).
+  const uint64_t host = 5 << 20;
+  CpuAllocator* self = nullptr;
+  int probes = 0;
+  HostMemoryGuard g;
+  g.large = 1 << 20;
+  g.headroom = 1 << 20;
+  g.available = [&]() -> std::optional<uint64_t> {
+    ++probes;
+    return host - self->stats().reserved_bytes;
+  };
+  CpuAllocator a(0, 64 << 20, g);  // no limit of its own
+  self = &a;
+  // 4 MiB + 1 MiB headroom do not fit: refused before allocating, saying why.
+  auto big = a.allocate(4 << 20);
+  REQUIRE_FALSE(big.is_ok());
+  CHECK(big.status().code() == Code::kResourceExhausted);
+  CHECK_THAT(big.status().message(), Catch::Contains("out of memory") &&
+                                         Catch::Contains("available") &&
+                                         Catch::Contains("1048576"));
+  CHECK(a.stats().allocated_bytes == 0);
+  CHECK(a.stats().reserved_bytes == 0);
+  // 1.5 MiB fits: allocated, its pages committed (and writable).
+  auto mid = a.allocate(3 << 19);
+  REQUIRE(mid.is_ok());
+  std::memset(mid->data, 7, mid->capacity);
+  // Small requests never ask the host.
+  probes = 0;
+  auto small = a.allocate(1000);
+  REQUIRE(small.is_ok());
+  CHECK(probes == 0);
+  a.deallocate(small->data, small->capacity);
+  // With the 1.5 MiB block cached, 2 MiB fits only once the cache is given back: it is.
+  a.deallocate(mid->data, mid->capacity);
+  REQUIRE(a.cached_blocks() >= 1);
+  auto two = a.allocate(2 << 20);
+  REQUIRE(two.is_ok());
+  CHECK(a.stats().reserved_bytes == 2u << 20);
+  a.deallocate(two->data, two->capacity);
+  // Without a probe there is no guard: nothing is asked.
+  CpuAllocator b(0, 64 << 20, HostMemoryGuard{});
+  auto unguarded = b.allocate(4 << 20);
+  REQUIRE(unguarded.is_ok());
+  b.deallocate(unguarded->data, unguarded->capacity);
+}
+
+TEST_CASE("cpu allocator: the limit holds while another thread allocates from the system",
+          "[cpu][allocator][host_memory]") {
+  CpuAllocator a(8 << 20, 0, HostMemoryGuard{});
+  std::vector<std::thread> ts;
+  std::vector<std::optional<Result<CpuAllocator::Block>>> got(4);
+  for (int i = 0; i < 4; ++i)
+    ts.emplace_back([&, i] { got[i] = a.allocate(3 << 20); });  // class 3 MiB: two fit in 8
+  for (auto& t : ts) t.join();
+  int ok = 0;
+  for (auto& r : got)
+    if (r->is_ok()) ++ok;
+  CHECK(ok == 2);
+  CHECK(a.stats().allocated_bytes == 6u << 20);
+  for (auto& r : got)
+    if (r->is_ok()) a.deallocate((*r)->data, (*r)->capacity);
+}
+
+TEST_CASE("max_memory_bytes: auto, 0 (the old default, also auto) or a byte count",
+          "[cpu][host_memory]") {
+  CHECK_FALSE(parse_max_memory_bytes("auto")->has_value());
+  CHECK_FALSE(parse_max_memory_bytes("0")->has_value());
+  CHECK(**parse_max_memory_bytes("1048576") == 1048576u);
+  CHECK(**parse_max_memory_bytes("1125899906842624") == uint64_t{1} << 50);
+  for (const char* bad : {"", "-1", "1e9", "12 GiB", "1125899906842625", "Auto"}) {
+    INFO(bad);
+    auto r = parse_max_memory_bytes(bad);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("max_memory_bytes"));
+  }
+  // The automatic limit leaves headroom: below the host's memory, and at least half of it.
+  const uint64_t total = host_memory_total();
+  REQUIRE(total > 0);
+  CHECK(auto_cpu_memory_limit() < total);
+  CHECK(auto_cpu_memory_limit() >= total / 2);
+  CHECK(host_memory_headroom(total) >= uint64_t{1} << 30);
+  CHECK(host_memory_headroom(uint64_t{100} << 30) == uint64_t{10} << 30);
+  auto avail = host_memory_available();
+  REQUIRE(avail.has_value());
+  CHECK(*avail <= total + (uint64_t{1} << 30));
+}
+
 }  // namespace
 }  // namespace gt::worker

@@ -1,0 +1,94 @@
+#include "workerd/fair_queue.h"
+
+#include <algorithm>
+
+namespace gt::worker {
+
+bool FairQueue::holds_comm(const v1::WorkerBatch& b) {
+  for (const auto& in : b.instrs())
+    if (in.comm() != 0) return true;
+  return false;
+}
+
+void FairQueue::enlist(uint64_t session) {
+  if (std::find(order_.begin(), order_.end(), session) == order_.end()) order_.push_back(session);
+}
+
+void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRange>* dropped) {
+  const uint64_t session = batch->session();
+  auto& q = sessions_[session];
+  if (batch->end_session()) {
+    // Work for a session that is gone is dropped (a dead client's backlog must not keep the
+    // worker busy for nobody); communication stays, since peers wait for their halves of it.
+    for (auto it = q.begin(); it != q.end();) {
+      if (it->comm || it->next > 0 || it->next_free > 0) {
+        ++it;
+        continue;
+      }
+      if (dropped) dropped->emplace_back(it->batch->first_seq(), seq_count(*it->batch));
+      it = q.erase(it);
+      --size_;
+    }
+  }
+  Entry e;
+  e.comm = holds_comm(*batch);
+  e.batch = std::move(batch);
+  if (e.comm) comm_.push_back(e.batch.get());
+  q.push_back(std::move(e));
+  ++size_;
+  enlist(session);
+}
+
+bool FairQueue::may_run(const Entry& head) const {
+  return !head.comm || (!comm_.empty() && comm_.front() == head.batch.get());
+}
+
+std::optional<FairQueue::Entry> FairQueue::pop() {
+  for (size_t i = 0; i < order_.size(); ++i) {
+    const uint64_t session = order_[i];
+    auto it = sessions_.find(session);
+    if (it == sessions_.end() || it->second.empty()) {  // defensive: listed means queued
+      order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(i));
+      if (it != sessions_.end()) sessions_.erase(it);
+      --i;
+      continue;
+    }
+    if (!may_run(it->second.front())) continue;
+    Entry e = std::move(it->second.front());
+    it->second.pop_front();
+    --size_;
+    order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (it->second.empty()) sessions_.erase(it);
+    else order_.push_back(session);
+    return e;
+  }
+  return std::nullopt;
+}
+
+void FairQueue::push_front(Entry e) {
+  const uint64_t session = e.batch->session();
+  sessions_[session].push_front(std::move(e));
+  ++size_;
+  enlist(session);
+}
+
+void FairQueue::comm_done(const v1::WorkerBatch* batch) {
+  if (!comm_.empty() && comm_.front() == batch) comm_.pop_front();
+}
+
+bool FairQueue::runnable() const {
+  for (uint64_t session : order_) {
+    auto it = sessions_.find(session);
+    if (it != sessions_.end() && !it->second.empty() && may_run(it->second.front())) return true;
+  }
+  return false;
+}
+
+void FairQueue::clear() {
+  sessions_.clear();
+  order_.clear();
+  comm_.clear();
+  size_ = 0;
+}
+
+}  // namespace gt::worker

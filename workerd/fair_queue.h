@@ -1,0 +1,68 @@
+// FairQueue: the batches waiting on one worker, per session, served round robin (DESIGN §8:
+// one user's flood must not queue ahead of another user's small op on the worker itself). The
+// executor takes a batch, runs it for at most a time slice while others wait, and puts what is
+// left back at the head of its session, so a light session waits for at most one slice.
+//
+// Order kept: a session's own batches run in arrival order. Batches holding communication
+// (libgtcore/comm.def) also run in arrival order among themselves, whatever their session: the
+// dispatcher sends every member of a collective the same global order, and a member that ran
+// two sessions' collectives the other way round would deadlock with its peers.
+//
+// Not thread-safe: the executor guards it with its mutex.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "proto/gt.pb.h"
+
+namespace gt::worker {
+
+class FairQueue {
+ public:
+  struct Entry {
+    std::unique_ptr<v1::WorkerBatch> batch;
+    int next = 0;       // the first instruction not yet run (a batch resumes there)
+    int next_free = 0;  // the first free not yet applied
+    bool comm = false;  // holds communication instructions
+  };
+  // [first_seq, first_seq + count) of a batch that will never run.
+  using SeqRange = std::pair<uint64_t, uint64_t>;
+
+  // Appends a batch to its session's queue. A batch that ends its session first drops that
+  // session's queued batches that hold no communication (their results can never be read);
+  // their sequence ranges go to `dropped` so they can be acknowledged.
+  void push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRange>* dropped);
+  // The next batch to run, or nullopt when none may run now. Its session goes to the back of
+  // the round-robin order.
+  std::optional<Entry> pop();
+  // A batch that used up its slice continues first when its session's turn comes again.
+  void push_front(Entry e);
+  // A batch holding communication finished: the next one in arrival order may run.
+  void comm_done(const v1::WorkerBatch* batch);
+
+  bool runnable() const;  // pop() would return a batch
+  size_t size() const { return size_; }
+  void clear();
+
+  static bool holds_comm(const v1::WorkerBatch& b);
+  static uint64_t seq_count(const v1::WorkerBatch& b) {
+    return static_cast<uint64_t>(b.instrs_size()) + static_cast<uint64_t>(b.frees_size());
+  }
+
+ private:
+  bool may_run(const Entry& head) const;
+  void enlist(uint64_t session);
+
+  std::unordered_map<uint64_t, std::deque<Entry>> sessions_;
+  std::deque<uint64_t> order_;                // sessions with queued batches, round robin
+  std::deque<const v1::WorkerBatch*> comm_;   // batches holding communication, arrival order
+  size_t size_ = 0;
+};
+
+}  // namespace gt::worker
