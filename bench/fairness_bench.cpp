@@ -3,7 +3,11 @@
 // round trip on an idle worker, measured in one run. Starts its own dispatcher and one CPU
 // worker (from its bin/ folder, like the integration tests).
 //
-//   gt-bench-fairness [--samples N] [--flood N] [--json]
+//   gt-bench-fairness [--samples N] [--flood N] [--json] [--fifo]
+//
+// --fifo: the same with turns and per-session cost budgets switched off (worker turn_us and
+// dispatcher session_inflight_us at their maximum): the worker is first-in first-out, as before
+// the fairness fix — the figure to compare against.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -51,18 +55,24 @@ std::vector<double> light_round_trips(const std::string& address, int n) {
 
 int main(int argc, char** argv) {
   int samples = 200, flood = 6000;
-  bool json = false;
+  bool json = false, fifo = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--samples" && i + 1 < argc) samples = std::max(10, std::atoi(argv[++i]));
     else if (a == "--flood" && i + 1 < argc) flood = std::max(200, std::atoi(argv[++i]));
     else if (a == "--json") json = true;
+    else if (a == "--fifo") fifo = true;
     else {
-      std::fprintf(stderr, "usage: gt-bench-fairness [--samples N] [--flood N] [--json]\n");
+      std::fprintf(stderr, "usage: gt-bench-fairness [--samples N] [--flood N] [--json] [--fifo]\n");
       return 2;
     }
   }
-  Daemons d(DaemonOptions{1});
+  DaemonOptions opts{1};
+  if (fifo) {
+    opts.dispatcher_args = {"--session-inflight-us", "60000000"};
+    opts.worker_args = {"--turn-us", "600000000"};
+  }
+  Daemons d(opts);
   std::vector<double> idle = light_round_trips(d.address(), samples);
 
   std::atomic<int> queued{0};
@@ -90,7 +100,8 @@ int main(int argc, char** argv) {
                 "\"flood_p99_ms\": %.3f, \"p99_ratio\": %.2f, \"samples\": %d, \"flood_matmuls\": %d}\n",
                 i50, i99, b50, b99, b99 / i99, samples, flood);
   } else {
-    std::printf("light user: 4x4 op + fetch, %d samples each (one run)\n", samples);
+    std::printf("light user: 4x4 op + fetch, %d samples each (one run)%s\n", samples,
+                fifo ? ", turns and cost budgets OFF (first-in first-out worker)" : "");
     std::printf("  %-34s %10s %10s\n", "worker", "p50 ms", "p99 ms");
     std::printf("  %-34s %10.2f %10.2f\n", "idle", i50, i99);
     std::printf("  %-34s %10.2f %10.2f\n", "shared with a 512^2 matmul flood", b50, b99);

@@ -370,6 +370,8 @@ void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello
   c->deadline->cancel();
   c->role = Conn::Role::kWorker;
   c->io->decoder().set_max_frame_bytes(opts_.max_frame_bytes);
+  // Few, trusted, and carrying every fetch reply: keep its buffer between large frames.
+  c->io->decoder().set_retain_bytes(opts_.max_frame_bytes);
   c->worker = next_worker_id_++;  // ids are never reused: a restarted worker gets a new one
   WorkerState& w = workers_[c->worker];
   w.id = c->worker;

@@ -67,8 +67,9 @@ char* FrameDecoder::prepare(size_t min_bytes) {
   // The rest of a frame whose (allowed) length is known: offer room for up to all of it in one
   // read, but grow by at most what has arrived so far, never by the declared length alone.
   if (frame_total_ > have) want = std::max(min_bytes, std::min(frame_total_ - have, have));
-  if (cap_ > kShrinkAbove && cap_ / 4 > have + want && frame_total_ <= cap_ / 4) {
-    reallocate(have + want);  // give back what a large frame needed
+  if (cap_ > std::max(kShrinkAbove, retain_bytes_) && cap_ / 4 > have + want &&
+      frame_total_ <= cap_ / 4) {
+    reallocate(std::max(have + want, retain_bytes_));  // give back what a large frame needed
   } else if (cap_ - end_ < want) {
     if (cap_ - have >= want) compact();
     else reallocate(std::max(have + want, cap_ + cap_ / 2));
@@ -80,7 +81,8 @@ void FrameDecoder::release_unused(size_t keep_room) {
   const size_t have = buffered();
   size_t want = keep_room;
   if (frame_total_ > have) want = std::max(keep_room, std::min(frame_total_ - have, have));
-  if (cap_ / 2 > have + want) reallocate(have + want);
+  if (cap_ <= retain_bytes_) return;
+  if (cap_ / 2 > have + want) reallocate(std::max(have + want, retain_bytes_));
 }
 
 void FrameDecoder::append(std::string_view bytes) {

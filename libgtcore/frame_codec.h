@@ -49,8 +49,15 @@ class FrameDecoder {
   Result<std::optional<std::string_view>> next();
   size_t buffered() const { return end_ - begin_; }
   // Gives back room beyond `keep_room` (plus what a frame in progress may use next) when the
-  // buffer is more than twice that: a connection whose traffic became small shrinks.
+  // buffer is more than twice that: a connection whose traffic became small shrinks. Never
+  // below retain_bytes().
   void release_unused(size_t keep_room);
+  // A buffer up to this size is kept after a large frame, so a stream of large frames (fetch
+  // replies) does not reallocate and fault in fresh pages for every one; beyond it (and beyond
+  // 1 MiB) the buffer is shrunk once the frame has been taken. 0: always follow the traffic.
+  void set_retain_bytes(size_t v) { retain_bytes_ = v; }
+  size_t retain_bytes() const { return retain_bytes_; }
+  static constexpr size_t kDefaultRetainBytes = size_t{8} << 20;
   // Bytes allocated for the buffer (memory accounting, tests).
   size_t capacity() const { return cap_; }
   uint64_t max_frame_bytes() const { return max_frame_bytes_; }
@@ -66,6 +73,7 @@ class FrameDecoder {
   std::unique_ptr<char, Free> buf_;
   size_t cap_ = 0, begin_ = 0, end_ = 0;
   size_t frame_total_ = 0;  // header + body of the frame being received; 0: not known yet
+  size_t retain_bytes_ = kDefaultRetainBytes;
 };
 
 }  // namespace gt

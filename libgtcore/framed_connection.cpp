@@ -34,6 +34,7 @@ std::string describe_peer(StreamSocket& s) {
 
 FramedConnection::FramedConnection(StreamSocket socket, uint64_t max_frame_bytes)
     : socket_(std::move(socket)), decoder_(max_frame_bytes) {
+  decoder_.set_retain_bytes(0);  // memory follows the traffic (owners of few, busy links raise it)
   peer_ = describe_peer(socket_);
 }
 

@@ -31,6 +31,8 @@ void declare_options(gt::Config& c) {
                    "max(1 GiB, 10%)");
   c.declare_int("max_frame_bytes", 64ll << 20, 1024, 1ll << 30, "largest frame accepted");
   c.declare_int("blas_threads", 0, 0, 1024, "OpenBLAS threads (0 = OpenBLAS default)");
+  c.declare_int("turn_us", 2000, 1, 600ll * 1000 * 1000,
+                "a session's turn on the executor (microseconds) while other sessions wait");
   c.declare_int("reconnect_ms", 1000, 10, 600000,
                 "delay before reconnecting to the dispatcher (doubles up to 30 s)");
   c.declare_bool("exit_on_disconnect", false,
@@ -89,6 +91,7 @@ int main(int argc, char** argv) {
   lo.dispatcher = cfg.get_string("dispatcher");
   lo.max_frame_bytes = static_cast<uint64_t>(cfg.get_int("max_frame_bytes"));
   lo.reconnect_ms = static_cast<int>(cfg.get_int("reconnect_ms"));
+  lo.turn_us = cfg.get_int("turn_us");
   lo.exit_on_disconnect = cfg.get_bool("exit_on_disconnect");
   if (std::string f = cfg.get_string("worker_secret_file"); !f.empty()) {
     auto secret = gt::read_secret_file(f);

@@ -22,7 +22,7 @@ WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions
       opts_(std::move(opts)),
       peer_(peer),
       executor_(backend, [this](v1::WorkerMessage&& m) { send_direct(m); },
-                std::min<uint64_t>(opts_.max_frame_bytes / 2, 8ull << 20)),
+                std::min<uint64_t>(opts_.max_frame_bytes / 2, 8ull << 20), opts_.turn_us),
       reconnect_timer_(io),
       watchdog_(io),
       backoff_ms_(opts_.reconnect_ms) {

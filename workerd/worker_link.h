@@ -27,6 +27,7 @@ struct WorkerLinkOptions {
   int reconnect_ms = 1000;
   bool exit_on_disconnect = false;
   std::string worker_secret;
+  int64_t turn_us = 2000;  // a session's turn on the executor while others wait (FairQueue)
 };
 
 class WorkerLink {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "auth_setup.h"
 #include "daemons.h"
 #include "instr_builder.h"
 #include "libgtcore/frame_codec.h"
@@ -25,46 +26,6 @@ using namespace gt::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// A scratch folder with a users file (tokens made by `gt-dispatcherd --add-user`) and a worker
-// secret, as an operator would set them up.
-struct AuthSetup {
-  std::string dir, users, secret_file, secret = "s3cret-worker-registration-key";
-  std::map<std::string, std::string> tokens;
-
-  explicit AuthSetup(const std::vector<std::string>& names, const std::string& extra_yaml = "") {
-    char tmpl[] = "/tmp/gt-auth-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl));
-    dir = tmpl;
-    users = dir + "/users.yaml";
-    for (const auto& n : names) tokens[n] = add_user(n);
-    if (!extra_yaml.empty()) {
-      std::ofstream f(users, std::ios::app);
-      f << extra_yaml;
-    }
-    secret_file = dir + "/worker.secret";
-    {
-      std::ofstream f(secret_file);
-      f << secret << "\n";
-    }
-    ::chmod(secret_file.c_str(), 0600);
-  }
-  ~AuthSetup() { std::system(("rm -rf " + dir).c_str()); }
-
-  std::string add_user(const std::string& name) {
-    std::string out = dir + "/token.out";
-    pid_t p = spawn_process(bin_path("gt-dispatcherd"), {"--users-file", users, "--add-user", name},
-                            out);
-    REQUIRE(wait_process(p, 10000) == 0);
-    std::ifstream f(out);  // stdout (the token) and stderr (advice) share the file
-    std::string line, token;
-    while (std::getline(f, line))
-      if (line.rfind("gt_", 0) == 0) token = line;
-    ::unlink(out.c_str());
-    REQUIRE(!token.empty());
-    return token;
-  }
-};
 
 v1::Instr zeros_instr(uint64_t id, int64_t n) {
   return make_instr(OpId::k_zeros, id, {}, make_shape_dtype(Shape{n}, DType::kFloat32));

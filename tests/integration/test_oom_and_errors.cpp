@@ -240,7 +240,7 @@ TEST_CASE("an explicit memory limit beyond what the host has: large allocations 
   s.expect_small_op_works();
 }
 
-TEST_CASE("a failure raised by a fetch is not raised again at the next sync; new ones are",
+TEST_CASE("a failure raised by a fetch is not raised again at the next sync but new ones are",
           "[reliability][errors]") {
   // 1 MiB per worker: 4 MiB of zeros fails on the worker.
   Daemons d(DaemonOptions{1, {}, {"--max-memory-bytes", "1048576"}});
@@ -313,11 +313,19 @@ TEST_CASE("the instruction log is mode 0600, also an existing one, and when reop
   char tmpl[] = "/tmp/gt-ilog-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   const std::string dir = tmpl;
+  struct Cleanup {  // also when a REQUIRE ends the case early
+    std::string dir;
+    mode_t umask_before;
+    ~Cleanup() {
+      ::umask(umask_before);
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir, ::umask(022)};  // 022: what a service usually has (files 0644)
   auto mode_of = [](const std::string& p) {
     struct stat st {};
     return ::stat(p.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
   };
-  const mode_t old_umask = ::umask(022);  // what a service usually has: files 0644
   {
     const std::string fresh = dir + "/fresh.log";
     Daemons d(DaemonOptions{0, {"--instruction-log", fresh}});
@@ -348,7 +356,4 @@ TEST_CASE("the instruction log is mode 0600, also an existing one, and when reop
     CHECK_THAT(slurp(path), Catch::Contains("REQUEST"));
     CHECK(mode_of(path + ".1") == 0600);
   }
-  ::umask(old_umask);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }

@@ -73,7 +73,7 @@ TEST_CASE("handshake: welcome, and wrong versions refused with a reason", "[prot
   expect_healthy(d.address());
 }
 
-TEST_CASE("malformed, oversized and truncated frames are refused; others keep working",
+TEST_CASE("malformed, oversized and truncated frames are refused, others keep working",
           "[protocol]") {
   Daemons& d = shared_daemons();
   RawClient bystander(d.address());
@@ -156,7 +156,7 @@ TEST_CASE("a session cannot name another session's tensors", "[protocol][isolati
   CHECK(floats_of(mine) == std::vector<float>{1, 2});
 }
 
-TEST_CASE("a worker-side failure surfaces at the next sync naming the op; all goes on",
+TEST_CASE("a worker-side failure surfaces at the next sync naming the op, all goes on",
           "[protocol][errors]") {
   Daemons& d = shared_daemons();
   RawClient c(d.address());

@@ -121,7 +121,7 @@ TEST_CASE("data parallel for 200 steps: worker tensors constant, nothing left at
   CHECK(t.sessions == 0);
 }
 
-TEST_CASE("sharding cannot exceed the user's byte quota; data parallel fits in 64 MiB",
+TEST_CASE("sharding cannot exceed the user's byte quota, data parallel fits in 64 MiB",
           "[reliability][sharding][quota]") {
   AuthSetup auth({"admin", "carol"});
   auth.set_user_keys("admin", "    admin: true\n");

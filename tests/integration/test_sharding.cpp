@@ -212,7 +212,7 @@ TEST_CASE("shard exchange goes worker to worker, never through the dispatcher", 
   expect_close(g.slice(0, 0, 8), r.slice(0, 0, 8), 0);
 }
 
-TEST_CASE("pipeline stages run on their workers; gradients under the backward signal",
+TEST_CASE("pipeline stages run on their workers, gradients under the backward signal",
           "[sharding][pipeline]") {
   daemons();
   auto ops = [] {

@@ -134,7 +134,7 @@ TEST_CASE("Adam and AdamW match PyTorch's update with bias correction", "[optim]
   }
 }
 
-TEST_CASE("optimizers skip parameters without gradients; zero_grad modes", "[optim]") {
+TEST_CASE("optimizers skip parameters without gradients, zero_grad modes", "[optim]") {
   agt::daemons();
   Tensor a = agt::leaf({1, 2}, {2}), b = agt::leaf({3, 4}, {2});
   gt::optim::SGD opt({a, b}, {.lr = 0.5});

@@ -63,7 +63,7 @@ TEST_CASE("gradients of different leaves never alias", "[autograd]") {
   CHECK(host(seed) == std::vector<double>{5, 6});
 }
 
-TEST_CASE("NoGradGuard: nothing recorded, nestable, thread-local; EnableGradGuard", "[autograd]") {
+TEST_CASE("NoGradGuard: nothing recorded, nestable, thread-local, EnableGradGuard", "[autograd]") {
   agt::daemons();
   Tensor x = leaf({1, 2}, {2});
   CHECK(gt::is_grad_enabled());
@@ -91,7 +91,7 @@ TEST_CASE("NoGradGuard: nothing recorded, nestable, thread-local; EnableGradGuar
   CHECK((x * 2.0).requires_grad());
 }
 
-TEST_CASE("detach: same values, no history; requires_grad_ rules", "[autograd]") {
+TEST_CASE("detach: same values, no history, requires_grad_ rules", "[autograd]") {
   agt::daemons();
   Tensor x = leaf({1, 2, 3}, {3});
   Tensor y = x * 2.0;
@@ -175,7 +175,7 @@ TEST_CASE("modifying a saved tensor in place makes backward fail clearly", "[aut
   CHECK_THROWS_WITH(t.backward(), Catch::Contains("ExpBackward") || Catch::Contains("MulBackward"));
 }
 
-TEST_CASE("retain_graph; a second backward through freed saved tensors fails", "[autograd]") {
+TEST_CASE("retain_graph, a second backward through freed saved tensors fails", "[autograd]") {
   agt::daemons();
   Tensor x = leaf({1, 2}, {2});
   Tensor loss = (x * x).sum();
@@ -189,7 +189,7 @@ TEST_CASE("retain_graph; a second backward through freed saved tensors fails", "
   CHECK_NOTHROW(l2.backward());
 }
 
-TEST_CASE("non-leaf grads are not retained unless asked; explicit seeds; errors", "[autograd]") {
+TEST_CASE("non-leaf grads are not retained unless asked, explicit seeds, errors", "[autograd]") {
   agt::daemons();
   Tensor x = leaf({1, 2, 3}, {3});
   Tensor h = x * 2.0;

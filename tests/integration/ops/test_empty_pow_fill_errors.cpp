@@ -85,7 +85,7 @@ TEST_CASE("non-finite or out-of-range fill values into integer dtypes are call-s
   gt::synchronize();
 }
 
-TEST_CASE("an error raised by a fetch is not raised again by synchronize(); a new one is",
+TEST_CASE("an error raised by a fetch is not raised again by synchronize() but a new one is",
           "[ops][errors]") {
   daemons();
   gt::synchronize();

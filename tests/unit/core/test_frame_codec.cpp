@@ -360,6 +360,7 @@ TEST_CASE("the decoder's buffer follows the bytes received, not the declared len
           "[frame][memory]") {
   const uint32_t len = 64u << 20;  // a frame of the default maximum
   FrameDecoder d(len);
+  d.set_retain_bytes(0);  // as a dispatcher's client connection
   d.append(header_for(len));
   REQUIRE(d.next().is_ok());
   SECTION("a header alone costs a few KiB however often room is asked for") {
@@ -404,8 +405,30 @@ TEST_CASE("the decoder's buffer follows the bytes received, not the declared len
   }
 }
 
+TEST_CASE("a decoder retains up to retain_bytes between large frames", "[frame][memory]") {
+  FrameDecoder d;  // the default: 8 MiB retained
+  auto one_frame = [&](uint32_t len) {
+    d.append(header_for(len) + std::string(len, 'r'));
+    auto r = d.next();
+    REQUIRE(r.is_ok());
+    REQUIRE(r->has_value());
+    CHECK((*r)->size() == len);
+    d.prepare(64 * 1024);
+  };
+  one_frame(4u << 20);
+  const size_t cap = d.capacity();
+  CHECK(cap >= (4u << 20));
+  one_frame(4u << 20);
+  CHECK(d.capacity() == cap);  // kept: no reallocation for the next large frame
+  one_frame(32u << 20);
+  CHECK(d.capacity() <= FrameDecoder::kDefaultRetainBytes);  // beyond it: shrunk back
+  d.release_unused(4096);  // never below what is retained
+  CHECK(d.capacity() >= (4u << 20));
+}
+
 TEST_CASE("release_unused shrinks a buffer left large by earlier traffic", "[frame][memory]") {
   FrameDecoder d;
+  d.set_retain_bytes(0);
   char* p = d.prepare(256 * 1024);
   std::memset(p, 0, 100);
   d.commit(100);  // a partial frame: 100 bytes of a small one

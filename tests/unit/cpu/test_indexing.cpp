@@ -355,7 +355,7 @@ TEST_CASE("cpu var and logsumexp: every dim, keepdim, dtypes", "[cpu][reduce]") 
   }
 }
 
-TEST_CASE("cpu logsumexp is stable; var and logsumexp edge cases", "[cpu][reduce]") {
+TEST_CASE("cpu logsumexp is stable, var and logsumexp edge cases", "[cpu][reduce]") {
   CpuBackend be;
   Tensor x = make_tensor(be, Shape{5, 3}, DType::kFloat32,
                          {1000, 1000, 999, -kInf, -kInf, -kInf, -kInf, 2, -kInf, kInf, 1, 2, kNaN, 0, 1});

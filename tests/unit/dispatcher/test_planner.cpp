@@ -129,7 +129,7 @@ TEST_CASE("every op has a plan for sharded inputs (rule or explicit fallback)", 
   }
 }
 
-TEST_CASE("creation follows the scope; without one, the home worker or auto-shard", "[planner]") {
+TEST_CASE("creation follows the scope, without one, the home worker or auto-shard", "[planner]") {
   PlanContext c = ctx();
   OpPlan home = plan(OpId::k_randn, make_random(Shape{6, 4}, DType::kFloat32, 1, 0), {}, c);
   CHECK(home.out.is_single());

@@ -52,7 +52,7 @@ TEST_CASE("send/recv both ways at once with 16 MiB payloads does not deadlock", 
   CHECK(seconds_since(t0) < 5);
 }
 
-TEST_CASE("messages for later instructions queue up; tags and sessions keep them apart", "[peer]") {
+TEST_CASE("messages for later instructions queue up, tags and sessions keep them apart", "[peer]") {
   Cluster c(2);
   // Worker 0 sends three tensors (two sessions, reused tag across sessions) before worker 1
   // asks for any; worker 1 takes them out of order.
@@ -129,7 +129,7 @@ TEST_CASE("recv of the wrong size is an error naming both sizes", "[peer]") {
   CHECK_THAT(r.message(), Catch::Contains("64") && Catch::Contains("32"));
 }
 
-TEST_CASE("reset drops connections and ends waits; the link serves again after", "[peer]") {
+TEST_CASE("reset drops connections and ends waits, the link serves again after", "[peer]") {
   TcpPeerLinkOptions o;
   o.timeout_ms = 10000;
   Cluster c(2, o);

@@ -35,7 +35,7 @@ std::vector<std::pair<uint64_t, uint64_t>> drain(FairQueue& q) {
 
 }  // namespace
 
-TEST_CASE("sessions take turns; each session's batches keep their order", "[worker][fair]") {
+TEST_CASE("sessions take turns, each session's batches keep their order", "[worker][fair]") {
   FairQueue q;
   q.push(batch(1, 0, 10), nullptr);
   q.push(batch(1, 10, 10), nullptr);
