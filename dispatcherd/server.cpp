@@ -72,7 +72,7 @@ bool Server::on_accept_error(const boost::system::error_code& ec, const char* wh
   if (accept_log_.allow(&held))
     spdlog::warn("{} accept failed: {}{}{}", which, ec.message(),
                  held ? fmt::format(" ({} more since the last report)", held) : std::string(),
-                 resources ? fmt::format("; retrying every {} ms at most", b.delay.count())
+                 resources ? fmt::format("; retrying in {} ms", b.delay.count())
                            : std::string());
   if (!resources) return false;
   if (!b.timer) b.timer = std::make_unique<asio::steady_timer>(io_);
