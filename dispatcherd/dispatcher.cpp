@@ -2,6 +2,7 @@
 // WorkerMessage: field 1 is Hello in both), and is answered with Welcome or a Refusal with a
 // reason (field 2 in both server-side envelopes).
 #include "dispatcherd/dispatcher.h"
+#include "dispatcherd/peer_uid.h"
 
 #include <spdlog/spdlog.h>
 
@@ -296,23 +297,30 @@ Status Dispatcher::authenticate_worker(const Conn& c, const v1::Hello& hello) co
     return Status::ok();
   }
   // No secret: a worker must be a process of this dispatcher's own user (or root) on this box,
-  // which only the kernel can vouch for: SO_PEERCRED on the Unix socket. Over TCP, any local
-  // user (or anyone who can reach the port) could claim to be a worker.
-  if (c.transport != "unix")
-    return permission_denied(
-        "worker authentication failed: this dispatcher has no worker_secret_file, so workers "
-        "must connect over its Unix socket (unix_socket) as its own user; a worker over TCP "
-        "(e.g. on another host) needs worker_secret_file on both daemons");
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (::getsockopt(c.io->socket().native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-    return permission_denied("worker authentication failed: cannot read the peer's credentials");
+  // which only the kernel can vouch for: SO_PEERCRED on the Unix socket, the socket table's
+  // owner for a loopback TCP peer. Anyone else (another local user, another host) could claim
+  // to be a worker and receive tensors.
+  std::optional<uid_t> uid;
+  if (c.transport == "unix") {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(c.io->socket().native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+      uid = cred.uid;
+  } else {
+    uid = loopback_tcp_peer_uid(c.io->socket().native_handle());
+    if (!uid)
+      return permission_denied(
+          "worker authentication failed: this dispatcher has no worker_secret_file, so workers "
+          "must run on this host as its own user (Unix socket or loopback TCP); a worker on "
+          "another host needs worker_secret_file on both daemons");
+  }
+  if (!uid) return permission_denied("worker authentication failed: cannot read the peer's credentials");
   const uid_t self = ::geteuid();
-  if (cred.uid != self && cred.uid != 0)
+  if (*uid != self && *uid != 0)
     return permission_denied(
         "worker authentication failed: uid {} is neither this dispatcher's user (uid {}) nor "
         "root, and without a worker_secret_file only they may register as workers",
-        cred.uid, self);
+        *uid, self);
   return Status::ok();
 }
 

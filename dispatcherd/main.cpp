@@ -232,16 +232,13 @@ int main(int argc, char** argv) {
                  "users_file ***",
                  lo.address, server.tcp_port());
   if (!worker_secret_configured) {
-    // Without a secret only the kernel's word (SO_PEERCRED) admits a worker (DESIGN §8).
-    if (lo.unix_socket.empty())
-      spdlog::warn("no worker_secret_file and no unix_socket: no worker can register (without a "
-                   "worker secret, workers must connect over the Unix socket as this "
-                   "dispatcher's user or root)");
-    else if (server.tcp_port() > 0)
-      spdlog::warn("no worker_secret_file: workers may register only over unix:{} as this "
-                   "dispatcher's user (uid {}) or root; workers over TCP (e.g. on other hosts) "
-                   "are refused until worker_secret_file is set on both daemons",
-                   lo.unix_socket, ::geteuid());
+    // Without a secret only the kernel's word (SO_PEERCRED, or the socket table's owner of a
+    // loopback TCP peer) admits a worker (DESIGN §8).
+    if (server.tcp_port() > 0)
+      spdlog::warn("no worker_secret_file: workers may register only from this host as this "
+                   "dispatcher's user (uid {}) or root{}; workers on other hosts are refused "
+                   "until worker_secret_file is set on both daemons",
+                   ::geteuid(), lo.unix_socket.empty() ? "" : ", over unix:" + lo.unix_socket + " or loopback TCP");
     else
       spdlog::info("no worker_secret_file: workers may register over unix:{} as uid {} or root",
                    lo.unix_socket, ::geteuid());
