@@ -5,9 +5,22 @@
 #include <string>
 
 #include "libgtcore/instr_codec.h"
+#include "libgtcore/ops.h"
+#include "libgtcore/version.h"
 #include "proto/gt.pb.h"
 
 namespace gt::testing {
+
+// A worker's Hello (role, versions, op table, secret, a CPU device named `name`).
+inline void fill_worker_hello(v1::Hello* h, const std::string& secret, const std::string& name) {
+  h->set_proto_major(kProtoMajor);
+  h->set_proto_minor(kProtoMinor);
+  h->set_op_table_hash(op_table_hash());
+  h->set_role(v1::ROLE_WORKER);
+  h->mutable_credentials()->set_worker_secret(secret);
+  h->mutable_worker()->set_device_kind("cpu");
+  h->mutable_worker()->set_device_name(name);
+}
 
 inline v1::Instr make_instr(OpId op, uint64_t out, std::initializer_list<uint64_t> inputs,
                             const OpAttrs& attrs = {}) {

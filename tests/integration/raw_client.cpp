@@ -1,5 +1,7 @@
 #include "raw_client.h"
 
+#include "instr_builder.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -54,14 +56,7 @@ RawClient::~RawClient() {
 
 v1::ServerMessage RawClient::hello_as_worker(const std::string& secret) {
   v1::ClientMessage m;  // Hello is field 1 in both envelopes
-  auto* h = m.mutable_hello();
-  h->set_proto_major(kProtoMajor);
-  h->set_proto_minor(kProtoMinor);
-  h->set_op_table_hash(op_table_hash());
-  h->set_role(v1::ROLE_WORKER);
-  h->mutable_credentials()->set_worker_secret(secret);
-  h->mutable_worker()->set_device_kind("cpu");
-  h->mutable_worker()->set_device_name("impostor");
+  fill_worker_hello(m.mutable_hello(), secret, "impostor");
   send(m);
   auto r = read(15000);
   if (!r) throw std::runtime_error("no answer to Hello");

@@ -76,14 +76,7 @@ int connect_unix(const std::string& path) {
 
 v1::WorkerMessage worker_hello(const std::string& secret, const std::string& name) {
   v1::WorkerMessage m;
-  auto* h = m.mutable_hello();
-  h->set_proto_major(kProtoMajor);
-  h->set_proto_minor(kProtoMinor);
-  h->set_op_table_hash(op_table_hash());
-  h->set_role(v1::ROLE_WORKER);
-  h->mutable_credentials()->set_worker_secret(secret);
-  h->mutable_worker()->set_device_kind("cpu");
-  h->mutable_worker()->set_device_name(name);
+  fill_worker_hello(m.mutable_hello(), secret, name);
   return m;
 }
 
