@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -535,6 +536,21 @@ void Dispatcher::check_drained() {
   if (!drained_) return;
   for (auto& [id, w] : workers_)
     if (w.outstanding() > 0 || !w.sched.empty()) return;
+  // What clients sent before the signal is theirs to see finished, even when it is still in
+  // the socket or half-read (a large frame arrives in several reads): look again shortly.
+  for (const auto& [id, c] : conns_) {
+    if (c->role != Conn::Role::kClient || c->io->closed()) continue;
+    int unread = 0;
+    if (c->io->decoder().buffered() > 0 ||
+        (::ioctl(c->io->socket().native_handle(), FIONREAD, &unread) == 0 && unread > 0)) {
+      if (!drain_poll_timer_) drain_poll_timer_ = std::make_unique<asio::steady_timer>(io_);
+      drain_poll_timer_->expires_after(std::chrono::milliseconds(10));
+      drain_poll_timer_->async_wait([this](boost::system::error_code ec) {
+        if (!ec) check_drained();
+      });
+      return;
+    }
+  }
   drain_timer_->cancel();
   auto fn = std::move(drained_);
   drained_ = nullptr;

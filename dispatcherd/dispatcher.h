@@ -282,6 +282,7 @@ class Dispatcher {
   std::unique_ptr<asio::steady_timer> heartbeat_timer_;
   uint64_t heartbeat_nonce_ = 0;
   std::unique_ptr<asio::steady_timer> drain_timer_;
+  std::unique_ptr<asio::steady_timer> drain_poll_timer_;  // re-checks while client input is unread
   std::function<void()> drained_;
   uint64_t next_conn_id_ = 1;
   uint64_t next_session_id_ = 1;
