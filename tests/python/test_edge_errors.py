@@ -101,8 +101,8 @@ except gt.WorkerError as e:
 gt.synchronize()
 print("sync 3: clean")
 for i in range(3):                   # each step's failure raised by its own .item()
-    try:
-        (gt.zeros(1024, 1024) * 2).mean().item()
+    try:                             # (sizes differ: identical texts in one batch are ambiguous)
+        (gt.zeros(1024 + i, 1024) * 2).mean().item()
     except gt.WorkerError:
         print("step", i)
 gt.synchronize()
