@@ -1,7 +1,8 @@
 // The gradient table: one rule per differentiable primitive of ops.def, keyed by OpId
-// (DESIGN §3). Every op is classified in grad_rule_for() — a switch over the whole enum without a
-// default, so a new op without a classification is a compiler warning and the op-table-driven
-// gradcheck test fails on it (GradKind::kUnknown).
+// (DESIGN §3). Each op is classified by one row here: `GRAD(op, save) { body }` (its gradient,
+// and what the forward pass saves for it) or `NO_GRAD(op)`. build_table() walks every row of
+// ops.def, so an op with neither is GradKind::kUnknown and the op-table-driven gradcheck test
+// fails on it.
 //
 // Rules run inside the engine under NoGradGuard, so they are ordinary GT ops (they run on the
 // workers). A rule may return a gradient in the result's broadcast shape/dtype: the engine sums
@@ -117,17 +118,41 @@ SaveSpec save_matmul(const OpAttrs&, const Node& n) {
 }
 
 // ---- rules -----------------------------------------------------------------------------------------
-#define RULE(name) void name(GradCtx& c)
+constexpr GradRule diff(SaveFn save, GradFn fn) {
+  return GradRule{GradKind::kDifferentiable, save, fn};
+}
+constexpr GradRule nondiff() { return GradRule{GradKind::kNotDifferentiable, nullptr, nullptr}; }
+
+// The rule of one op: unclassified (GradKind::kUnknown) unless a GRAD or NO_GRAD row below
+// specializes it.
+template <OpId op>
+GradRule rule_of() {
+  return GradRule{};
+}
+
+// GRAD(op, save) { body }: op's gradient, with `save` choosing what the forward pass keeps.
+#define GRAD(name, save)                                                           \
+  void grad_##name(GradCtx& c);                                                    \
+  template <>                                                                      \
+  GradRule rule_of<OpId::k_##name>() {                                             \
+    return diff(save, grad_##name);                                                \
+  }                                                                                \
+  void grad_##name(GradCtx& c)
+#define NO_GRAD(name)                   \
+  template <>                           \
+  GradRule rule_of<OpId::k_##name>() {  \
+    return nondiff();                   \
+  }
 #define G c.grad
 #define N c.node
 #define OUT(i) c.in_grads[i]
 
-RULE(grad_add) {
+GRAD(add, save_none) {
   if (N.needs(0)) OUT(0) = G;
   if (!scalar_form(N) && N.needs(1)) OUT(1) = G;
 }
 
-RULE(grad_sub) {
+GRAD(sub, save_none) {
   if (scalar_form(N)) {
     if (N.needs(0)) OUT(0) = side(N) == ScalarSide::kLeft ? G.neg() : G;
     return;
@@ -136,7 +161,7 @@ RULE(grad_sub) {
   if (N.needs(1)) OUT(1) = G.neg();
 }
 
-RULE(grad_mul) {
+GRAD(mul, save_mul) {
   if (scalar_form(N)) {
     if (N.needs(0)) OUT(0) = G * scalar(N);
     return;
@@ -145,7 +170,7 @@ RULE(grad_mul) {
   if (N.needs(1)) OUT(1) = G * N.saved_input(0);
 }
 
-RULE(grad_div) {
+GRAD(div, save_div) {
   if (scalar_form(N)) {
     if (!N.needs(0)) return;
     if (side(N) == ScalarSide::kRight) {
@@ -162,7 +187,7 @@ RULE(grad_div) {
   if (N.needs(1)) OUT(1) = ((gb * N.saved_input(0)) / b).neg();  // -g a / b^2
 }
 
-RULE(grad_pow) {
+GRAD(pow, save_pow) {
   if (scalar_form(N)) {
     if (!N.needs(0)) return;
     const double s = scalar(N);
@@ -208,37 +233,37 @@ void grad_extremum(GradCtx& c, bool is_max) {
   if (N.needs(1)) OUT(1) = G - ga;
   if (N.needs(0)) OUT(0) = std::move(ga);
 }
-RULE(grad_maximum) { grad_extremum(c, true); }
-RULE(grad_minimum) { grad_extremum(c, false); }
+GRAD(maximum, save_binary_both) { grad_extremum(c, true); }
+GRAD(minimum, save_binary_both) { grad_extremum(c, false); }
 
-RULE(grad_where) {
+GRAD(where, save_where) {
   Tensor cond = N.saved_input(0);
   if (N.needs(1)) OUT(1) = where(cond, G, 0.0);
   if (N.needs(2)) OUT(2) = where(cond, 0.0, G);
 }
 
-RULE(grad_neg) { OUT(0) = G.neg(); }
-RULE(grad_exp) { OUT(0) = G * N.output(); }
-RULE(grad_log) { OUT(0) = G / N.saved_input(0); }
-RULE(grad_sqrt) { OUT(0) = (G / N.output()) * 0.5; }
-RULE(grad_abs) {
+GRAD(neg, save_none) { OUT(0) = G.neg(); }
+GRAD(exp, save_out) { OUT(0) = G * N.output(); }
+GRAD(log, save_in0) { OUT(0) = G / N.saved_input(0); }
+GRAD(sqrt, save_out) { OUT(0) = (G / N.output()) * 0.5; }
+GRAD(abs, save_in0) {
   Tensor a = N.saved_input(0);
   OUT(0) = G * (a > 0.0) - G * (a < 0.0);  // sign(a), 0 at 0
 }
-RULE(grad_relu) { OUT(0) = G * (N.output() > 0.0); }
-RULE(grad_sigmoid) {
+GRAD(relu, save_out) { OUT(0) = G * (N.output() > 0.0); }
+GRAD(sigmoid, save_out) {
   Tensor s = N.output();
   Tensor gs = G * s;
   OUT(0) = gs - gs * s;  // g s (1 - s)
 }
-RULE(grad_tanh) {
+GRAD(tanh, save_out) {
   Tensor t = N.output();
   OUT(0) = G * (1.0 - t * t);
 }
 
 // matmul with 1-D operands (a vector is a 1 x k row / k x 1 column) and broadcast batch dims:
 // dA = G B^T, dB = A^T G, then summed over broadcast batch dims by the engine.
-RULE(grad_matmul) {
+GRAD(matmul, save_matmul) {
   const Shape& as = N.in_meta[0].shape;
   const Shape& bs = N.in_meta[1].shape;
   const bool av = as.rank() == 1, bv = bs.rank() == 1;
@@ -285,9 +310,9 @@ Tensor unreduce(const Tensor& g, const Node& n) {
   return g.dim() == 0 ? g : reshape_to(g, keepdim_shape(n));
 }
 
-RULE(grad_sum) { OUT(0) = expand_to(unreduce(G, N), N.in_meta[0].shape); }
+GRAD(sum, save_none) { OUT(0) = expand_to(unreduce(G, N), N.in_meta[0].shape); }
 
-RULE(grad_mean) {
+GRAD(mean, save_none) {
   const int64_t in_n = N.in_meta[0].shape.numel();
   const int64_t out_n = N.out_meta.shape.numel();
   const double scale = in_n == 0 ? 0.0 : static_cast<double>(out_n) / static_cast<double>(in_n);
@@ -304,11 +329,11 @@ void grad_reduce_extremum(GradCtx& c) {
                                       : (a.dim() == 0 ? mask : mask.sum(N.attrs.reduce_dim(), true));
   OUT(0) = mask * (reshape_to(G, ks) / count);
 }
-RULE(grad_max) { grad_reduce_extremum(c); }
-RULE(grad_min) { grad_reduce_extremum(c); }
+GRAD(max, save_in0_out) { grad_reduce_extremum(c); }
+GRAD(min, save_in0_out) { grad_reduce_extremum(c); }
 
 // var: g * 2 (x - mean) / max(0, n - correction) (inf / NaN where that is 0, like PyTorch).
-RULE(grad_var) {
+GRAD(var, save_in0) {
   Tensor x = N.saved_input(0);
   const Shape& in = N.in_meta[0].shape;
   const bool all = N.attrs.reduce_all() || in.rank() == 0;
@@ -319,14 +344,14 @@ RULE(grad_var) {
 }
 
 // logsumexp: g * softmax(x) = g * exp(x - result).
-RULE(grad_logsumexp) {
+GRAD(logsumexp, save_in0_out) {
   Tensor out = reshape_to(N.output(), keepdim_shape(N));
   OUT(0) = unreduce(G, N) * (N.saved_input(0) - out).exp();
 }
 
-RULE(grad_reshape) { OUT(0) = reshape_to(G, N.in_meta[0].shape); }
+GRAD(reshape, save_none) { OUT(0) = reshape_to(G, N.in_meta[0].shape); }
 
-RULE(grad_permute) {
+GRAD(permute, save_none) {
   const int r = N.in_meta[0].shape.rank();
   std::vector<int64_t> inv(static_cast<size_t>(r));
   for (int i = 0; i < r; ++i) inv[static_cast<size_t>(N.attrs.ints[i])] = i;
@@ -337,7 +362,7 @@ RULE(grad_permute) {
 // a flip plus a positive one; a step s > 1 interleaves s-1 zero blocks after every element (via a
 // [pre, count, 1, post] -> cat -> [pre, count*s, post] reshape); then zero blocks pad the front
 // and back. (A scatter/pad primitive would do this in one op.)
-RULE(grad_slice) {
+GRAD(slice, save_none) {
   const Shape& in = N.in_meta[0].shape;
   const DType dt = G.dtype();
   Tensor r = G;
@@ -389,7 +414,7 @@ RULE(grad_slice) {
   OUT(0) = r;
 }
 
-RULE(grad_cat) {
+GRAD(cat, save_none) {
   const int axis = static_cast<int>(N.attrs.axis() < 0
                                         ? N.attrs.axis() + N.in_meta[0].shape.rank()
                                         : N.attrs.axis());
@@ -402,13 +427,13 @@ RULE(grad_cat) {
 }
 
 // expand: the engine sums the gradient over the expanded dims.
-RULE(grad_expand) { OUT(0) = G; }
+GRAD(expand, save_none) { OUT(0) = G; }
 
 // masked_fill: nothing flows through the filled elements (the engine sums over broadcast dims).
-RULE(grad_masked_fill) { OUT(0) = G.masked_fill(N.saved_input(1), 0); }
+GRAD(masked_fill, save_in1) { OUT(0) = G.masked_fill(N.saved_input(1), 0); }
 
 // clamp: g where min <= x <= max (inclusive, like PyTorch), else 0.
-RULE(grad_clamp) {
+GRAD(clamp, save_in0) {
   Tensor x = N.saved_input(0);
   Tensor inside;
   if (N.attrs.has_min()) inside = x >= N.attrs.clamp_min();
@@ -420,12 +445,12 @@ RULE(grad_clamp) {
 }
 
 // index_select / gather: g's elements added back at the index positions (repeats accumulate).
-RULE(grad_index_select) {
+GRAD(index_select, save_in1) {
   Tensor index = N.saved_input(1);
   Tensor z = zeros(N.in_meta[0].shape, G.dtype());
   OUT(0) = z.index_add(N.attrs.axis(), index, G);
 }
-RULE(grad_gather) {
+GRAD(gather, save_in1) {
   Tensor index = N.saved_input(1);
   Tensor z = zeros(N.in_meta[0].shape, G.dtype());
   OUT(0) = z.scatter_add(N.attrs.axis(), index, G);
@@ -445,100 +470,58 @@ Tensor pad_to(const Tensor& t, const Shape& shape) {
 }
 
 // scatter_add / index_add: x gets g; src gets g at the positions it was added to.
-RULE(grad_scatter_add) {
+GRAD(scatter_add, save_index_for_src) {
   if (N.needs(0)) OUT(0) = G;
   if (N.needs(2)) {
     Tensor gs = G.gather(N.attrs.axis(), N.saved_input(1));  // the index's shape
     OUT(2) = gs.shape() == N.in_meta[2].shape ? gs : pad_to(gs, N.in_meta[2].shape);
   }
 }
-RULE(grad_index_add) {
+GRAD(index_add, save_index_for_src) {
   if (N.needs(0)) OUT(0) = G;
   if (N.needs(2)) OUT(2) = G.index_select(N.attrs.axis(), N.saved_input(1));
 }
 
-RULE(grad_cast) { OUT(0) = G; }  // the engine casts back to the input's dtype
+GRAD(cast, save_none) { OUT(0) = G; }  // the engine casts back to the input's dtype
 
-RULE(grad_copy) {  // the old destination gets nothing; the source gets g (reduced, cast back)
+GRAD(copy_, save_none) {  // the old destination gets nothing; the source gets g (reduced, cast back)
   if (N.needs(1)) OUT(1) = G;
 }
 
-#undef RULE
+#undef GRAD
 #undef G
 #undef N
 #undef OUT
 
-constexpr GradRule diff(SaveFn save, GradFn fn) {
-  return GradRule{GradKind::kDifferentiable, save, fn};
-}
-constexpr GradRule nondiff() { return GradRule{GradKind::kNotDifferentiable, nullptr, nullptr}; }
+// Ops whose results never require grad: creation and host transfer (leaves), comparisons (bool
+// results), index reductions and one_hot (integer results).
+NO_GRAD(zeros)
+NO_GRAD(ones)
+NO_GRAD(full)
+NO_GRAD(arange)
+NO_GRAD(randn)
+NO_GRAD(rand)
+NO_GRAD(from_host)
+NO_GRAD(host_chunk)
+NO_GRAD(eq)
+NO_GRAD(ne)
+NO_GRAD(lt)
+NO_GRAD(le)
+NO_GRAD(gt)
+NO_GRAD(ge)
+NO_GRAD(argmax)
+NO_GRAD(argmin)
+NO_GRAD(one_hot)
+#undef NO_GRAD
 
-// Every op, explicitly: no default, so a new op is a -Wswitch warning until it is classified.
-GradRule grad_rule_for(OpId op) {
-  switch (op) {
-    // Creation and host transfer: results are leaves.
-    case OpId::k_zeros:
-    case OpId::k_ones:
-    case OpId::k_full:
-    case OpId::k_arange:
-    case OpId::k_randn:
-    case OpId::k_rand:
-    case OpId::k_from_host:
-    case OpId::k_host_chunk:
-    // Comparisons (bool results) and index reductions (int64 results).
-    case OpId::k_eq:
-    case OpId::k_ne:
-    case OpId::k_lt:
-    case OpId::k_le:
-    case OpId::k_gt:
-    case OpId::k_ge:
-    case OpId::k_argmax:
-    case OpId::k_argmin:
-    case OpId::k_one_hot: return nondiff();
-
-    case OpId::k_add: return diff(save_none, grad_add);
-    case OpId::k_sub: return diff(save_none, grad_sub);
-    case OpId::k_mul: return diff(save_mul, grad_mul);
-    case OpId::k_div: return diff(save_div, grad_div);
-    case OpId::k_pow: return diff(save_pow, grad_pow);
-    case OpId::k_maximum: return diff(save_binary_both, grad_maximum);
-    case OpId::k_minimum: return diff(save_binary_both, grad_minimum);
-    case OpId::k_where: return diff(save_where, grad_where);
-    case OpId::k_neg: return diff(save_none, grad_neg);
-    case OpId::k_exp: return diff(save_out, grad_exp);
-    case OpId::k_log: return diff(save_in0, grad_log);
-    case OpId::k_sqrt: return diff(save_out, grad_sqrt);
-    case OpId::k_abs: return diff(save_in0, grad_abs);
-    case OpId::k_relu: return diff(save_out, grad_relu);
-    case OpId::k_sigmoid: return diff(save_out, grad_sigmoid);
-    case OpId::k_tanh: return diff(save_out, grad_tanh);
-    case OpId::k_matmul: return diff(save_matmul, grad_matmul);
-    case OpId::k_sum: return diff(save_none, grad_sum);
-    case OpId::k_mean: return diff(save_none, grad_mean);
-    case OpId::k_max: return diff(save_in0_out, grad_max);
-    case OpId::k_min: return diff(save_in0_out, grad_min);
-    case OpId::k_reshape: return diff(save_none, grad_reshape);
-    case OpId::k_permute: return diff(save_none, grad_permute);
-    case OpId::k_slice: return diff(save_none, grad_slice);
-    case OpId::k_cat: return diff(save_none, grad_cat);
-    case OpId::k_cast: return diff(save_none, grad_cast);
-    case OpId::k_copy_: return diff(save_none, grad_copy);
-    case OpId::k_masked_fill: return diff(save_in1, grad_masked_fill);
-    case OpId::k_clamp: return diff(save_in0, grad_clamp);
-    case OpId::k_var: return diff(save_in0, grad_var);
-    case OpId::k_logsumexp: return diff(save_in0_out, grad_logsumexp);
-    case OpId::k_expand: return diff(save_none, grad_expand);
-    case OpId::k_index_select: return diff(save_in1, grad_index_select);
-    case OpId::k_gather: return diff(save_in1, grad_gather);
-    case OpId::k_scatter_add: return diff(save_index_for_src, grad_scatter_add);
-    case OpId::k_index_add: return diff(save_index_for_src, grad_index_add);
-  }
-  return GradRule{};  // unknown: an op added to ops.def without a classification
-}
-
+// Every row of ops.def, through rule_of<op>: an op with neither a GRAD nor a NO_GRAD row is
+// GradKind::kUnknown, which the op-table-driven gradcheck test fails on.
 std::array<GradRule, kNumOps> build_table() {
   std::array<GradRule, kNumOps> t{};
-  for (int i = 0; i < kNumOps; ++i) t[i] = grad_rule_for(static_cast<OpId>(i));
+#define GT_OP(name, wire, arity, attrs, rule) \
+  t[static_cast<size_t>(OpId::k_##name)] = rule_of<OpId::k_##name>();
+#include "libgtcore/ops.def"
+#undef GT_OP
   return t;
 }
 

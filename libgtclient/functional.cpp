@@ -105,9 +105,13 @@ namespace nn::functional {
 
 Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) { return x.logsumexp(dim, keepdim); }
 
-Tensor relu(const Tensor& x) { return x.relu(); }
-Tensor sigmoid(const Tensor& x) { return x.sigmoid(); }
-Tensor tanh(const Tensor& x) { return x.tanh(); }
+#define GT_API_UNARY(name, functional) GT_API_FUNCTIONAL_##functional(name)
+#define GT_API_FUNCTIONAL_0(name)
+#define GT_API_FUNCTIONAL_1(name) \
+  Tensor name(const Tensor& x) { return x.name(); }
+#include "gt/tensor_api.def"
+#undef GT_API_FUNCTIONAL_0
+#undef GT_API_FUNCTIONAL_1
 Tensor silu(const Tensor& x) { return x * x.sigmoid(); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {

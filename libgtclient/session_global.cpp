@@ -26,23 +26,24 @@ bool session_alive() {
 }
 
 void set_embedded_workers(int n) {
-  if (n < 1 || n > 64) throw Error("gt: the embedded default takes 1..64 workers, not " + std::to_string(n));
+  if (n < 1 || n > 64) throw Error(Code::kInvalidArgument, "gt: the embedded default takes 1..64 workers, not " + std::to_string(n));
   std::lock_guard<std::mutex> lk(g_mu);
-  if (g_session) throw Error("gt: the session already exists; set the worker count before the first op");
+  if (g_session)
+    throw Error(Code::kFailedPrecondition, "gt: the session already exists; set the worker count before the first op");
   g_embedded_workers = n;
 }
 
 Session& Session::get() {
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_session) return *g_session;
-  if (g_shut_down) throw Error("gt: the session was shut down");
+  if (g_shut_down) throw Error(Code::kFailedPrecondition, "gt: the session was shut down");
   std::string address = g_address;
   if (address.empty())
     if (const char* env = std::getenv("GT_ADDRESS")) address = env;
   std::unique_ptr<EmbeddedDaemons> daemons;
   if (address.empty()) {
     auto d = EmbeddedDaemons::start(g_embedded_workers);
-    if (!d.is_ok()) throw Error("gt: cannot start the embedded default: " + d.status().message());
+    if (!d.is_ok()) throw Error(d.status().code(), "gt: cannot start the embedded default: " + d.status().message());
     daemons = std::move(*d);
     address = daemons->address();
   }
@@ -56,7 +57,7 @@ Session& Session::get() {
 
 void Session::connect(const std::string& address) {
   std::lock_guard<std::mutex> lk(g_mu);
-  if (g_session) throw Error("gt::connect: already connected (call it before the first op)");
+  if (g_session) throw Error(Code::kFailedPrecondition, "gt::connect: already connected (call it before the first op)");
   g_address = address;
 }
 

@@ -43,7 +43,7 @@ int64_t sync_timeout_from_env() {
   char* end = nullptr;
   double s = std::strtod(env, &end);
   if (end == env || *end != '\0' || !(s >= 0) || s > 1e9)
-    throw Error(fmt::format("gt: GT_SYNC_TIMEOUT_S='{}' is not a number of seconds (0: no deadline)",
+    throw Error(Code::kInvalidArgument, fmt::format("gt: GT_SYNC_TIMEOUT_S='{}' is not a number of seconds (0: no deadline)",
                             env));
   return seconds_to_ms(s);
 }
@@ -72,6 +72,17 @@ std::string format_errors(const std::vector<v1::ErrorInfo>& errors) {
   return s;
 }
 
+// The first error reported, with its status code from the wire (gt.v1.ErrorInfo.code).
+[[noreturn]] void throw_errors(const std::vector<v1::ErrorInfo>& errors) {
+  throw Error(error_code_from_wire(errors.front().code()), "gt: " + format_errors(errors))
+      .set_deferred();
+}
+
+// An error of a sync point itself (the session lost, a malformed reply): deferred too.
+[[noreturn]] void throw_sync(Code code, const std::string& what) {
+  throw Error(code, what).set_deferred();
+}
+
 void set_sync_timeout_ms(int64_t ms) { g_sync_timeout_ms = ms < 0 ? -1 : ms; }
 
 RemoteSession::RemoteSession(const std::string& address, std::unique_ptr<EmbeddedDaemons> daemons)
@@ -91,7 +102,7 @@ RemoteSession::RemoteSession(const std::string& address, std::unique_ptr<Embedde
 void RemoteSession::handshake(const std::string& address) {
   asio::io_context io;
   auto sock = connect_stream(io, address, kConnectTimeoutMs);
-  if (!sock.is_ok()) throw Error("gt: " + sock.status().message());
+  if (!sock.is_ok()) throw Error(Code::kUnavailable, "gt: " + sock.status().message());
   boost::system::error_code ec;
   fd_ = sock->release(ec);
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
@@ -106,36 +117,38 @@ void RemoteSession::handshake(const std::string& address) {
     h->mutable_credentials()->set_token(tok);
   } else if (const char* file = std::getenv("GT_TOKEN_FILE")) {
     auto tok = read_secret_file(file);  // refuses a token file others can read
-    if (!tok.is_ok()) throw Error("gt: GT_TOKEN_FILE: " + tok.status().message());
+    if (!tok.is_ok()) throw Error(tok.status().code(), "gt: GT_TOKEN_FILE: " + tok.status().message());
     h->mutable_credentials()->set_token(*tok);
   }
   std::string out;
   (void)append_frame(&out, hello);
   if (Status st = send_all(fd_, out); !st.is_ok())
-    throw Error("gt: cannot start a session: " + st.message());
+    throw Error(Code::kUnavailable, "gt: cannot start a session: " + st.message());
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWelcomeTimeoutMs);
   while (true) {
     auto frame = decoder_.next();
-    if (!frame.is_ok()) throw Error("gt: cannot start a session: " + frame.status().message());
+    if (!frame.is_ok())
+      throw Error(Code::kUnavailable, "gt: cannot start a session: " + frame.status().message());
     if (frame->has_value()) {
       v1::ServerMessage m;
       if (!parse_frame(**frame, &m).is_ok())
-        throw Error("gt: cannot start a session: malformed answer to Hello");
+        throw Error(Code::kDataLoss, "gt: cannot start a session: malformed answer to Hello");
       if (m.kind_case() == v1::ServerMessage::kWelcome) {
         session_id_ = m.welcome().session_id();
         return;
       }
       if (m.kind_case() == v1::ServerMessage::kRefusal)
-        throw Error("gt: cannot start a session: refused by the dispatcher: " +
+        throw Error(Code::kPermissionDenied, "gt: cannot start a session: refused by the dispatcher: " +
                     m.refusal().reason());
       continue;
     }
     int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                     deadline - std::chrono::steady_clock::now())
                                     .count());
-    if (left <= 0) throw Error("gt: cannot start a session: no answer from " + address);
+    if (left <= 0)
+      throw Error(Code::kDeadlineExceeded, "gt: cannot start a session: no answer from " + address);
     if (Status st = read_some(fd_, &decoder_, left); !st.is_ok())
-      throw Error("gt: cannot start a session: " + st.message());
+      throw Error(Code::kUnavailable, "gt: cannot start a session: " + st.message());
   }
 }
 
@@ -278,7 +291,7 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
   uint64_t rid;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (!lost_.empty()) throw Error("gt: session lost: " + lost_);
+    if (!lost_.empty()) throw_sync(lost_code_, "gt: session lost: " + lost_);
     rid = next_request_id_++;
     pending_.emplace(rid, Pending{});
     auto* r = queue_.mutable_batch()->add_requests();
@@ -317,6 +330,7 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
                             now - std::max(started, last_rx_))
                             .count();
         if (quiet >= limit_ms) {
+          lost_code_ = Code::kDeadlineExceeded;
           lost_ = fmt::format(
               "no answer from the dispatcher for {:g} s (the sync deadline: GT_SYNC_TIMEOUT_S or "
               "gt::set_sync_timeout, 0 = none); it is hung or unreachable",
@@ -339,7 +353,7 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
   }
   Pending p = std::move(pending_[rid]);
   pending_.erase(rid);
-  if (!p.done) throw Error("gt: session lost: " + lost_);
+  if (!p.done) throw_sync(lost_code_, "gt: session lost: " + lost_);
   return p;
 }
 
@@ -350,21 +364,21 @@ int64_t RemoteSession::sync_timeout_ms() const {
 
 HostTensor RemoteSession::fetch(uint64_t id) {
   Pending p = request(v1::Request::FETCH, id);
-  if (!p.errors.empty()) throw Error("gt: " + format_errors(p.errors));
-  if (!p.have_meta) throw Error("gt: fetch returned no data");
+  if (!p.errors.empty()) throw_errors(p.errors);
+  if (!p.have_meta) throw_sync(Code::kDataLoss, "gt: fetch returned no data");
   if (static_cast<int64_t>(p.tensor.bytes.size()) != p.tensor.meta.nbytes())
-    throw Error("gt: fetch returned a truncated tensor");
+    throw_sync(Code::kDataLoss, "gt: fetch returned a truncated tensor");
   return std::move(p.tensor);
 }
 
 void RemoteSession::synchronize() {
   Pending p = request(v1::Request::SYNC, 0);
-  if (!p.errors.empty()) throw Error("gt: " + format_errors(p.errors));
+  if (!p.errors.empty()) throw_errors(p.errors);
 }
 
 std::vector<WorkerStatsInfo> RemoteSession::worker_stats() {
   Pending p = request(v1::Request::STATS, 0);
-  if (!p.errors.empty()) throw Error("gt: " + format_errors(p.errors));
+  if (!p.errors.empty()) throw_errors(p.errors);
   return std::move(p.stats);
 }
 
@@ -448,7 +462,7 @@ namespace gt {
 // Public spelling (gt/tensor.h).
 void set_sync_timeout(double seconds) {
   if (std::isnan(seconds) || seconds > 1e9)
-    throw Error(fmt::format("gt::set_sync_timeout: {} is not a number of seconds", seconds));
+    throw Error(Code::kInvalidArgument, fmt::format("gt::set_sync_timeout: {} is not a number of seconds", seconds));
   detail::set_sync_timeout_ms(seconds < 0 ? -1 : detail::seconds_to_ms(seconds));
 }
 }  // namespace gt

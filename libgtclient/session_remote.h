@@ -79,6 +79,7 @@ class RemoteSession : public Session {
   bool stopping_ = false;
   bool reader_active_ = false;
   std::string lost_;                   // non-empty once the session is gone
+  Code lost_code_ = Code::kUnavailable;  // kDeadlineExceeded when the sync deadline ended it
   int64_t env_sync_timeout_ms_ = 0;    // GT_SYNC_TIMEOUT_S (or the default), read at connect
   std::chrono::steady_clock::time_point last_rx_;  // when the reader last got bytes
   uint64_t next_id_ = 1;

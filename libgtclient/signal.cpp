@@ -74,7 +74,8 @@ void register_config(const std::string& name, const SignalConfig& c) {
 
 void load_config(const std::string& path) {
   auto configs = load_signal_configs(path);
-  if (!configs.is_ok()) throw Error("gt::load_config: " + configs.status().message());
+  if (!configs.is_ok())
+    throw Error(configs.status().code(), "gt::load_config: " + configs.status().message());
   for (const auto& [name, c] : *configs) {
     SignalConfig sc;
     if (c.shard) sc.shard = ShardConfig{c.shard->axis, c.shard->workers, c.shard->replicated};
@@ -102,7 +103,7 @@ void exit() {
   std::string name;
   {
     std::lock_guard<std::mutex> lk(g_mu);
-    if (g_stack.empty()) throw Error("gt::signal::exit: no scope to exit");
+    if (g_stack.empty()) throw Error(Code::kFailedPrecondition, "gt::signal::exit: no scope to exit");
     name = g_stack.back().name;
     g_stack.pop_back();
   }

@@ -78,7 +78,7 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
     ids[i] = t->impl()->id;
   }
   Result<TensorMeta> meta = infer_meta(op, metas, attrs);
-  if (!meta) throw Error(op_error(op, meta.status().message()));
+  if (!meta) throw Error(meta.status().code(), op_error(op, meta.status().message()));
 
   const bool in_place = is_in_place(op);
   if (in_place) autograd::detail::check_in_place(op, inputs);
@@ -116,9 +116,11 @@ std::string fetch_bytes(const Tensor& t) {
   const TensorMeta& meta = t.meta();
   HostTensor h = Session::get().fetch(t.id());
   if (static_cast<int64_t>(h.bytes.size()) != meta.nbytes())
-    throw Error("fetch: got " + std::to_string(h.bytes.size()) + " bytes for a " +
-                dtype_name(meta.dtype) + " " + meta.shape.str() + " tensor of " +
-                std::to_string(meta.nbytes()) + " bytes");
+    throw Error(Code::kDataLoss, "fetch: got " + std::to_string(h.bytes.size()) +
+                                     " bytes for a " + dtype_name(meta.dtype) + " " +
+                                     meta.shape.str() + " tensor of " +
+                                     std::to_string(meta.nbytes()) + " bytes")
+        .set_deferred();
   return std::move(h.bytes);
 }
 

@@ -9,24 +9,9 @@
 #include <utility>
 #include <variant>
 
+#include "gt/core/code.h"
+
 namespace gt {
-
-enum class Code : int {
-  kOk = 0,
-  kInvalidArgument,
-  kNotFound,
-  kOutOfRange,
-  kResourceExhausted,
-  kFailedPrecondition,
-  kPermissionDenied,
-  kUnavailable,
-  kUnimplemented,
-  kDataLoss,
-  kDeadlineExceeded,
-  kInternal,
-};
-
-const char* code_name(Code c);
 
 class [[nodiscard]] Status {
  public:

@@ -18,10 +18,14 @@ default runs ``gt-dispatcherd`` / ``gt-workerd`` from ``$GT_BIN_DIR``, else the 
 package was built in, else the install prefix's ``bin``.
 
 Errors: ``gt.ShapeError`` (a ``ValueError``) where a shape/dtype/axis error is made;
-``gt.WorkerError`` at the next sync point for failures on the workers; both are ``gt.GTError``
-(a ``RuntimeError``). A sync point with no answer from the dispatcher for ``GT_SYNC_TIMEOUT_S``
-seconds (default 900; ``gt.set_sync_timeout(s)``, 0 = no deadline) raises ``gt.WorkerError``
-and the session is lost.
+``gt.WorkerError`` at the next sync point for failures of queued work, with the subclasses
+``gt.OutOfMemoryError`` (a worker's memory or the user's quota) and ``gt.UnavailableError`` (the
+dispatcher, a worker or the session gone); ``gt.PermissionDeniedError`` when the dispatcher
+refuses the client. All are ``gt.GTError`` (a ``RuntimeError``) and carry ``.code``, the status
+code's name (``"RESOURCE_EXHAUSTED"``, ...): the class is chosen by that code, never by the
+message. A sync point with no answer from the dispatcher for ``GT_SYNC_TIMEOUT_S`` seconds
+(default 900; ``gt.set_sync_timeout(s)``, 0 = no deadline) raises ``gt.UnavailableError`` and the
+session is lost.
 
 Signals and sharding (DESIGN.md §5): ``gt.signal.context(name)`` scopes, given meaning by
 configs (``gt.register_config``, ``gt.load_config``, ``GT_CONFIG`` -- a YAML file loaded at
@@ -33,17 +37,19 @@ depend on placement, and a program runs unchanged without any config.
 import os as _os
 
 from . import _gt
-from ._gt import (GTError, ShapeError, Tensor, WorkerError, arange, cat, connect, dtype,
+from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, Tensor,
+                  UnavailableError, WorkerError, arange, cat, connect, dtype,
                   from_numpy, full, full_like, gpu_workers, is_grad_enabled, manual_seed, ones,
                   ones_like, rand, rand_like, randn, randn_like, set_grad_enabled,
                   set_sync_timeout, stack, synchronize, tensor, where, zeros, zeros_like)
 from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
-from ._tensor import (TensorData, abs, argmax, argmin, chunk, clamp, enable_grad, exp, flatten,
-                      log, log_softmax, matmul, max, maximum, mean, min, minimum, neg, no_grad,
-                      permute, pow, relu, reshape, sigmoid, softmax, split, sqrt, squeeze, sum,
-                      tanh, transpose, unsqueeze, var)
+from . import _tensor
+from ._tensor import TensorData, enable_grad, no_grad
 from . import autograd, config, debug, nn, optim, signal
 from .config import ShardConfig, SignalConfig, get_config, load_config, register_config
+
+# gt.exp, gt.add, gt.sum, ... (the free forms of the tensor methods; gt/tensor_api.def).
+globals().update({_n: getattr(_tensor, _n) for _n in _tensor.FREE_FUNCTIONS})
 
 bool = _gt.bool  # noqa: A001 (gt.bool is the dtype, like torch.bool)
 float = float32  # noqa: A001

@@ -189,22 +189,17 @@ def _method(name, doc=None):
     return fn
 
 
-exp = _method("exp")
-log = _method("log")
-sqrt = _method("sqrt")
-abs = _method("abs")  # noqa: A001 (like torch.abs)
-neg = _method("neg")
-relu = _method("relu")
-sigmoid = _method("sigmoid")
-tanh = _method("tanh")
+# The table-shaped ops (gt/tensor_api.def, exported as _gt._api): gt.exp(t), gt.add(a, b),
+# gt.sum(t, axis=0), ...
+_api = _gt._api
+_TABLE_FUNCTIONS = tuple(_api["unary"] + _api["binary"] + _api["compare"] + _api["reduce"])
+for _name in _TABLE_FUNCTIONS:
+    globals()[_name] = _method(_name)
+del _name
+
+# Methods with bespoke signatures that also have a free form.
 softmax = _method("softmax")
 log_softmax = _method("log_softmax")
-sum = _method("sum")  # noqa: A001
-mean = _method("mean")
-max = _method("max")  # noqa: A001
-min = _method("min")  # noqa: A001
-argmax = _method("argmax")
-argmin = _method("argmin")
 var = _method("var")
 matmul = _method("matmul")
 reshape = _method("reshape")
@@ -216,6 +211,7 @@ flatten = _method("flatten")
 split = _method("split")
 chunk = _method("chunk")
 clamp = _method("clamp")
-maximum = _method("maximum")
-minimum = _method("minimum")
-pow = _method("pow")  # noqa: A001
+
+FREE_FUNCTIONS = _TABLE_FUNCTIONS + (
+    "softmax", "log_softmax", "var", "matmul", "reshape", "transpose", "permute", "unsqueeze",
+    "squeeze", "flatten", "split", "chunk", "clamp")

@@ -73,9 +73,10 @@ void init_autograd(py::module_& m) {
 
 void init_functional(py::module_& root) {
   py::module_ m = root.def_submodule("functional", "gt::nn::functional composites.");
-  m.def("relu", &F::relu, "input"_a);
-  m.def("sigmoid", &F::sigmoid, "input"_a);
-  m.def("tanh", &F::tanh, "input"_a);
+  // The unary ops gt/tensor_api.def marks `functional` (relu, sigmoid, tanh, ...).
+#define GT_API_UNARY(NAME, FUNCTIONAL) \
+  if (FUNCTIONAL) m.def(#NAME, [](const T& x) { return x.NAME(); }, "input"_a);
+#include "gt/tensor_api.def"
   m.def("silu", &F::silu, "input"_a);
   m.def("gelu", &F::gelu, "input"_a, "approximate"_a = "none");
   m.def("softmax", [](const T& x, int64_t dim) { return gt::softmax(x, dim); }, "input"_a, "dim"_a = -1);

@@ -1,5 +1,5 @@
 // Shared pieces of the `gt` Python extension (_gt): the number-operand caster, dtype objects,
-// exception classes and the sync-point helper (GIL released, worker errors as gt.WorkerError).
+// exception classes and the sync-point helper (GIL released, its errors marked deferred).
 #pragma once
 
 #include <pybind11/numpy.h>
@@ -33,23 +33,17 @@ struct PyScalar {
   }
 };
 
-// Thrown by sync points (fetch, synchronize, stats) in place of gt::Error: becomes gt.WorkerError.
-class SyncError : public gt::Error {
- public:
-  explicit SyncError(const std::string& what) : gt::Error(what) {}
-};
-
-// Runs a sync point with the GIL released (other Python threads run meanwhile); a gt::Error from
-// it is a worker/session error, raised as gt.WorkerError.
+// Runs a sync point with the GIL released (other Python threads run meanwhile). A gt::Error from
+// it is marked deferred (it reports work queued earlier): Python raises gt.WorkerError or the
+// subclass its code picks (module.cpp).
 template <typename F>
 auto sync_point(F&& f) -> decltype(f()) {
   py::gil_scoped_release release;
   try {
     return f();
-  } catch (const SyncError&) {
+  } catch (gt::Error& e) {
+    e.set_deferred();
     throw;
-  } catch (const gt::Error& e) {
-    throw SyncError(e.what());
   }
 }
 

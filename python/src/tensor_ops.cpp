@@ -5,6 +5,7 @@
 // Hot path: every operator has a (Tensor, Tensor) and a (Tensor, number) overload taking C++
 // types directly (no generic object dispatch); the numpy-array overload comes last.
 #include <algorithm>
+#include <string_view>
 #include <type_traits>
 
 #include "common.h"
@@ -87,26 +88,37 @@ py::tuple to_tuple(std::vector<T> parts) {
 }  // namespace
 
 void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
-  // ---- binary operators: tensor, number or numpy array on either side -----------------------
-  // One overload each (no pybind11 overload resolution on the hot path): see binary().
-#define GT_PY_BINARY(PYNAME, RPYNAME, EXPR_TT, EXPR_TS, EXPR_ST)                              \
-  cls.def(PYNAME, [](const T& a, py::handle o) {                                              \
-    return binary(                                                                            \
-        a, o, [](const T& a, const T& b) { return EXPR_TT; },                                 \
-        [](const T& a, gt::Scalar b) { return EXPR_TS; });                                    \
-  });                                                                                         \
-  cls.def(RPYNAME, [](const T& b, py::handle o) {                                             \
-    return binary(                                                                            \
-        b, o, [](const T& b, const T& a) { return EXPR_TT; },                                 \
-        [](const T& b, gt::Scalar a) { return EXPR_ST; });                                    \
+  // ---- the table-shaped ops of gt/tensor_api.def -------------------------------------------------
+  // Binary ops: a.name(tensor | number); operators take a tensor, number or numpy array on either
+  // side, one overload each (no pybind11 overload resolution on the hot path): see binary().
+#define GT_API_BINARY(NAME, DUNDER)                                                              \
+  cls.def(#NAME, [](const T& a, const T& b) { return a.NAME(b); }, "other"_a);                  \
+  cls.def(#NAME, [](const T& a, PyScalar b) { return a.NAME(b.get()); }, "other"_a);            \
+  if (std::string_view(#DUNDER) != "none") {                                                    \
+    cls.def("__" #DUNDER "__", [](const T& a, py::handle o) {                                   \
+      return binary(                                                                            \
+          a, o, [](const T& a, const T& b) { return a.NAME(b); },                               \
+          [](const T& a, gt::Scalar b) { return a.NAME(b); });                                  \
+    });                                                                                         \
+    cls.def("__r" #DUNDER "__", [](const T& b, py::handle o) {                                  \
+      return binary(                                                                            \
+          b, o, [](const T& b, const T& a) { return gt::NAME(a, b); },                          \
+          [](const T& b, gt::Scalar a) { return gt::NAME(a, b); });                             \
+    });                                                                                         \
+  }
+  // Comparisons (-> bool tensors). Python reflects `2 < t` to `t > 2` itself. (__hash__ is
+  // defined by identity in tensor.cpp, before __eq__, so tensors stay hashable.)
+#define GT_API_COMPARE(NAME)                                                                     \
+  cls.def(#NAME, [](const T& a, const T& b) { return a.NAME(b); }, "other"_a);                  \
+  cls.def(#NAME, [](const T& a, PyScalar b) { return a.NAME(b.get()); }, "other"_a);            \
+  cls.def("__" #NAME "__", [](const T& a, py::handle o) {                                       \
+    return binary(                                                                              \
+        a, o, [](const T& a, const T& b) { return a.NAME(b); },                                 \
+        [](const T& a, gt::Scalar b) { return a.NAME(b); });                                    \
   });
-
-  GT_PY_BINARY("__add__", "__radd__", a.add(b), a.add(b), a + b)
-  GT_PY_BINARY("__sub__", "__rsub__", a.sub(b), a.sub(b), a - b)
-  GT_PY_BINARY("__mul__", "__rmul__", a.mul(b), a.mul(b), a * b)
-  GT_PY_BINARY("__truediv__", "__rtruediv__", a.div(b), a.div(b), a / b)
-  GT_PY_BINARY("__pow__", "__rpow__", a.pow(b), a.pow(b), gt::pow(a, b))
-#undef GT_PY_BINARY
+#define GT_API_UNARY(NAME, FUNCTIONAL) cls.def(#NAME, [](const T& a) { return a.NAME(); });
+#define GT_API_REDUCE(NAME) GT_PY_REDUCTION(NAME)
+#include "gt/tensor_api.def"
 
   cls.def("__matmul__", [](const T& a, py::handle o) {
     return binary(a, o, [](const T& a, const T& b) { return a.matmul(b); }, nullptr);
@@ -114,24 +126,6 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
   cls.def("__rmatmul__", [](const T& b, py::handle o) {
     return binary(b, o, [](const T& b, const T& a) { return a.matmul(b); }, nullptr);
   });
-
-  // Comparisons (-> bool tensors). Python reflects `2 < t` to `t > 2` itself.
-#define GT_PY_COMPARE(PYNAME, METHOD)                                                          \
-  cls.def(PYNAME, [](const T& a, py::handle o) {                                               \
-    return binary(                                                                             \
-        a, o, [](const T& a, const T& b) { return a.METHOD(b); },                              \
-        [](const T& a, gt::Scalar b) { return a.METHOD(b); });                                 \
-  });                                                                                          \
-  cls.def(#METHOD, [](const T& a, const T& b) { return a.METHOD(b); });                        \
-  cls.def(#METHOD, [](const T& a, PyScalar b) { return a.METHOD(b.get()); });
-  GT_PY_COMPARE("__eq__", eq)
-  GT_PY_COMPARE("__ne__", ne)
-  GT_PY_COMPARE("__lt__", lt)
-  GT_PY_COMPARE("__le__", le)
-  GT_PY_COMPARE("__gt__", gt)
-  GT_PY_COMPARE("__ge__", ge)
-#undef GT_PY_COMPARE
-  // (__hash__ is defined by identity in tensor.cpp, before __eq__, so tensors stay hashable.)
 
   cls.def("__neg__", [](const T& a) { return a.neg(); })
       .def("__pos__", [](const T& a) { return a; })
@@ -143,21 +137,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
         return a.eq(gt::Scalar(false));
       });
 
-  // ---- named arithmetic methods ----------------------------------------------------------------
-#define GT_PY_METHOD2(NAME)                                                        \
-  cls.def(#NAME, [](const T& a, const T& b) { return a.NAME(b); }, "other"_a);    \
-  cls.def(#NAME, [](const T& a, PyScalar b) { return a.NAME(b.get()); }, "other"_a);
-  GT_PY_METHOD2(add)
-  GT_PY_METHOD2(sub)
-  GT_PY_METHOD2(mul)
-  GT_PY_METHOD2(div)
-  GT_PY_METHOD2(pow)
-#undef GT_PY_METHOD2
-  cls.def("maximum", [](const T& a, const T& b) { return a.maximum(b); })
-      .def("maximum", [](const T& a, PyScalar b) { return gt::maximum(a, b.get()); })
-      .def("minimum", [](const T& a, const T& b) { return a.minimum(b); })
-      .def("minimum", [](const T& a, PyScalar b) { return gt::minimum(a, b.get()); })
-      .def("matmul", &T::matmul)
+  cls.def("matmul", &T::matmul)
       .def("mm", &T::matmul)
       .def(
           "clamp",
@@ -167,26 +147,12 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
           "min"_a = py::none(), "max"_a = py::none());
 
   // ---- unary ------------------------------------------------------------------------------------
-  cls.def("exp", &T::exp)
-      .def("log", &T::log)
-      .def("sqrt", &T::sqrt)
-      .def("abs", &T::abs)
-      .def("neg", &T::neg)
-      .def("relu", &T::relu)
-      .def("sigmoid", &T::sigmoid)
-      .def("tanh", &T::tanh)
-      .def("softmax", [](const T& a, int64_t dim) { return gt::softmax(a, dim); }, "dim"_a = -1)
+  cls.def("softmax", [](const T& a, int64_t dim) { return gt::softmax(a, dim); }, "dim"_a = -1)
       .def(
           "log_softmax", [](const T& a, int64_t dim) { return gt::log_softmax(a, dim); },
           "dim"_a = -1);
 
   // ---- reductions -------------------------------------------------------------------------------
-  GT_PY_REDUCTION(sum)
-  GT_PY_REDUCTION(mean)
-  GT_PY_REDUCTION(max)
-  GT_PY_REDUCTION(min)
-  GT_PY_REDUCTION(argmax)
-  GT_PY_REDUCTION(argmin)
   cls.def(
       "logsumexp",
       [](const T& a, py::handle dim, bool keepdim) {
@@ -266,7 +232,23 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       .def("int", [](const T& a) { return a.to(gt::kInt32); })
       .def("long", [](const T& a) { return a.to(gt::kInt64); })
       .def("bool", [](const T& a) { return a.to(gt::kBool); });
-  (void)m;
+  // The rows themselves, for the Python-level free functions (gt.exp(t), gt.add(a, b), ...) and
+  // gt.nn.functional (python/gt/_tensor.py, python/gt/nn/functional.py).
+  py::dict api;
+  py::list unary, functional, binary, compare, reduce;
+#define GT_API_UNARY(NAME, FUNCTIONAL) \
+  unary.append(#NAME);                 \
+  if (FUNCTIONAL) functional.append(#NAME);
+#define GT_API_BINARY(NAME, DUNDER) binary.append(#NAME);
+#define GT_API_COMPARE(NAME) compare.append(#NAME);
+#define GT_API_REDUCE(NAME) reduce.append(#NAME);
+#include "gt/tensor_api.def"
+  api["unary"] = unary;
+  api["functional"] = functional;
+  api["binary"] = binary;
+  api["compare"] = compare;
+  api["reduce"] = reduce;
+  m.attr("_api") = api;
 }
 
 }  // namespace gtpy

@@ -11,6 +11,11 @@
 //   gt-test-client gather_quota        a 16 MiB batch sharded over the workers, then used
 //                                      replicated (gathered on every worker): prints "refused:
 //                                      <why>" or "accepted"
+//   gt-test-client errors              one failure of each kind; prints "<case> <code> <call|sync>"
+//                                      per case from gt::Error::code() / deferred() (run it with
+//                                      a worker capped at a few MiB)
+//   gt-test-client connect_error       the same for the first op when GT_ADDRESS is unreachable
+//   gt-test-client quota_error         the same for 4 MiB of zeros (run as a user with less quota)
 #include <gt/gt.h>
 
 #include <cmath>
@@ -169,9 +174,48 @@ int gather_quota() {
   return 0;
 }
 
+// Runs `f`, which must throw gt::Error, and prints how it was classified.
+template <class F>
+void classify(const char* name, F&& f) {
+  try {
+    f();
+    std::printf("%s none -\n", name);
+  } catch (const gt::Error& e) {
+    std::printf("%s %s %s\n", name, gt::code_name(e.code()), e.deferred() ? "sync" : "call");
+  }
+}
+
+int errors() {
+  gt::Tensor a = gt::ones({2, 3}), b = gt::ones({4, 5});
+  classify("shape", [&] { (void)a.matmul(b); });
+  classify("undefined", [] { (void)gt::Tensor().sum(); });
+  classify("oom", [] { gt::zeros({1 << 20, 64}).sum().item<float>(); });  // 256 MiB
+  classify("index", [&] {
+    gt::Tensor idx = gt::from_vector(std::vector<int64_t>{0, 7});
+    a.index_select(1, idx).sum().item<float>();
+  });
+  classify("index_sync", [&] {
+    gt::Tensor idx = gt::from_vector(std::vector<int64_t>{9});
+    (void)a.index_select(0, idx);
+    gt::synchronize();
+  });
+  classify("after", [&] { a.sum().item<float>(); });  // the session still works
+  std::fflush(stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "errors") return errors();
+  if (argc >= 2 && std::string(argv[1]) == "quota_error") {
+    classify("quota", [] { gt::zeros({1024, 1024}).sum().item<float>(); });  // 4 MiB
+    return 0;
+  }
+  if (argc >= 2 && std::string(argv[1]) == "connect_error") {
+    classify("connect", [] { gt::zeros({1}).sum().item<float>(); });
+    return 0;
+  }
   if (argc >= 2 && std::string(argv[1]) == "gather_quota") return gather_quota();
   if (argc >= 3 && std::string(argv[1]) == "temps") return temps(std::atoi(argv[2]));
   if (argc >= 3 && std::string(argv[1]) == "dp")
@@ -179,6 +223,6 @@ int main(int argc, char** argv) {
   if (argc >= 4 && std::string(argv[1]) == "verify")
     return verify(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
   if (argc >= 3 && std::string(argv[1]) == "hold") return hold(std::atoi(argv[2]));
-  std::fprintf(stderr, "usage: gt-test-client verify SEED ITERS | hold N | temps N | dp STEPS | gather_quota\n");
+  std::fprintf(stderr, "usage: gt-test-client verify SEED ITERS | hold N | temps N | dp STEPS | gather_quota | errors\n");
   return 2;
 }

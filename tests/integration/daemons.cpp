@@ -55,6 +55,26 @@ int wait_process(pid_t pid, int timeout_ms) {
   }
 }
 
+std::pair<int, std::string> run_client(const std::string& address,
+                                       const std::vector<std::string>& args,
+                                       const std::string& token, int timeout_ms) {
+  char tmpl[] = "/tmp/gt-client-out-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("run_client: mkstemp failed");
+  ::close(fd);
+  ::setenv("GT_ADDRESS", address.c_str(), 1);
+  if (token.empty()) ::unsetenv("GT_TOKEN");
+  else ::setenv("GT_TOKEN", token.c_str(), 1);
+  pid_t p = spawn_process(bin_path("gt-test-client"), args, tmpl);
+  int rc = wait_process(p, timeout_ms);
+  ::unsetenv("GT_ADDRESS");
+  ::unsetenv("GT_TOKEN");
+  std::ifstream f(tmpl);
+  std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  ::unlink(tmpl);
+  return {rc, out};
+}
+
 Daemons::Daemons(DaemonOptions o)
     : worker_args_(o.worker_args), dispatcher_args_(o.dispatcher_args), admin_token_(o.admin_token) {
   char tmpl[] = "/tmp/gt-test-XXXXXX";

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gt::testing {
@@ -62,5 +63,10 @@ pid_t spawn_process(const std::string& exe, const std::vector<std::string>& args
                     const std::string& log = "");
 // Waits for a child with a timeout; returns its exit status (or -1 on timeout, after SIGKILL).
 int wait_process(pid_t pid, int timeout_ms);
+// Runs gt-test-client (client_tool.cpp) with `args` against `address` (GT_ADDRESS; GT_TOKEN when
+// `token` is set); returns its exit status and what it printed.
+std::pair<int, std::string> run_client(const std::string& address,
+                                       const std::vector<std::string>& args,
+                                       const std::string& token = "", int timeout_ms = 90000);
 
 }  // namespace gt::testing

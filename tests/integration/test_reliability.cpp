@@ -26,33 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs gt-test-client with `args` against `address`; returns (exit status, its output).
-std::pair<int, std::string> run_client(const std::string& address,
-                                       const std::vector<std::string>& args,
-                                       const std::string& token = "", int timeout_ms = 90000) {
-  char tmpl[] = "/tmp/gt-client-out-XXXXXX";
-  int fd = ::mkstemp(tmpl);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  ::setenv("GT_ADDRESS", address.c_str(), 1);
-  if (token.empty()) ::unsetenv("GT_TOKEN");
-  else ::setenv("GT_TOKEN", token.c_str(), 1);
-  pid_t p = spawn_process(bin_path("gt-test-client"), args, tmpl);
-  int rc = wait_process(p, timeout_ms);
-  ::unsetenv("GT_ADDRESS");
-  ::unsetenv("GT_TOKEN");
-  std::string out = slurp(tmpl);
-  ::unlink(tmpl);
-  return {rc, out};
-}
-
 // The same, for a program that must succeed and print "ok".
 void expect_client_ok(const std::string& address, const std::vector<std::string>& args,
                       const std::string& token = "") {

@@ -45,9 +45,13 @@ enum class Reduction { kNone, kMean, kSum };
 Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- activations -----------------------------------------------------------------------------
-Tensor relu(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor tanh(const Tensor& x);
+// The unary ops gt/tensor_api.def marks `functional` (relu, sigmoid, tanh, ...).
+#define GT_API_UNARY(name, functional) GT_API_FUNCTIONAL_##functional(name)
+#define GT_API_FUNCTIONAL_0(name)
+#define GT_API_FUNCTIONAL_1(name) Tensor name(const Tensor& x);
+#include "gt/tensor_api.def"
+#undef GT_API_FUNCTIONAL_0
+#undef GT_API_FUNCTIONAL_1
 Tensor silu(const Tensor& x);  // x * sigmoid(x)
 // approximate = "none": 0.5 x (1 + erf(x / sqrt 2)), erf evaluated with Abramowitz-Stegun
 // 7.1.26 (|error| < 1.5e-7, below float32 resolution of the result); "tanh": the tanh form.

@@ -124,58 +124,22 @@ class Tensor {
   DType dtype() const { return checked().meta.dtype; }
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
 
-  // ---- elementwise -------------------------------------------------------------------------
-  Tensor neg() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor sqrt() const;
-  Tensor abs() const;
-  Tensor relu() const;
-  Tensor sigmoid() const;
-  Tensor tanh() const;
-
-  Tensor add(const Tensor& o) const;
-  Tensor add(Scalar o) const;
-  Tensor sub(const Tensor& o) const;
-  Tensor sub(Scalar o) const;
-  Tensor mul(const Tensor& o) const;
-  Tensor mul(Scalar o) const;
-  Tensor div(const Tensor& o) const;
-  Tensor div(Scalar o) const;
-  Tensor pow(const Tensor& o) const;
-  Tensor pow(Scalar o) const;
-  Tensor maximum(const Tensor& o) const;
-  Tensor minimum(const Tensor& o) const;
-  // Comparisons give bool tensors.
-  Tensor eq(const Tensor& o) const;
-  Tensor eq(Scalar o) const;
-  Tensor ne(const Tensor& o) const;
-  Tensor ne(Scalar o) const;
-  Tensor lt(const Tensor& o) const;
-  Tensor lt(Scalar o) const;
-  Tensor le(const Tensor& o) const;
-  Tensor le(Scalar o) const;
-  Tensor gt(const Tensor& o) const;
-  Tensor gt(Scalar o) const;
-  Tensor ge(const Tensor& o) const;
-  Tensor ge(Scalar o) const;
+  // ---- table-shaped ops (gt/tensor_api.def): unary and binary elementwise, comparisons
+  // (bool results), reductions over all elements or one dim (max/min(dim) give the values only;
+  // argmax/argmin give the indices) ----------------------------------------------------------
+#define GT_API_UNARY(name, functional) Tensor name() const;
+#define GT_API_BINARY(name, py_dunder)   \
+  Tensor name(const Tensor& o) const;    \
+  Tensor name(Scalar o) const;
+#define GT_API_COMPARE(name) GT_API_BINARY(name, none)
+#define GT_API_REDUCE(name) \
+  Tensor name() const;      \
+  Tensor name(int64_t dim, bool keepdim = false) const;
+#include "gt/tensor_api.def"
 
   Tensor matmul(const Tensor& o) const;
 
-  // ---- reductions (over all elements, or one dim) -----------------------------------------
-  // max/min(dim) return the values only; use argmax/argmin for the indices.
-  Tensor sum() const;
-  Tensor sum(int64_t dim, bool keepdim = false) const;
-  Tensor mean() const;
-  Tensor mean(int64_t dim, bool keepdim = false) const;
-  Tensor max() const;
-  Tensor max(int64_t dim, bool keepdim = false) const;
-  Tensor min() const;
-  Tensor min(int64_t dim, bool keepdim = false) const;
-  Tensor argmax() const;
-  Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor argmin() const;
-  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  // ---- reductions with more attributes ----------------------------------------------------
   // Variance over all elements (no dim) or one dim, divided by max(0, n - correction):
   // correction 1 is torch.var's unbiased default, 0 the population variance. Floating result.
   Tensor var(std::optional<int64_t> dim = std::nullopt, double correction = 1,
@@ -272,7 +236,9 @@ class Tensor {
 
  private:
   const TensorImpl& checked() const {
-    if (!impl_) throw Error("gt: use of an undefined tensor (default-constructed gt::Tensor)");
+    if (!impl_)
+      throw Error(Code::kFailedPrecondition,
+                  "gt: use of an undefined tensor (default-constructed gt::Tensor)");
     return *impl_;
   }
   std::shared_ptr<TensorImpl> impl_;
@@ -305,54 +271,23 @@ Tensor from_vector(const std::vector<T>& values, std::optional<DType> dtype = st
   return from_vector(values, Dims{static_cast<int64_t>(values.size())}, dtype);
 }
 
-// ---- free-function forms ------------------------------------------------------------------------
-Tensor operator+(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, Scalar b);
-Tensor operator+(Scalar a, const Tensor& b);
-Tensor operator-(const Tensor& a, const Tensor& b);
-Tensor operator-(const Tensor& a, Scalar b);
-Tensor operator-(Scalar a, const Tensor& b);
-Tensor operator*(const Tensor& a, const Tensor& b);
-Tensor operator*(const Tensor& a, Scalar b);
-Tensor operator*(Scalar a, const Tensor& b);
-Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator/(const Tensor& a, Scalar b);
-Tensor operator/(Scalar a, const Tensor& b);
+// ---- free-function forms (gt/tensor_api.def) ---------------------------------------------------
+#define GT_API_UNARY(name, functional) Tensor name(const Tensor& x);
+#define GT_API_BINARY(name, py_dunder)          \
+  Tensor name(const Tensor& a, const Tensor& b); \
+  Tensor name(const Tensor& a, Scalar b);        \
+  Tensor name(Scalar a, const Tensor& b);
+#define GT_API_COMPARE(name) GT_API_BINARY(name, none)
+#define GT_API_REDUCE(name) \
+  Tensor name(const Tensor& x);         \
+  Tensor name(const Tensor& x, int64_t dim, bool keepdim = false);
+#define GT_API_OPERATOR(symbol, name)                     \
+  Tensor operator symbol(const Tensor& a, const Tensor& b); \
+  Tensor operator symbol(const Tensor& a, Scalar b);        \
+  Tensor operator symbol(Scalar a, const Tensor& b);
+#include "gt/tensor_api.def"
 Tensor operator-(const Tensor& a);
 
-// Comparisons return bool tensors (as in libtorch, `a == b` is a Tensor, not a bool).
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor operator==(const Tensor& a, const Tensor& b);
-Tensor operator==(const Tensor& a, Scalar b);
-Tensor operator==(Scalar a, const Tensor& b);
-Tensor operator!=(const Tensor& a, const Tensor& b);
-Tensor operator!=(const Tensor& a, Scalar b);
-Tensor operator!=(Scalar a, const Tensor& b);
-Tensor operator<(const Tensor& a, const Tensor& b);
-Tensor operator<(const Tensor& a, Scalar b);
-Tensor operator<(Scalar a, const Tensor& b);
-Tensor operator<=(const Tensor& a, const Tensor& b);
-Tensor operator<=(const Tensor& a, Scalar b);
-Tensor operator<=(Scalar a, const Tensor& b);
-Tensor operator>(const Tensor& a, const Tensor& b);
-Tensor operator>(const Tensor& a, Scalar b);
-Tensor operator>(Scalar a, const Tensor& b);
-Tensor operator>=(const Tensor& a, const Tensor& b);
-Tensor operator>=(const Tensor& a, Scalar b);
-Tensor operator>=(Scalar a, const Tensor& b);
-
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, Scalar b);
-Tensor pow(Scalar a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor maximum(const Tensor& a, Scalar b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, Scalar b);
 // Elementwise cond ? a : b (cond must be bool; a scalar becomes a 0-d tensor of the other
 // operand's dtype where possible).
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -360,24 +295,6 @@ Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, Scalar b);
 Tensor matmul(const Tensor& a, const Tensor& b);
-
-Tensor neg(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor relu(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor tanh(const Tensor& x);
-
-Tensor sum(const Tensor& x);
-Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor mean(const Tensor& x);
-Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor argmax(const Tensor& x);
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);
-Tensor argmin(const Tensor& x);
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 
 Tensor reshape(const Tensor& x, Dims shape);
 Tensor permute(const Tensor& x, Dims dims);

@@ -28,8 +28,7 @@ from ..optim import SGD, Adam, AdamW, CosineAnnealingLR, Optimizer, StepLR
 from . import functional
 from .functional import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                          cross_entropy_loss, dropout, embedding, gelu, layer_norm, linear,
-                         log_softmax, mse_loss, nll_loss, one_hot, relu, sigmoid, silu, softmax,
-                         tanh)
+                         log_softmax, mse_loss, nll_loss, one_hot, silu, softmax)
 
 Tensor = _gt.Tensor
 
@@ -38,10 +37,13 @@ __all__ = [
     "SiLU", "Softmax", "Identity", "Flatten", "Dropout", "LayerNorm", "Embedding", "MSELoss",
     "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "functional", "mse_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
-    "cross_entropy_loss", "nll_loss", "relu", "sigmoid", "tanh", "silu", "gelu", "softmax",
+    "cross_entropy_loss", "nll_loss", "silu", "gelu", "softmax",
     "log_softmax", "dropout", "linear", "layer_norm", "embedding", "one_hot", "Optimizer", "SGD",
     "Adam", "AdamW", "StepLR", "CosineAnnealingLR",
 ]
+# gt.nn.relu, gt.nn.sigmoid, ...: the unary ops gt/tensor_api.def marks `functional`.
+globals().update({_n: getattr(functional, _n) for _n in _gt._api["functional"]})
+__all__ += list(_gt._api["functional"])
 
 
 def Parameter(t, requires_grad=True):

@@ -4,9 +4,8 @@ from .. import _gt
 
 _F = _gt.functional
 
-relu = _F.relu
-sigmoid = _F.sigmoid
-tanh = _F.tanh
+# The unary ops gt/tensor_api.def marks `functional` (relu, sigmoid, tanh, ...).
+globals().update({_n: getattr(_F, _n) for _n in _gt._api["functional"]})
 silu = _F.silu
 gelu = _F.gelu  # gelu(x, approximate='none' | 'tanh')
 softmax = _F.softmax  # softmax(x, dim=-1)
