@@ -1,34 +1,31 @@
-// Connections and the handshake: every accepted socket sends Hello first (as a ClientMessage or
-// WorkerMessage: field 1 is Hello in both), and is answered with Welcome or a Refusal with a
-// reason (field 2 in both server-side envelopes).
+// The Dispatcher's connections and their lifetime: accepting (within the pending-connection
+// caps), refusing, dispatching frames by role (the Hello to handshake.cpp, client batches to
+// their session, worker frames to the pool), closing (a session ends, a worker leaves), and the
+// heartbeat, drain and shutdown timers.
 #include "dispatcherd/dispatcher.h"
-#include "dispatcherd/peer_uid.h"
 
 #include <spdlog/spdlog.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pwd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <random>
 
-#include "libgtcore/ops.h"
-#include "libgtcore/version.h"
+#include "dispatcherd/client_session.h"
 
 namespace gt::dispatcher {
 
 Dispatcher::Dispatcher(asio::io_context& io, DispatcherOptions opts, InstructionLog* log,
                        UserTable users)
     : io_(io), opts_(std::move(opts)), log_(log), users_(std::move(users)) {
-  // Session ids and collective tags start at a random epoch, so a worker that has not yet
-  // noticed a dispatcher restart cannot match a stale message to new work.
+  // Session ids start at a random epoch (collective tags too: WorkerPool), so a worker that
+  // has not yet noticed a dispatcher restart cannot match a stale message to new work.
   std::random_device rd;
   const uint64_t epoch = (static_cast<uint64_t>(rd()) << 16) | (rd() & 0xffff);
   next_session_id_ = (epoch << 16) + 1;
-  next_comm_tag_ = (static_cast<uint64_t>(rd()) << 32) + 1;
   if (opts_.max_total_client_backlog_bytes == 0) {
     // Default: a quarter of physical memory (at least 256 MiB).
     long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
@@ -38,14 +35,6 @@ Dispatcher::Dispatcher(asio::io_context& io, DispatcherOptions opts, Instruction
 }
 
 Dispatcher::~Dispatcher() = default;
-
-std::string Dispatcher::source_of(const Conn& c) const {
-  switch (c.role) {
-    case Conn::Role::kClient: return fmt::format("CLIENT:{}", c.session);
-    case Conn::Role::kWorker: return fmt::format("WORKER:{}", c.worker);
-    default: return fmt::format("CONN:{}", c.id);
-  }
-}
 
 namespace {
 
@@ -170,12 +159,11 @@ void Dispatcher::on_frame(const std::shared_ptr<Conn>& c, std::string_view body)
   switch (c->role) {
     case Conn::Role::kClient: {
       auto it = sessions_.find(c->session);
-      if (it != sessions_.end()) on_client_frame(it->second, body);
+      if (it != sessions_.end()) on_client_frame(*it->second, body);
       return;
     }
     case Conn::Role::kWorker: {
-      auto it = workers_.find(c->worker);
-      if (it != workers_.end()) on_worker_frame(it->second, body);
+      if (WorkerState* w = pool_.find(c->worker)) pool_.on_frame(*w, body);
       return;
     }
     case Conn::Role::kPending: {
@@ -193,244 +181,27 @@ void Dispatcher::on_frame(const std::shared_ptr<Conn>& c, std::string_view body)
   }
 }
 
-void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
-  if (hello.proto_major() != kProtoMajor) {
-    refuse(c, fmt::format("protocol version {}.{} is not supported (this dispatcher speaks {}.{})",
-                          hello.proto_major(), hello.proto_minor(), kProtoMajor, kProtoMinor));
+void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
+  bytes_from_clients_ += body.size();
+  Status st = parse_frame(body, &client_msg_);
+  if (!st.is_ok()) {
+    refuse(s.conn(), st.message());
     return;
   }
-  if (hello.op_table_hash() != op_table_hash()) {
-    refuse(c, fmt::format("op table mismatch (peer {:016x}, dispatcher {:016x}): rebuild both "
-                          "from the same source",
-                          hello.op_table_hash(), op_table_hash()));
+  if (client_msg_.kind_case() != v1::ClientMessage::kBatch) {
+    refuse(s.conn(), "expected an instruction batch");
     return;
   }
-  switch (hello.role()) {
-    case v1::ROLE_CLIENT:
-      if (shutting_down_) {
-        refuse(c, "the dispatcher is shutting down");
-        return;
-      }
-      if (workers_.size() < static_cast<size_t>(std::max(1, opts_.min_workers))) {
-        // Hold the client until enough workers register (the embedded default starts them all
-        // at once, and a signal config naming worker 1 must not race worker 1's Hello). After
-        // worker_wait_ms the session starts with the workers there are, if any.
-        c->deadline->expires_after(std::chrono::milliseconds(opts_.worker_wait_ms));
-        std::weak_ptr<Conn> weak = c;
-        c->deadline->async_wait([this, weak](boost::system::error_code ec) {
-          auto c = weak.lock();
-          if (ec || !c || c->role != Conn::Role::kPending) return;
-          auto it = std::find_if(waiting_clients_.begin(), waiting_clients_.end(),
-                                 [&](auto& p) { return p.first == c; });
-          if (it == waiting_clients_.end()) return;
-          v1::Hello hello = std::move(it->second);
-          waiting_clients_.erase(it);
-          if (workers_.empty()) {
-            refuse(c, "no workers are registered with this dispatcher");
-            return;
-          }
-          spdlog::warn("starting a session with {} of the {} expected workers", workers_.size(),
-                       opts_.min_workers);
-          start_session(c, hello);
-        });
-        waiting_clients_.emplace_back(c, hello);
-        return;
-      }
-      start_session(c, hello);
-      return;
-    case v1::ROLE_WORKER:
-      // A stranger must not be able to register as a worker and receive tensors.
-      if (Status st = authenticate_worker(*c, hello); !st.is_ok()) {
-        refuse(c, st.message());
-        return;
-      }
-      register_worker(c, hello);
-      return;
-    default: refuse(c, "Hello without a valid role"); return;
-  }
-}
-
-uint32_t Dispatcher::pick_home_worker() const {
-  // Least loaded: fewest sessions homed there, then lowest id.
-  const WorkerState* best = nullptr;
-  for (const auto& [id, w] : workers_)
-    if (!best || w.sessions_homed < best->sessions_homed) best = &w;
-  return best ? best->id : 0;
-}
-
-Result<UserPolicy> Dispatcher::authenticate_client(const Conn& c, const v1::Hello& hello) const {
-  if (c.transport == "unix") {
-    // Local users are who the kernel says they are.
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    int fd = c.io->socket().native_handle();
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-      return permission_denied("cannot read the peer's credentials");
-    char buf[4096];
-    passwd pw{};
-    passwd* found = nullptr;
-    std::string name = ::getpwuid_r(cred.uid, &pw, buf, sizeof(buf), &found) == 0 && found
-                           ? std::string(found->pw_name)
-                           : "uid" + std::to_string(cred.uid);
-    UserPolicy p = users_.policy_for(name);
-    if (!users_.configured()) p.admin = true;  // single-user development setup
-    return p;
-  }
-  if (!users_.configured()) {
-    UserPolicy p = users_.defaults();
-    p.name = "anonymous";
-    p.admin = true;  // no users file: a single-user development setup on loopback
-    return p;
-  }
-  const UserPolicy* u = users_.find_by_token(hello.credentials().token());
-  if (!u)
-    return Status(Code::kPermissionDenied,
-                  hello.credentials().token().empty()
-                      ? "authentication required: set GT_TOKEN (or GT_TOKEN_FILE)"
-                      : "authentication failed: unknown token");
-  return *u;
-}
-
-Status Dispatcher::authenticate_worker(const Conn& c, const v1::Hello& hello) const {
-  if (!opts_.worker_secret.empty()) {
-    if (!constant_time_equal(hello.credentials().worker_secret(), opts_.worker_secret))
-      return permission_denied("worker authentication failed: wrong or missing worker secret");
-    return Status::ok();
-  }
-  // No secret: a worker must be a process of this dispatcher's own user (or root) on this box,
-  // which only the kernel can vouch for: SO_PEERCRED on the Unix socket, the socket table's
-  // owner for a loopback TCP peer. Anyone else (another local user, another host) could claim
-  // to be a worker and receive tensors.
-  std::optional<uid_t> uid;
-  if (c.transport == "unix") {
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    if (::getsockopt(c.io->socket().native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
-      uid = cred.uid;
-  } else {
-    uid = loopback_tcp_peer_uid(c.io->socket().native_handle());
-    if (!uid)
-      return permission_denied(
-          "worker authentication failed: this dispatcher has no worker_secret_file, so workers "
-          "must run on this host as its own user (Unix socket or loopback TCP); a worker on "
-          "another host needs worker_secret_file on both daemons");
-  }
-  if (!uid) return permission_denied("worker authentication failed: cannot read the peer's credentials");
-  const uid_t self = ::geteuid();
-  if (*uid != self && *uid != 0)
-    return permission_denied(
-        "worker authentication failed: uid {} is neither this dispatcher's user (uid {}) nor "
-        "root, and without a worker_secret_file only they may register as workers",
-        *uid, self);
-  return Status::ok();
-}
-
-void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
-  c->deadline->cancel();
-  auto user = authenticate_client(*c, hello);
-  if (!user.is_ok()) {
-    refuse(c, user.status().message());
+  v1::ClientBatch* batch = client_msg_.mutable_batch();
+  const int n_free = batch->frees_size();
+  if (batch->free_at_size() != 0 && batch->free_at_size() != n_free) {
+    refuse(s.conn(), fmt::format("malformed batch: {} frees but {} free_at positions", n_free,
+                                 batch->free_at_size()));
+    client_msg_.Clear();
     return;
   }
-  UserUsage& use = usage_[user->name];
-  if (user->max_sessions && use.sessions >= user->max_sessions) {
-    refuse(c, fmt::format("session quota: user {} already has {} sessions (limit {})",
-                          user->name, use.sessions, user->max_sessions));
-    return;
-  }
-  use.sessions++;
-  c->role = Conn::Role::kClient;
-  c->io->decoder().set_max_frame_bytes(opts_.max_frame_bytes);
-  c->io->set_backlog_counter(client_backlog_);
-  c->session = next_session_id_++;
-  ClientSession& s = sessions_[c->session];
-  s.id = c->session;
-  s.conn = c;
-  s.name = hello.client_name();
-  s.user = *user;
-  s.admin = user->admin;
-  s.signals = SignalState(&opts_.signal_configs);
-  if (!s.user.window) s.user.window = opts_.user_window;
-  if (!workers_.empty()) {
-    s.home_worker = pick_home_worker();
-    s.has_home = true;
-    workers_[s.home_worker].sessions_homed++;
-  }
-  had_client_ = true;
-  v1::ServerMessage m;
-  auto* w = m.mutable_welcome();
-  w->set_proto_major(kProtoMajor);
-  w->set_proto_minor(kProtoMinor);
-  w->set_session_id(s.id);
-  w->set_num_workers(static_cast<uint32_t>(workers_.size()));
-  w->set_max_frame_bytes(opts_.max_frame_bytes);
-  w->set_server_version(kVersion);
-  w->set_identity(s.user.name);
-  (void)c->io->send(m);
-  spdlog::info("session {} started ({} of user {} via {}, home worker {})", s.id,
-               s.name.empty() ? "client" : s.name, s.user.name, c->transport, s.home_worker);
-  if (log_->enabled())
-    log_->write("CONNECT", source_of(*c), "Hello", 0,
-                fmt::format("name={} user={} via={} home=worker{}", s.name, s.user.name,
-                            c->transport, s.home_worker));
-}
-
-void Dispatcher::register_worker(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
-  c->deadline->cancel();
-  c->role = Conn::Role::kWorker;
-  c->io->decoder().set_max_frame_bytes(opts_.max_frame_bytes);
-  // Few, trusted, and carrying every fetch reply: keep its buffer between large frames.
-  c->io->decoder().set_retain_bytes(opts_.max_frame_bytes);
-  c->worker = next_worker_id_++;  // ids are never reused: a restarted worker gets a new one
-  WorkerState& w = workers_[c->worker];
-  w.id = c->worker;
-  w.conn = c;
-  w.info = hello.worker();
-  v1::DispatchMessage m;
-  auto* wel = m.mutable_welcome();
-  wel->set_proto_major(kProtoMajor);
-  wel->set_proto_minor(kProtoMinor);
-  wel->set_worker_id(w.id);
-  wel->set_num_workers(static_cast<uint32_t>(workers_.size()));
-  wel->set_max_frame_bytes(opts_.max_frame_bytes);
-  wel->set_server_version(kVersion);
-  wel->set_heartbeat_interval_ms(static_cast<uint32_t>(opts_.heartbeat_interval_ms));
-  (void)c->io->send(m);
-  spdlog::info("worker {} registered: {} {} ({} MiB)", w.id, w.info.device_kind(),
-               w.info.device_name(), w.info.memory_bytes() >> 20);
-  if (log_->enabled())
-    log_->write("WORKER_JOIN", source_of(*c), "Hello", 0,
-                fmt::format("device={} name={}", w.info.device_kind(), w.info.device_name()));
-  broadcast_peer_table();
-  // Sessions left without a home (their worker died) get this one.
-  for (auto& [sid, s] : sessions_) {
-    if (!s.has_home) {
-      s.home_worker = w.id;
-      s.has_home = true;
-      w.sessions_homed++;
-    }
-  }
-  admit_waiting_clients();
-}
-
-void Dispatcher::broadcast_peer_table() {
-  // Workers exchange shards directly: each learns where its peers listen.
-  v1::DispatchMessage m;
-  for (const auto& [id, w] : workers_) {
-    if (w.info.peer_address().empty()) continue;
-    auto* p = m.mutable_peers()->add_peers();
-    p->set_worker_id(id);
-    p->set_address(w.info.peer_address());
-  }
-  for (auto& [id, w] : workers_) (void)w.conn->io->send(m);
-}
-
-void Dispatcher::admit_waiting_clients() {
-  if (workers_.size() < static_cast<size_t>(std::max(1, opts_.min_workers))) return;
-  auto waiting = std::move(waiting_clients_);
-  waiting_clients_.clear();
-  for (auto& [c, hello] : waiting)
-    if (!c->io->closed() && c->role == Conn::Role::kPending) start_session(c, hello);
+  s.run_batch(*batch);
+  client_msg_.Clear();
 }
 
 void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
@@ -445,23 +216,16 @@ void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
     auto it = sessions_.find(c->session);
     if (it != sessions_.end()) {
       if (!why.is_ok()) spdlog::warn("session {}: {}", c->session, why.message());
-      end_session(it->second);
+      it->second->end();
       sessions_.erase(it);
     }
     if (opts_.exit_when_idle && had_client_ && sessions_.empty() && on_idle) on_idle();
   } else if (role == Conn::Role::kWorker) {
-    auto it = workers_.find(c->worker);
-    if (it != workers_.end()) {
-      on_worker_gone(it->second, why.is_ok() ? "disconnected" : why.message());
-      workers_.erase(it);
-    }
-    broadcast_peer_table();
+    pool_.remove(c->worker, why.is_ok() ? "disconnected" : why.message(), shutting_down_);
     // Sessions that lost their home move to the least-loaded remaining worker.
     for (auto& [sid, s] : sessions_) {
-      if (s.has_home || workers_.empty()) continue;
-      s.home_worker = pick_home_worker();
-      s.has_home = true;
-      workers_[s.home_worker].sessions_homed++;
+      if (s->has_home() || pool_.empty()) continue;
+      s->set_home(pool_.least_loaded());
     }
     resume_paused_sessions();
   } else if (role == Conn::Role::kPending) {
@@ -475,42 +239,7 @@ void Dispatcher::start_heartbeats() {
 }
 
 void Dispatcher::heartbeat_tick() {
-  auto now = std::chrono::steady_clock::now();
-  std::vector<std::pair<std::shared_ptr<Conn>, Status>> dead;
-  v1::DispatchMessage ping;
-  ping.mutable_heartbeat()->set_nonce(++heartbeat_nonce_);
-  std::set<uint32_t> awaited;  // workers with a request not yet answered
-  if (opts_.progress_timeout_ms > 0)
-    for (const auto& [rid, route] : requests_) awaited.insert(route.worker);
-  for (auto& [id, w] : workers_) {
-    auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard);
-    if (silent.count() > opts_.heartbeat_timeout_ms) {
-      spdlog::warn("worker {} stopped answering ({} ms without a heartbeat)", id, silent.count());
-      dead.emplace_back(w.conn, deadline_exceeded("no heartbeat for over {} ms",
-                                                  opts_.heartbeat_timeout_ms));
-      continue;
-    }
-    if (opts_.progress_timeout_ms > 0) {
-      // Answering heartbeats is not enough: a worker with work outstanding must also make
-      // progress (Ack / Reply frames), else it is wedged, or not a real worker at all.
-      if (w.outstanding() == 0 && w.inflight.empty() && !awaited.count(id)) {
-        w.progress_at = now;
-      } else if (auto stalled =
-                     std::chrono::duration_cast<std::chrono::milliseconds>(now - w.progress_at);
-                 stalled.count() > opts_.progress_timeout_ms) {
-        spdlog::warn("worker {} made no progress for {} ms with work outstanding ({} "
-                     "instructions unacknowledged): dropping it",
-                     id, stalled.count(), w.outstanding());
-        dead.emplace_back(w.conn,
-                          deadline_exceeded("made no progress for over {} ms with work "
-                                            "outstanding (progress_timeout_ms)",
-                                            opts_.progress_timeout_ms));
-        continue;
-      }
-    }
-    (void)w.conn->io->send(ping);
-  }
-  for (auto& [c, why] : dead) c->io->close(why);
+  pool_.check_liveness();
   heartbeat_timer_->expires_after(std::chrono::milliseconds(opts_.heartbeat_interval_ms));
   heartbeat_timer_->async_wait([this](boost::system::error_code ec) {
     if (!ec) heartbeat_tick();
@@ -534,8 +263,7 @@ void Dispatcher::drain(int deadline_ms, std::function<void()> done) {
 
 void Dispatcher::check_drained() {
   if (!drained_) return;
-  for (auto& [id, w] : workers_)
-    if (w.outstanding() > 0 || !w.sched.empty()) return;
+  if (!pool_.idle()) return;
   // What clients sent before the signal is theirs to see finished, even when it is still in
   // the socket or half-read (a large frame arrives in several reads): look again shortly.
   for (const auto& [id, c] : conns_) {
@@ -555,6 +283,10 @@ void Dispatcher::check_drained() {
   auto fn = std::move(drained_);
   drained_ = nullptr;
   fn();
+}
+
+void Dispatcher::resume_paused_sessions() {
+  for (auto& [sid, s] : sessions_) s->resume_if_below_window();
 }
 
 void Dispatcher::shutdown() {

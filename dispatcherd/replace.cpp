@@ -2,7 +2,8 @@
 // instructions, never through the dispatcher. Every move is built from a few exact steps —
 // point-to-point send/recv, all_gather, all_reduce, reduce_scatter, and local slice/cat/add —
 // composed through "one whole copy on one worker" where no direct step exists (correct first).
-#include "dispatcherd/dispatcher.h"
+// A ClientSession member: the moves go into the session's worker batches.
+#include "dispatcherd/client_session.h"
 
 namespace gt::dispatcher {
 
@@ -22,20 +23,20 @@ OpAttrs piece_attrs(const Placement& shard, const TensorMeta& g, int m) {
 
 }  // namespace
 
-Result<std::vector<uint64_t>> Dispatcher::materialize(
-    ClientSession& s, const TensorEntry& e, const Placement& target,
+Result<std::vector<uint64_t>> ClientSession::materialize(
+    const TensorEntry& e, const Placement& target,
     std::vector<std::pair<uint32_t, uint64_t>>* temps) {
   const Placement& src = e.placement;
   if (src.same_as(target)) return e.handles;
   for (uint32_t w : target.workers)
-    if (!workers_.count(w)) return unavailable("worker {} is gone", w);
+    if (!pool_.contains(w)) return unavailable("worker {} is gone", w);
 
   // One point-to-point move of a whole local tensor.
   auto move = [&](uint32_t from, uint64_t h, uint32_t to, const TensorMeta& m) -> uint64_t {
     if (from == to) return h;
-    uint64_t tag = next_comm_tag_++;
-    emit_comm(s, from, CommId::k_send, make_send(to, tag), std::span<const uint64_t>(&h, 1));
-    return emit_comm(s, to, CommId::k_recv, make_recv(from, tag, m), {});
+    uint64_t tag = pool_.next_comm_tag();
+    emit_comm(from, CommId::k_send, make_send(to, tag), std::span<const uint64_t>(&h, 1));
+    return emit_comm(to, CommId::k_recv, make_recv(from, tag, m), {});
   };
   // The whole value on worker v (a new handle unless it already is there).
   auto to_single = [&](uint32_t v) -> Result<uint64_t> {
@@ -54,7 +55,7 @@ Result<std::vector<uint64_t>> Dispatcher::materialize(
           if (h != e.handles[m]) temps->emplace_back(v, h);
           pieces.push_back(h);
         }
-        return emit_op(s, v, OpId::k_cat, make_axis(src.axis), pieces);
+        return emit_op(v, OpId::k_cat, make_axis(src.axis), pieces);
       }
       case PlacementKind::kPartial: {
         // Sum the addends where the first one is, then move the sum if needed.
@@ -66,7 +67,7 @@ Result<std::vector<uint64_t>> Dispatcher::materialize(
           uint64_t h = move(src.workers[m], e.handles[m], at, e.meta);
           temps->emplace_back(at, h);
           uint64_t in2[2] = {acc, h};
-          uint64_t sum = emit_op(s, at, OpId::k_add, OpAttrs{}, in2);
+          uint64_t sum = emit_op(at, OpId::k_add, OpAttrs{}, in2);
           if (acc != e.handles[static_cast<size_t>(home)]) temps->emplace_back(at, acc);
           acc = sum;
         }
@@ -86,16 +87,16 @@ Result<std::vector<uint64_t>> Dispatcher::materialize(
     case PlacementKind::kReplicate: {
       std::vector<uint64_t> out(target.workers.size());
       if (src.kind == PlacementKind::kPartial && src.workers == target.workers) {
-        OpAttrs ar = make_all_reduce(next_comm_tag_++, ReduceKind::kSum, target.workers);
+        OpAttrs ar = make_all_reduce(pool_.next_comm_tag(), ReduceKind::kSum, target.workers);
         for (size_t m = 0; m < target.workers.size(); ++m)
-          out[m] = emit_comm(s, target.workers[m], CommId::k_all_reduce, ar,
+          out[m] = emit_comm(target.workers[m], CommId::k_all_reduce, ar,
                              std::span<const uint64_t>(&e.handles[m], 1));
         return out;
       }
       if (src.kind == PlacementKind::kShard && src.workers == target.workers) {
-        OpAttrs ag = make_all_gather(next_comm_tag_++, src.axis, src.workers, src.extents);
+        OpAttrs ag = make_all_gather(pool_.next_comm_tag(), src.axis, src.workers, src.extents);
         for (size_t m = 0; m < target.workers.size(); ++m)
-          out[m] = emit_comm(s, target.workers[m], CommId::k_all_gather, ag,
+          out[m] = emit_comm(target.workers[m], CommId::k_all_gather, ag,
                              std::span<const uint64_t>(&e.handles[m], 1));
         return out;
       }
@@ -118,9 +119,9 @@ Result<std::vector<uint64_t>> Dispatcher::materialize(
     case PlacementKind::kShard: {
       std::vector<uint64_t> out(target.workers.size());
       if (src.kind == PlacementKind::kPartial && src.workers == target.workers) {
-        OpAttrs rs = make_reduce_scatter(next_comm_tag_++, target.axis, target.workers, target.extents);
+        OpAttrs rs = make_reduce_scatter(pool_.next_comm_tag(), target.axis, target.workers, target.extents);
         for (size_t m = 0; m < target.workers.size(); ++m)
-          out[m] = emit_comm(s, target.workers[m], CommId::k_reduce_scatter, rs,
+          out[m] = emit_comm(target.workers[m], CommId::k_reduce_scatter, rs,
                              std::span<const uint64_t>(&e.handles[m], 1));
         return out;
       }
@@ -130,7 +131,7 @@ Result<std::vector<uint64_t>> Dispatcher::materialize(
       if (local) {
         for (size_t m = 0; m < target.workers.size(); ++m) {
           uint64_t h = e.handles[static_cast<size_t>(src.index_of(target.workers[m]))];
-          out[m] = emit_op(s, target.workers[m], OpId::k_slice,
+          out[m] = emit_op(target.workers[m], OpId::k_slice,
                            piece_attrs(target, e.meta, static_cast<int>(m)), std::span<const uint64_t>(&h, 1));
         }
         return out;
@@ -141,7 +142,7 @@ Result<std::vector<uint64_t>> Dispatcher::materialize(
       for (uint64_t h : e.handles) whole_is_temp = whole_is_temp && h != whole;
       for (size_t m = 0; m < target.workers.size(); ++m) {
         TensorMeta pm = target.local_meta(e.meta, static_cast<int>(m));
-        uint64_t piece = emit_op(s, w0, OpId::k_slice, piece_attrs(target, e.meta, static_cast<int>(m)),
+        uint64_t piece = emit_op(w0, OpId::k_slice, piece_attrs(target, e.meta, static_cast<int>(m)),
                                  std::span<const uint64_t>(&whole, 1));
         out[m] = move(w0, piece, target.workers[m], pm);
         if (out[m] != piece) temps->emplace_back(w0, piece);

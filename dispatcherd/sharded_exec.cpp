@@ -1,10 +1,12 @@
 // Ops over placements other than "everything on one worker" (DESIGN §5): the planner decides
 // where the result lives and what each input must look like; here the moves are emitted as
 // communication instructions, each member runs its local piece, and the result is recorded.
+// ClientSession members: the session's rewriting, for ops that are not on one worker.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "dispatcherd/client_session.h"
 #include "dispatcherd/cost_model.h"
 #include "dispatcherd/dispatcher.h"
 #include "libgtcore/instr_codec.h"
@@ -12,55 +14,49 @@
 
 namespace gt::dispatcher {
 
-std::vector<uint32_t> Dispatcher::live_worker_ids() const {
-  std::vector<uint32_t> ids;
-  for (const auto& [id, w] : workers_) ids.push_back(id);
-  return ids;
-}
-
-uint64_t Dispatcher::emit_op(ClientSession& s, uint32_t worker, OpId op, const OpAttrs& attrs,
-                             std::span<const uint64_t> inputs, bool has_out) {
-  WorkerState& w = workers_.at(worker);
-  v1::Instr* in = scratch_for(w, s.id).add_instrs();
+uint64_t ClientSession::emit_op(uint32_t worker, OpId op, const OpAttrs& attrs,
+                                std::span<const uint64_t> inputs, bool has_out) {
+  WorkerState& w = pool_.at(worker);
+  v1::Instr* in = pool_.scratch_for(w, id_).add_instrs();
   encode_instr(op, attrs, in);
   for (uint64_t h : inputs) in->add_inputs(h);
   uint64_t h = has_out ? w.next_handle++ : 0;
   in->set_out(h);
-  s.workers_used.insert(worker);
+  workers_used_.insert(worker);
   return h;
 }
 
-uint64_t Dispatcher::emit_comm(ClientSession& s, uint32_t worker, CommId comm,
-                               const OpAttrs& attrs, std::span<const uint64_t> inputs) {
-  WorkerState& w = workers_.at(worker);
-  v1::Instr* in = scratch_for(w, s.id).add_instrs();
+uint64_t ClientSession::emit_comm(uint32_t worker, CommId comm, const OpAttrs& attrs,
+                                  std::span<const uint64_t> inputs) {
+  WorkerState& w = pool_.at(worker);
+  v1::Instr* in = pool_.scratch_for(w, id_).add_instrs();
   encode_comm_instr(comm, attrs, in);
   for (uint64_t h : inputs) in->add_inputs(h);
   uint64_t h = comm == CommId::k_send ? 0 : w.next_handle++;
   in->set_out(h);
   w.scratch_comm = true;
-  s.workers_used.insert(worker);
+  workers_used_.insert(worker);
   return h;
 }
 
-void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, const OpAttrs& attrs,
-                             const std::vector<TensorEntry*>& inputs, const TensorMeta& meta,
-                             const std::optional<ShardSpec>& scope) {
+void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& attrs,
+                                const std::vector<TensorEntry*>& inputs, const TensorMeta& meta,
+                                const std::optional<ShardSpec>& scope) {
   const char* name = op_name(op);
   const uint64_t out = in.out();
   PlanContext ctx;
   ctx.scope = scope;
-  ctx.all_workers = live_worker_ids();
-  ctx.home = s.home_worker;
+  ctx.all_workers = pool_.live_ids();
+  ctx.home = home_worker_;
   ctx.auto_shard = opts_.auto_shard;
-  if (ctx.all_workers.empty() || !s.has_home) {
-    poison(s, out, name, "no worker is available for this session");
+  if (ctx.all_workers.empty() || !has_home_) {
+    poison(out, name, "no worker is available for this session");
     return;
   }
   if (scope) {
     for (uint32_t w : scope->workers)
-      if (!workers_.count(w)) {
-        poison(s, out, name, fmt::format("signal scope names worker {}, which is not registered", w));
+      if (!pool_.contains(w)) {
+        poison(out, name, fmt::format("signal scope names worker {}, which is not registered", w));
         return;
       }
   }
@@ -68,20 +64,20 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
   for (const TensorEntry* e : inputs) pin.push_back(PlanInput{e->meta, e->placement});
   OpPlan plan = plan_op(op, attrs, pin, meta, ctx);
   if (op == OpId::k_host_chunk && plan.fallback) {
-    poison(s, 0, name, "uploads go to one worker: this tensor is spread over several");
+    poison(0, name, "uploads go to one worker: this tensor is spread over several");
     return;
   }
   if (log_->enabled())
-    log_->write("RECV", source_of(*s.conn), name, static_cast<uint64_t>(meta.nbytes()),
+    log_->write("RECV", source_of(*conn_), name, static_cast<uint64_t>(meta.nbytes()),
                 fmt::format("id={} shape={} dtype={} -> {}{}", out, meta.shape.str(),
                             dtype_name(meta.dtype), plan.out.str(), plan.fallback ? " (gathered)" : ""));
   // Inputs into the placements the plan needs (moves emitted now, in order).
   std::vector<std::pair<uint32_t, uint64_t>> temps;
   std::vector<std::vector<uint64_t>> in_handles;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    auto hs = materialize(s, *inputs[i], plan.want[i], &temps);
+    auto hs = materialize(*inputs[i], plan.want[i], &temps);
     if (!hs.is_ok()) {
-      poison(s, out, name, hs.status().message());
+      poison(out, name, hs.status().message());
       return;
     }
     in_handles.push_back(std::move(*hs));
@@ -97,7 +93,7 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
     if (!inputs[i]->placement.same_as(plan.want[i]))
       transient += inputs[i]->meta.nbytes() * static_cast<int64_t>(plan.want[i].workers.size() + 1);
   if (plan.post_scale || plan.post_reduce) transient += bytes;
-  if (!charge_new(s, out, name, (in_place ? 0 : bytes) + transient)) return;
+  if (!charge_new(out, name, (in_place ? 0 : bytes) + transient)) return;
   std::vector<uint64_t> out_handles;
   std::vector<uint64_t> args;
   std::string payload;  // from_host data outlives the local attrs that view it
@@ -106,10 +102,10 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
     args.clear();
     for (const auto& hs : in_handles) args.push_back(hs[m]);
     OpAttrs la = local_attrs(plan, op, attrs, meta, static_cast<int>(m));
-    uint64_t h = emit_op(s, w, plan.local_op, la, args, !in_place);
+    uint64_t h = emit_op(w, plan.local_op, la, args, !in_place);
     if (plan.post_scale) {
       OpAttrs sc = make_binary_scalar(ScalarSide::kRight, *plan.post_scale, false);
-      uint64_t scaled = emit_op(s, w, OpId::k_mul, sc, std::span<const uint64_t>(&h, 1));
+      uint64_t scaled = emit_op(w, OpId::k_mul, sc, std::span<const uint64_t>(&h, 1));
       temps.emplace_back(w, h);
       h = scaled;
     }
@@ -120,16 +116,16 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
     for (const TensorEntry* e : inputs) in_metas.push_back(e->meta);
     const uint64_t members = plan.out.workers.size();
     for (uint32_t w : plan.out.workers) {
-      WorkerState& ws = workers_.at(w);
+      WorkerState& ws = pool_.at(w);
       ws.scratch_cost_ns += estimate_cost_ns(op, meta, in_metas, ws.speedup) / members;
     }
   }
   if (plan.post_reduce) {  // extremes of each slice -> the extreme of all, on every member
-    uint64_t tag = next_comm_tag_++;
+    uint64_t tag = pool_.next_comm_tag();
     OpAttrs ar = make_all_reduce(tag, *plan.post_reduce, plan.out.workers);
     for (size_t m = 0; m < plan.out.workers.size(); ++m) {
       uint32_t w = plan.out.workers[m];
-      uint64_t h = emit_comm(s, w, CommId::k_all_reduce, ar, std::span<const uint64_t>(&out_handles[m], 1));
+      uint64_t h = emit_comm(w, CommId::k_all_reduce, ar, std::span<const uint64_t>(&out_handles[m], 1));
       temps.emplace_back(w, out_handles[m]);
       out_handles[m] = h;
     }
@@ -153,11 +149,11 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
       return false;
     });
   }
-  for (auto& [w, h] : temps) emit_free(workers_.at(w), s.id, h);
+  for (auto& [w, h] : temps) pool_.emit_free(pool_.at(w), id_, h);
   if (in_place) {
     TensorEntry& dst = *inputs[0];
     if (!dst.placement.same_as(plan.out)) {  // a Partial destination became replicas
-      free_handles(s, dst);
+      free_handles(dst);
       dst.placement = plan.out;
     }
     dst.handles = in_handles[0];
@@ -167,20 +163,20 @@ void Dispatcher::run_planned(ClientSession& s, const v1::Instr& in, OpId op, con
   e.meta = meta;
   e.placement = plan.out;
   e.handles = std::move(out_handles);
-  charge(s, e, bytes);
-  s.tensors.emplace(out, std::move(e));
+  charge(e, bytes);
+  tensors_.emplace(out, std::move(e));
 }
 
-Result<std::pair<uint32_t, uint64_t>> Dispatcher::fetch_source(ClientSession& s, TensorEntry& e) {
+Result<std::pair<uint32_t, uint64_t>> ClientSession::fetch_source(TensorEntry& e) {
   if (e.placement.kind == PlacementKind::kSingle || e.placement.kind == PlacementKind::kReplicate)
     return std::make_pair(e.placement.workers[0], e.handles[0]);
   uint32_t w0 = e.placement.workers[0];
   std::vector<std::pair<uint32_t, uint64_t>> temps;
-  GT_ASSIGN_OR_RETURN(auto hs, materialize(s, e, Placement::single(w0), &temps));
+  GT_ASSIGN_OR_RETURN(auto hs, materialize(e, Placement::single(w0), &temps));
   // Freed after the fetch has read them (requests run after frees within a batch).
-  for (auto& [w, h] : temps) s.deferred_frees[w].push_back(h);
+  for (auto& [w, h] : temps) deferred_frees_[w].push_back(h);
   bool own = std::find(e.handles.begin(), e.handles.end(), hs[0]) != e.handles.end();
-  if (!own) s.deferred_frees[w0].push_back(hs[0]);
+  if (!own) deferred_frees_[w0].push_back(hs[0]);
   return std::make_pair(w0, hs[0]);
 }
 

@@ -22,6 +22,13 @@ struct UserPolicy {
   bool admin = false;         // sees every user's activity in stats
 };
 
+// What one user holds and has in flight across all their sessions, against their policy.
+struct UserUsage {
+  uint32_t sessions = 0;
+  uint64_t bytes = 0;
+  uint64_t outstanding = 0;
+};
+
 class UserTable {
  public:
   // Loads a users file (YAML: `defaults:` and `users: {name: {...}}`); unknown keys are errors

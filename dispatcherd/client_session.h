@@ -1,0 +1,145 @@
+// One client's session (DESIGN §2, §5, §8). ClientSession owns the session's private id
+// namespace (id -> TensorEntry: placement, worker handles, poison), the rewriting of its
+// instruction stream into worker batches (process_instr / process_free / process_request; ops
+// over several workers in sharded_exec.cpp and replace.cpp), its signal scopes, the errors
+// reported since its last sync and the ledger that tells them apart, its share of its user's
+// quotas (UserUsage) and its flow-control window. It reaches workers only through the
+// WorkerPool, and its client only through SessionHost (the Dispatcher: it owns the connection).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "dispatcherd/conn.h"
+#include "dispatcherd/error_ledger.h"
+#include "dispatcherd/instruction_log.h"
+#include "dispatcherd/placement.h"
+#include "dispatcherd/planner.h"
+#include "dispatcherd/session_host.h"
+#include "dispatcherd/signals.h"
+#include "dispatcherd/users.h"
+#include "dispatcherd/worker_pool.h"
+#include "proto/gt.pb.h"
+
+namespace gt::dispatcher {
+
+struct DispatcherOptions;
+
+class ClientSession {
+ public:
+  // What every session shares (all outlive the session).
+  struct Shared {
+    const DispatcherOptions& opts;
+    InstructionLog* log;
+    WorkerPool& pool;
+    SessionHost& host;
+  };
+
+  ClientSession(uint64_t id, std::shared_ptr<Conn> conn, std::string name, UserPolicy user,
+                UserUsage& usage, const Shared& shared);
+  ClientSession(const ClientSession&) = delete;
+  ClientSession& operator=(const ClientSession&) = delete;
+
+  uint64_t id() const { return id_; }
+  const std::shared_ptr<Conn>& conn() const { return conn_; }
+  const std::string& name() const { return name_; }
+  const UserPolicy& user() const { return user_; }
+  bool admin() const { return user_.admin; }
+  const std::unordered_map<uint64_t, TensorEntry>& tensors() const { return tensors_; }
+  bool has_home() const { return has_home_; }
+  uint32_t home_worker() const { return home_worker_; }
+  // Creations without a placement go to `worker` (registered) from now on.
+  void set_home(uint32_t worker);
+
+  // client_session.cpp: one frame's batch, rewritten in stream order (frees between the
+  // instructions free_at places them after, requests last), sent, then the window checked.
+  // free_at is either empty or one position per free (the Dispatcher refuses anything else).
+  void run_batch(v1::ClientBatch& batch);
+  // The client left: its queued batches and requests are dropped, its tensors freed on every
+  // worker, its usage returned to its user.
+  void end();
+
+  // Flow control: instructions queued or in flight count against the session's and its
+  // user's windows; past either, the client's socket is not read until acks bring it below.
+  void add_outstanding(uint64_t count);
+  void release_outstanding(uint64_t count);
+  void resume_if_below_window();
+
+  // session_replies.cpp: what comes back from workers.
+  void worker_error(const WorkerState& w, const v1::ErrorReport& rep);
+  void relay_fetch(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply, bool last);
+  // Every worker has answered `pr`: the reply goes to the client.
+  void complete_request(PendingRequest& pr);
+  // Worker `worker` is gone: tensors with a piece there are poisoned with `err` (the other
+  // pieces freed with the next frame), and a session that used it gets `err` at its next sync.
+  void worker_lost(uint32_t worker, const std::shared_ptr<const v1::ErrorInfo>& err);
+
+ private:
+  // client_session.cpp
+  void process_instr(v1::Instr& in);
+  void process_free(uint64_t id);
+  void poison(uint64_t out, const std::string& op, const std::string& message);
+  void update_flow_control();
+  bool over_window() const;
+  void charge(TensorEntry& e, int64_t bytes);
+  bool charge_new(uint64_t out, const char* name, int64_t bytes);
+  void free_handles(const TensorEntry& e);
+  void free_deferred();  // deferred_frees_, emitted now
+
+  // session_replies.cpp
+  void process_request(const v1::Request& r);
+  // A fetch (request `seq`) raised error `id`: the next SYNC does not report it again, unless
+  // a SYNC requested before that fetch is still pending (that one reports it, in order).
+  void consume_fetched_error(uint64_t seq, uint64_t id);
+
+  // sharded_exec.cpp / replace.cpp: ops over placements other than one worker
+  void run_planned(const v1::Instr& in, OpId op, const OpAttrs& attrs,
+                   const std::vector<TensorEntry*>& inputs, const TensorMeta& meta,
+                   const std::optional<ShardSpec>& scope);
+  uint64_t emit_op(uint32_t worker, OpId op, const OpAttrs& attrs,
+                   std::span<const uint64_t> inputs, bool has_out = true);
+  uint64_t emit_comm(uint32_t worker, CommId comm, const OpAttrs& attrs,
+                     std::span<const uint64_t> inputs);
+  // Handles of `e`'s value in placement `target` (one per member), emitting the moves;
+  // temporaries made on the way are appended to `temps` (worker, handle) for freeing.
+  Result<std::vector<uint64_t>> materialize(const TensorEntry& e, const Placement& target,
+                                            std::vector<std::pair<uint32_t, uint64_t>>* temps);
+  // Where to read a whole tensor from: (worker, handle), assembling shards / sums if needed.
+  Result<std::pair<uint32_t, uint64_t>> fetch_source(TensorEntry& e);
+
+  const uint64_t id_;
+  const std::shared_ptr<Conn> conn_;
+  const std::string name_;
+  UserPolicy user_;     // who is connected, with their quotas and weight
+  UserUsage& usage_;    // what that user holds and has in flight, all sessions together
+  const DispatcherOptions& opts_;
+  InstructionLog* log_;
+  WorkerPool& pool_;
+  SessionHost& host_;
+  uint32_t home_worker_ = 0;
+  bool has_home_ = false;
+  std::unordered_map<uint64_t, TensorEntry> tensors_;  // the session's private id namespace
+  std::set<uint32_t> workers_used_;
+  std::vector<v1::ErrorInfo> errors_;  // reported since the last sync (and not raised by a fetch)
+  ErrorLedger error_ledger_;           // worker-reported errors: who a fetched poison is
+  uint64_t requests_ = 0;              // requests received (PendingRequest::seq)
+  uint64_t outstanding_ = 0;           // instructions queued or in flight, not yet acknowledged
+  bool paused_ = false;
+  uint64_t instrs_received_ = 0;
+  SignalState signals_;
+  // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
+  std::map<uint32_t, std::vector<uint64_t>> deferred_frees_;
+  // Reused by process_instr for each instruction's inputs.
+  std::vector<TensorEntry*> scratch_entries_;
+  std::vector<TensorMeta> scratch_metas_;
+};
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,24 @@
+// What a ClientSession needs of the dispatcher around it (the Dispatcher implements it): the
+// client's connection is the dispatcher's (replies go out within its backlog bounds), and
+// stats that span sessions or connections are the dispatcher's to fill.
+#pragma once
+
+#include "proto/gt.pb.h"
+
+namespace gt::dispatcher {
+
+class ClientSession;
+
+class SessionHost {
+ public:
+  virtual ~SessionHost() = default;
+  // Sends `m` to s's client, within the bounds on unread replies (past them, clients that do
+  // not read are dropped).
+  virtual void send_reply(ClientSession& s, v1::ServerMessage& m) = 0;
+  // STATS for a non-admin: every worker, counting only the tensors of s's user.
+  virtual void fill_own_stats(const ClientSession& s, v1::Reply* r) const = 0;
+  // STATS for an admin: the dispatcher's own counters.
+  virtual void fill_dispatcher_stats(v1::DispatcherStats* d) const = 0;
+};
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,160 @@
+// A session's requests and what comes back for it from workers (DESIGN §2: errors are values,
+// raised at sync points, each once): SYNC / FETCH / STATS sent to the workers that must answer,
+// replies assembled and sent to the client, error reports recorded and their results
+// poisoned, fetched poisons identified, and the loss of a worker's tensors.
+#include <spdlog/spdlog.h>
+
+#include "dispatcherd/client_session.h"
+#include "dispatcherd/dispatcher.h"
+
+namespace gt::dispatcher {
+
+void ClientSession::process_request(const v1::Request& r) {
+  auto pr = std::make_shared<PendingRequest>();
+  pr->session = id_;
+  pr->client_request_id = r.request_id();
+  pr->kind = r.kind();
+  pr->seq = ++requests_;
+  pr->reply.mutable_reply()->set_request_id(r.request_id());
+  if (log_->enabled())
+    log_->write("REQUEST", source_of(*conn_), v1::Request::Kind_Name(r.kind()), 0,
+                fmt::format("request={} id={}", r.request_id(), r.id()));
+  switch (r.kind()) {
+    case v1::Request::SYNC:
+      for (uint32_t wid : workers_used_) {
+        if (WorkerState* w = pool_.find(wid)) pool_.send_request(*w, id_, v1::Request::SYNC, 0, pr);
+      }
+      break;
+    case v1::Request::FETCH: {
+      auto it = tensors_.find(r.id());
+      if (it == tensors_.end()) {
+        auto* e = pr->reply.mutable_reply()->add_errors();
+        e->set_op("fetch");
+        e->set_message(fmt::format("unknown tensor id {} (not a tensor of this session)", r.id()));
+        e->set_origin("dispatcher");
+        break;
+      }
+      if (it->second.poison || it->second.handles.empty()) {
+        if (it->second.poison) {
+          *pr->reply.mutable_reply()->add_errors() = *it->second.poison;
+          consume_fetched_error(pr->seq, it->second.poison->id());  // not again at SYNC
+        }
+        break;
+      }
+      // A tensor spread over workers is assembled, in order, on its first worker first.
+      auto where = fetch_source(it->second);
+      if (!where.is_ok()) {
+        auto* e = pr->reply.mutable_reply()->add_errors();
+        e->set_op("fetch");
+        e->set_message(where.status().message());
+        e->set_origin("dispatcher");
+        break;
+      }
+      WorkerState* w = pool_.find(where->first);
+      if (!w) {
+        auto* e = pr->reply.mutable_reply()->add_errors();
+        e->set_op("fetch");
+        e->set_message(fmt::format("worker {} is gone", where->first));
+        e->set_origin("dispatcher");
+        break;
+      }
+      pr->fetch_handle = where->second;
+      pool_.send_request(*w, id_, v1::Request::FETCH, where->second, pr);
+      break;
+    }
+    case v1::Request::STATS:
+      if (!admin()) {
+        host_.fill_own_stats(*this, pr->reply.mutable_reply());
+        break;
+      }
+      for (auto& [wid, w] : pool_.all()) pool_.send_request(w, id_, v1::Request::STATS, 0, pr);
+      break;
+    default: {
+      auto* e = pr->reply.mutable_reply()->add_errors();
+      e->set_op("request");
+      e->set_message(fmt::format("unknown request kind {}", static_cast<int>(r.kind())));
+      e->set_origin("dispatcher");
+    }
+  }
+  if (pr->remaining <= 0) complete_request(*pr);
+}
+
+void ClientSession::consume_fetched_error(uint64_t seq, uint64_t id) {
+  if (pool_.sync_pending_before(id_, seq)) return;
+  consume_error(errors_, id);
+}
+
+void ClientSession::complete_request(PendingRequest& pr) {
+  v1::Reply* r = pr.reply.mutable_reply();
+  if (pr.kind == v1::Request::STATS && admin()) host_.fill_dispatcher_stats(r->mutable_dispatcher());
+  if (pr.kind == v1::Request::SYNC) {
+    // Errors reported since the last sync come first: the client raises the first one.
+    google::protobuf::RepeatedPtrField<v1::ErrorInfo> all;
+    for (auto& e : errors_) *all.Add() = std::move(e);
+    for (auto& e : *r->mutable_errors()) *all.Add() = std::move(e);
+    r->mutable_errors()->Swap(&all);
+    errors_.clear();
+    dedupe_errors(r->mutable_errors());  // one failure reported by several paths: once
+  }
+  for (auto& e : *r->mutable_errors())
+    if (e.id() == 0) e.set_id(new_error_id());
+  r->set_last(true);
+  if (log_->enabled())
+    log_->write("REPLY", source_of(*conn_), v1::Request::Kind_Name(pr.kind), 0,
+                fmt::format("request={} errors={}", pr.client_request_id, r->errors_size()));
+  host_.send_reply(*this, pr.reply);
+}
+
+void ClientSession::worker_error(const WorkerState& w, const v1::ErrorReport& rep) {
+  auto err = std::make_shared<v1::ErrorInfo>(rep.error());
+  error_ledger_.reported(*err, w.id, rep.handle(), w.next_handle);
+  // The failed result is poisoned here too: later uses inherit this very error and a fetch of
+  // it is answered here, without asking the worker.
+  if (rep.handle() != 0 && !error_ledger_.overflowed())
+    poison_failed_result(tensors_, w.id, rep.handle(), err);
+  errors_.push_back(*err);
+  if (log_->enabled())
+    log_->write("ERROR", source_of(*w.conn), rep.error().op(), 0, rep.error().message());
+}
+
+void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply,
+                                bool last) {
+  // A poison raised by this fetch is not raised again at the next SYNC, and the tensor is
+  // poisoned here from now on (a later fetch of it needs no guess).
+  for (auto& e : *reply.mutable_errors()) {
+    if (!error_ledger_.identify_fetched(e, w.id, pr.fetch_handle)) continue;
+    consume_fetched_error(pr.seq, e.id());
+    poison_failed_result(tensors_, w.id, pr.fetch_handle, std::make_shared<v1::ErrorInfo>(e));
+  }
+  v1::ServerMessage m;
+  v1::Reply* r = m.mutable_reply();
+  r->Swap(&reply);
+  r->set_request_id(pr.client_request_id);
+  r->set_last(last);
+  if (last && log_->enabled())
+    log_->write("REPLY", source_of(*conn_), "FETCH", r->tensor().total_bytes(),
+                fmt::format("request={} errors={}", pr.client_request_id, r->errors_size()));
+  host_.send_reply(*this, m);
+}
+
+void ClientSession::worker_lost(uint32_t worker, const std::shared_ptr<const v1::ErrorInfo>& err) {
+  bool affected = workers_used_.erase(worker) > 0;
+  for (auto& [id, e] : tensors_) {
+    if (e.live() && e.placement.index_of(worker) >= 0) {
+      // Any piece lost loses the tensor; the other pieces are freed on their workers.
+      for (size_t m = 0; m < e.handles.size(); ++m) {
+        const uint32_t other = e.placement.workers[m];
+        if (other != worker && pool_.contains(other) && e.handles[m] != 0)
+          deferred_frees_[other].push_back(e.handles[m]);
+      }
+      e.poison = err;
+      e.handles.clear();
+      charge(e, -e.charged);  // the bytes are gone with the worker
+    }
+  }
+  deferred_frees_.erase(worker);
+  if (affected) errors_.push_back(*err);
+  if (has_home_ && home_worker_ == worker) has_home_ = false;
+}
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,129 @@
+// WorkerPool's batches (DESIGN §2 backpressure, §8 fairness): the per-worker scratch batch of
+// the client frame in progress, its sequence numbers, the fair queue (DRR) it waits in, the
+// acknowledgement window and per-session in-flight budget that let it go, and the acks that
+// retire it.
+#include <spdlog/spdlog.h>
+
+#include "dispatcherd/cost_model.h"
+#include "dispatcherd/dispatcher.h"
+#include "dispatcherd/worker_pool.h"
+
+namespace gt::dispatcher {
+
+v1::WorkerBatch& WorkerPool::scratch_for(WorkerState& w, uint64_t session) {
+  if (!w.scratch_used) {
+    w.scratch_used = true;
+    w.scratch.mutable_batch()->set_session(session);
+    w.scratch_cost_ns = 0;
+    w.speedup = device_speedup(w.info.device_kind());
+    touched_.push_back(w.id);
+  }
+  return *w.scratch.mutable_batch();
+}
+
+void WorkerPool::emit_free(WorkerState& w, uint64_t session, uint64_t handle) {
+  // In stream order: the worker releases it before the instructions that follow.
+  v1::WorkerBatch& b = scratch_for(w, session);
+  b.add_frees(handle);
+  b.add_free_at(static_cast<uint32_t>(b.instrs_size()));
+}
+
+void WorkerPool::flush() {
+  for (uint32_t wid : touched_) {
+    auto it = workers_.find(wid);
+    if (it != workers_.end()) flush_worker(it->second);
+  }
+  touched_.clear();
+}
+
+void WorkerPool::drop_queued(uint64_t session) {
+  for (auto& [wid, w] : workers_)
+    for (auto& item : w.sched.take_session(session))
+      for (uint64_t h : item.msg.batch().frees()) emit_free(w, session, h);
+}
+
+void WorkerPool::flush_worker(WorkerState& w) {
+  if (!w.scratch_used) return;
+  w.scratch_used = false;
+  v1::WorkerBatch* b = w.scratch.mutable_batch();
+  uint64_t count = static_cast<uint64_t>(b->instrs_size()) + static_cast<uint64_t>(b->frees_size());
+  uint64_t session = b->session();
+  const double weight = events_.batch_queued(session, count);
+  if (w.scratch_comm) {
+    // Communication must reach every participant in the same global order (else two workers
+    // could each block in a different collective): it bypasses the fair scheduler, after this
+    // session's own earlier batches so the session's order is kept.
+    w.scratch_comm = false;
+    for (auto& item : w.sched.take_session(session)) send_now(w, std::move(item));
+    send_now(w, DrrScheduler::Item{session, count, std::move(w.scratch), w.scratch_cost_ns});
+    w.scratch.Clear();
+    return;
+  }
+  w.sched.enqueue(session, weight, count, std::move(w.scratch), w.scratch_cost_ns);
+  w.scratch.Clear();
+  pump(w);
+}
+
+void WorkerPool::send_now(WorkerState& w, DrrScheduler::Item&& item) {
+  v1::WorkerBatch* b = item.msg.mutable_batch();
+  const uint64_t first = w.sent_seq;
+  b->set_first_seq(first);
+  w.sent_seq += item.cost;
+  if (item.cost > 0) {
+    w.inflight.emplace(first, WorkerState::InFlight{w.sent_seq, item.session, item.cost, item.cost_ns});
+    w.inflight_count += item.cost;
+    w.session_cost_ns[item.session] += item.cost_ns;
+  }
+  Status st = w.conn->io->send(item.msg);
+  if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
+}
+
+void WorkerPool::pump(WorkerState& w) {
+  // Keep at most worker_window instructions in flight on the worker, and per session at most
+  // session_inflight_us of estimated work (a batch always goes when the session has none in
+  // flight); the rest waits here in fair order, so a light user's work is never queued behind
+  // a flood on the worker itself.
+  const uint64_t budget_ns = opts_.session_inflight_us * 1000;
+  auto may_send = [&](uint64_t session) {
+    auto it = w.session_cost_ns.find(session);
+    return it == w.session_cost_ns.end() || it->second < budget_ns;
+  };
+  while (!w.conn->io->closed() && (w.outstanding() < opts_.worker_window || w.inflight.empty())) {
+    auto item = w.sched.next(may_send);
+    if (!item) break;
+    send_now(w, std::move(*item));
+  }
+}
+
+void WorkerPool::on_ack(WorkerState& w, const v1::Ack& ack) {
+  const uint64_t executed_seq = ack.executed_seq();
+  if (executed_seq > w.sent_seq || executed_seq < w.acked_seq) {
+    spdlog::warn("worker {}: ignoring ack {} outside [{}, {}]", w.id, executed_seq, w.acked_seq,
+                 w.sent_seq);
+    return;
+  }
+  w.acked_seq = executed_seq;
+  // Everything below the executed prefix, then the batches done beyond it (any session's).
+  while (!w.inflight.empty() && w.inflight.begin()->second.seq_end <= executed_seq)
+    retire(w, w.inflight.begin());
+  for (uint64_t first : ack.done()) {
+    auto it = w.inflight.find(first);
+    if (it != w.inflight.end()) retire(w, it);
+  }
+  pump(w);
+  events_.worker_progressed();
+}
+
+void WorkerPool::retire(WorkerState& w, std::map<uint64_t, WorkerState::InFlight>::iterator it) {
+  const WorkerState::InFlight f = it->second;
+  w.inflight.erase(it);
+  w.inflight_count -= std::min(f.count, w.inflight_count);
+  auto cit = w.session_cost_ns.find(f.session);
+  if (cit != w.session_cost_ns.end()) {
+    cit->second -= std::min(f.cost_ns, cit->second);
+    if (cit->second == 0) w.session_cost_ns.erase(cit);
+  }
+  events_.batch_done(f.session, f.count);
+}
+
+}  // namespace gt::dispatcher

@@ -1,0 +1,181 @@
+// The dispatcher's side of its workers (DESIGN §2, §6, §8). WorkerPool owns the registered
+// workers (WorkerState: connection, handles, sequence numbers), the batch each one is being
+// given for the client frame in progress (scratch), the fair queue and acknowledgement window a
+// batch waits in before it is sent (flush / pump, ack / retire), the routing of requests and
+// their replies by the dispatcher's request id, heartbeats and the progress watchdog, and the
+// bookkeeping of a worker's departure. It knows sessions only by id: whatever touches a
+// session goes to their owner through WorkerPool::Events.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "dispatcherd/conn.h"
+#include "dispatcherd/instruction_log.h"
+#include "dispatcherd/scheduler.h"
+#include "proto/gt.pb.h"
+
+namespace gt::dispatcher {
+
+struct DispatcherOptions;
+
+struct WorkerState {
+  uint32_t id = 0;
+  std::shared_ptr<Conn> conn;
+  v1::WorkerInfo info;
+  uint64_t next_handle = 1;
+  uint64_t sent_seq = 0, acked_seq = 0;  // acked_seq: the worker's executed prefix
+  DrrScheduler sched;  // rewritten batches waiting for window room, in fair order
+  std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
+  // Progress watchdog (progress_timeout_ms): the last Ack or Reply from the worker, or the last
+  // heartbeat tick at which it had nothing outstanding (so the clock starts with the work).
+  std::chrono::steady_clock::time_point progress_at = std::chrono::steady_clock::now();
+  double speedup = 1.0;  // the device's speed relative to the cost model's reference
+  struct InFlight {
+    uint64_t seq_end;
+    uint64_t session;
+    uint64_t count;
+    uint64_t cost_ns;  // estimated
+  };
+  // By first seq: batches of different sessions complete out of order (the worker's turns).
+  std::map<uint64_t, InFlight> inflight;
+  uint64_t inflight_count = 0;                             // instructions in `inflight`
+  std::unordered_map<uint64_t, uint64_t> session_cost_ns;  // estimated work in flight, per session
+  size_t sessions_homed = 0;
+  // The batch being assembled for the session whose frame is being processed.
+  v1::DispatchMessage scratch;
+  bool scratch_used = false;
+  bool scratch_comm = false;  // holds communication: sent in global order, not via DRR
+  uint64_t scratch_cost_ns = 0;
+  uint64_t outstanding() const { return inflight_count; }
+};
+
+// A request from a client that waits on one or more workers.
+struct PendingRequest {
+  uint64_t session = 0;
+  uint64_t client_request_id = 0;
+  v1::Request::Kind kind = v1::Request::SYNC;
+  int remaining = 0;
+  uint64_t fetch_handle = 0;  // FETCH: the worker handle read (to identify a poison's error)
+  uint64_t seq = 0;           // order among the session's requests (ClientSession::requests_)
+  v1::ServerMessage reply;  // accumulated errors / stats
+};
+
+class WorkerPool {
+ public:
+  // What the pool tells whoever owns the sessions (the Dispatcher). A session named by an id
+  // that is gone (its client left) is ignored there.
+  class Events {
+   public:
+    virtual ~Events() = default;
+    // `count` instructions of `session` were queued for a worker; returns the session's
+    // scheduling weight (1 when it is gone).
+    virtual double batch_queued(uint64_t session, uint64_t count) = 0;
+    // `count` instructions of `session` were executed, or lost with their worker.
+    virtual void batch_done(uint64_t session, uint64_t count) = 0;
+    // A worker acknowledged work: paused sessions may resume, a drain may have finished.
+    virtual void worker_progressed() = 0;
+    // A worker reported a failed instruction of rep.session().
+    virtual void worker_error(const WorkerState& w, const v1::ErrorReport& rep) = 0;
+    // A chunk (or the errors) of the answer to a FETCH; `last` ends the request.
+    virtual void fetch_reply(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply,
+                             bool last) = 0;
+    // Every worker `pr` waited on has answered (or is gone).
+    virtual void request_done(PendingRequest& pr) = 0;
+    // Worker `worker` is gone and its tensors with it (`err` says so); its requests fail next.
+    virtual void worker_lost(uint32_t worker, const std::shared_ptr<const v1::ErrorInfo>& err) = 0;
+  };
+
+  // `opts` and `log` outlive the pool.
+  WorkerPool(const DispatcherOptions& opts, InstructionLog* log, Events& events);
+
+  // Registry. add(): a new worker on `c` (its Hello said so, and it is authenticated) gets an
+  // id (never reused: a restarted worker gets a new one) and its Welcome; every worker learns
+  // the new peer table. remove(): the worker is gone (`why`; `expected`: by our own shutdown,
+  // no warning), its queued and in-flight work and requests fail, the peer table shrinks.
+  WorkerState& add(const std::shared_ptr<Conn>& c, const v1::Hello& hello);
+  void remove(uint32_t id, const std::string& why, bool expected);
+  WorkerState* find(uint32_t id) {
+    auto it = workers_.find(id);
+    return it == workers_.end() ? nullptr : &it->second;
+  }
+  WorkerState& at(uint32_t id) { return workers_.at(id); }
+  bool contains(uint32_t id) const { return workers_.count(id) != 0; }
+  size_t size() const { return workers_.size(); }
+  bool empty() const { return workers_.empty(); }
+  std::map<uint32_t, WorkerState>& all() { return workers_; }
+  const std::map<uint32_t, WorkerState>& all() const { return workers_; }
+  std::vector<uint32_t> live_ids() const;
+  // The least loaded worker for a session's home: fewest sessions homed there, then lowest id.
+  uint32_t least_loaded() const;
+
+  // Batches. Between begin_frame() and flush() every instruction, free and request for a
+  // worker goes into its scratch batch (scratch_for); flush() queues each touched batch in the
+  // worker's fair queue and sends what its window allows.
+  void begin_frame() { touched_.clear(); }
+  v1::WorkerBatch& scratch_for(WorkerState& w, uint64_t session);
+  // Queues a free of `handle` in the session's stream on `w` (ordered with its instructions).
+  void emit_free(WorkerState& w, uint64_t session, uint64_t handle);
+  // The same on worker `worker`, if it is still registered.
+  void emit_free(uint32_t worker, uint64_t session, uint64_t handle) {
+    if (WorkerState* w = find(worker)) emit_free(*w, session, handle);
+  }
+  void flush();
+  // A session's batches still waiting in the fair queues are dropped (its client left): the
+  // tensors they would create are never made, but their frees still go out (they may name
+  // tensors that batches already sent did make).
+  void drop_queued(uint64_t session);
+  // A tag unique per collective (matches the members' halves).
+  uint64_t next_comm_tag() { return next_comm_tag_++; }
+
+  // Requests, routed back by the dispatcher's request id.
+  uint64_t send_request(WorkerState& w, uint64_t session, v1::Request::Kind kind, uint64_t handle,
+                        const std::shared_ptr<PendingRequest>& pr);
+  // Whether a SYNC of `session` requested before request `seq` is still waiting.
+  bool sync_pending_before(uint64_t session, uint64_t seq) const;
+  void drop_requests(uint64_t session);
+
+  void on_frame(WorkerState& w, std::string_view body);
+  // One heartbeat: pings every worker, and drops those silent past heartbeat_timeout_ms or with
+  // work outstanding and no progress for progress_timeout_ms.
+  void check_liveness();
+  // Nothing is queued or in flight on any worker.
+  bool idle() const;
+
+ private:
+  void flush_worker(WorkerState& w);
+  void send_now(WorkerState& w, DrrScheduler::Item&& item);
+  void pump(WorkerState& w);  // sends queued batches while the worker's window has room
+  void on_ack(WorkerState& w, const v1::Ack& ack);
+  void retire(WorkerState& w, std::map<uint64_t, WorkerState::InFlight>::iterator it);
+  void on_reply(WorkerState& w, v1::Reply& reply);
+  void on_gone(WorkerState& w, const std::string& why, bool expected);
+  void broadcast_peer_table();
+  void finish_if_answered(PendingRequest& pr) {
+    if (pr.remaining <= 0) events_.request_done(pr);
+  }
+
+  const DispatcherOptions& opts_;
+  InstructionLog* log_;
+  Events& events_;
+  std::map<uint32_t, WorkerState> workers_;
+  uint32_t next_worker_id_ = 0;
+  uint64_t next_request_id_ = 1;
+  struct RequestRoute {
+    std::shared_ptr<PendingRequest> request;
+    uint32_t worker;
+  };
+  std::unordered_map<uint64_t, RequestRoute> requests_;  // by the dispatcher's request id
+  std::vector<uint32_t> touched_;  // workers with a scratch batch for the current frame
+  uint64_t next_comm_tag_ = 1;
+  uint64_t heartbeat_nonce_ = 0;
+  v1::WorkerMessage worker_msg_;  // reused across frames
+};
+
+}  // namespace gt::dispatcher
