@@ -63,10 +63,12 @@ void ClientSession::free_deferred() {
   deferred_frees_.clear();
 }
 
-void ClientSession::poison(uint64_t out, const std::string& op, const std::string& message) {
+void ClientSession::poison(uint64_t out, const std::string& op, const Status& why) {
+  const std::string& message = why.message();
   auto err = std::make_shared<v1::ErrorInfo>();
   err->set_op(op);
   err->set_message(message);
+  err->set_code(static_cast<uint32_t>(why.code()));
   err->set_origin("dispatcher");
   err->set_id(new_error_id());
   errors_.push_back(*err);
@@ -84,19 +86,20 @@ void ClientSession::process_instr(v1::Instr& in) {
     Status st = in.has_signal() ? signals_.apply(in.signal())
                 : in.has_config() ? signals_.register_config(in.config())
                                   : invalid_argument("empty instruction");
-    if (!st.is_ok()) poison(0, in.has_config() ? "config" : "signal", st.message());
+    if (!st.is_ok()) poison(0, in.has_config() ? "config" : "signal", st);
     if (log_->enabled() && in.has_signal())
       log_->write("SIGNAL", source_of(*conn_), v1::SignalEvent::Kind_Name(in.signal().kind()), 0,
                   fmt::format("name={}{}", in.signal().name(), in.signal().backward_pass() ? " backward" : ""));
     return;
   }
   if (in.comm() != 0) {
-    poison(in.out(), "instruction", "communication instructions are for workers only");
+    poison(in.out(), "instruction",
+           permission_denied("communication instructions are for workers only"));
     return;
   }
   auto dec = decode_instr(in);
   if (!dec.is_ok()) {
-    poison(in.out(), "instruction", dec.status().message());
+    poison(in.out(), "instruction", dec.status());
     return;
   }
   const OpId op = dec->op;
@@ -104,11 +107,11 @@ void ClientSession::process_instr(v1::Instr& in) {
   const bool in_place = is_in_place(op);
   const uint64_t out = in.out();
   if (in_place ? out != 0 : out == 0) {
-    poison(0, name, in_place ? "in-place op with a result id" : "missing result id");
+    poison(0, name, invalid_argument("{}", in_place ? "in-place op with a result id" : "missing result id"));
     return;
   }
   if (!in_place && tensors_.count(out)) {
-    poison(0, name, fmt::format("tensor id {} is already in use in this session", out));
+    poison(0, name, invalid_argument("tensor id {} is already in use in this session", out));
     return;
   }
   // Resolve inputs in the session's own namespace: another session's ids do not exist here.
@@ -123,7 +126,7 @@ void ClientSession::process_instr(v1::Instr& in) {
     uint64_t id = in.inputs(i);
     auto it = tensors_.find(id);
     if (it == tensors_.end()) {
-      poison(out, name, fmt::format("unknown tensor id {} (not a tensor of this session)", id));
+      poison(out, name, not_found("unknown tensor id {} (not a tensor of this session)", id));
       return;
     }
     TensorEntry& e = it->second;
@@ -147,7 +150,7 @@ void ClientSession::process_instr(v1::Instr& in) {
   }
   auto meta = infer_meta(op, metas, dec->attrs);
   if (!meta.is_ok()) {
-    poison(out, name, meta.status().message());
+    poison(out, name, meta.status());
     return;
   }
   auto scope = signals_.current();
@@ -160,7 +163,7 @@ void ClientSession::process_instr(v1::Instr& in) {
   uint32_t wid = n_in > 0 ? entries[0]->placement.workers[0] : home_worker_;
   WorkerState* wp = pool_.find(wid);
   if ((n_in == 0 && !has_home_) || !wp) {
-    poison(out, name, "no worker is available for this session");
+    poison(out, name, unavailable("no worker is available for this session"));
     return;
   }
   WorkerState& w = *wp;
@@ -188,9 +191,9 @@ void ClientSession::process_instr(v1::Instr& in) {
 bool ClientSession::charge_new(uint64_t out, const char* name, int64_t bytes) {
   if (user_.max_bytes && usage_.bytes + static_cast<uint64_t>(bytes) > user_.max_bytes) {
     poison(out, name,
-           fmt::format("memory quota exceeded: user {} holds {} bytes, this needs {} more "
-                       "(limit {})",
-                       user_.name, usage_.bytes, bytes, user_.max_bytes));
+           resource_exhausted("memory quota exceeded: user {} holds {} bytes, this needs {} more "
+                              "(limit {})",
+                              user_.name, usage_.bytes, bytes, user_.max_bytes));
     return false;
   }
   return true;

@@ -86,7 +86,7 @@ class ClientSession {
   // client_session.cpp
   void process_instr(v1::Instr& in);
   void process_free(uint64_t id);
-  void poison(uint64_t out, const std::string& op, const std::string& message);
+  void poison(uint64_t out, const std::string& op, const Status& why);
   void update_flow_control();
   bool over_window() const;
   void charge(TensorEntry& e, int64_t bytes);

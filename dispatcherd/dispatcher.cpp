@@ -74,16 +74,17 @@ void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
   const uint32_t from_peer = at == pending_by_peer_.end() ? 0 : at->second;
   if (pending_conns_ >= opts_.max_pending_connections) {
     refuse_unadmitted(std::move(socket), key,
-                      fmt::format("too many connections waiting for their Hello ({}, the limit "
-                                  "is max_pending_connections); try again later",
-                                  pending_conns_));
+                      resource_exhausted("too many connections waiting for their Hello ({}, the "
+                                         "limit is max_pending_connections); try again later",
+                                         pending_conns_));
     return;
   }
   if (from_peer >= opts_.max_pending_per_address) {
     refuse_unadmitted(std::move(socket), key,
-                      fmt::format("too many connections from {} waiting for their Hello ({}, the "
-                                  "limit is max_pending_per_address); try again later",
-                                  key, from_peer));
+                      resource_exhausted("too many connections from {} waiting for their Hello "
+                                         "({}, the limit is max_pending_per_address); try again "
+                                         "later",
+                                         key, from_peer));
     return;
   }
   auto c = std::make_shared<Conn>();
@@ -104,10 +105,10 @@ void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
   c->deadline->async_wait([this, weak](boost::system::error_code ec) {
     auto c = weak.lock();
     if (ec || !c || c->role != Conn::Role::kPending) return;
-    refuse(c, "no Hello within the handshake timeout");
+    refuse(c, deadline_exceeded("no Hello within the handshake timeout"));
   });
   c->io->set_bad_frame_handler([this, weak](const Status& why) {
-    if (auto c = weak.lock()) refuse(c, why.message());
+    if (auto c = weak.lock()) refuse(c, why);
   });
   c->io->start([this, weak](std::string_view body) {
                  if (auto c = weak.lock()) on_frame(c, body);
@@ -126,7 +127,8 @@ void Dispatcher::leave_pending(Conn& c) {
 }
 
 void Dispatcher::refuse_unadmitted(StreamSocket socket, const std::string& peer,
-                                   const std::string& reason) {
+                                   const Status& why) {
+  const std::string& reason = why.message();
   uint64_t held = 0;
   if (refuse_log_.allow(&held)) {
     spdlog::warn("refusing a connection from {}: {}{}", peer, reason,
@@ -137,12 +139,14 @@ void Dispatcher::refuse_unadmitted(StreamSocket socket, const std::string& peer,
   auto io = std::make_shared<FramedConnection>(std::move(socket), kFrameHeaderBytes);
   v1::ServerMessage m;
   m.mutable_refusal()->set_reason(reason);
+  m.mutable_refusal()->set_code(static_cast<uint32_t>(why.code()));
   (void)io->send(m);
   io->close_after_flush();
 }
 
-void Dispatcher::refuse(const std::shared_ptr<Conn>& c, const std::string& reason) {
+void Dispatcher::refuse(const std::shared_ptr<Conn>& c, const Status& why) {
   if (c->io->closing()) return;  // refused already: once is enough (and logged once)
+  const std::string& reason = why.message();
   uint64_t held = 0;
   if (refuse_log_.allow(&held)) {
     spdlog::warn("refusing {} ({}): {}{}", source_of(*c), c->io->peer(), reason,
@@ -151,6 +155,7 @@ void Dispatcher::refuse(const std::shared_ptr<Conn>& c, const std::string& reaso
   }
   v1::ServerMessage m;  // DispatchMessage has the same field number for its refusal
   m.mutable_refusal()->set_reason(reason);
+  m.mutable_refusal()->set_code(static_cast<uint32_t>(why.code()));
   (void)c->io->send(m);
   c->io->close_after_flush();
 }
@@ -170,7 +175,7 @@ void Dispatcher::on_frame(const std::shared_ptr<Conn>& c, std::string_view body)
       v1::ClientMessage m;
       Status st = parse_frame(body, &m);
       if (!st.is_ok() || m.kind_case() != v1::ClientMessage::kHello) {
-        refuse(c, st.is_ok() ? "expected Hello as the first frame" : st.message());
+        refuse(c, st.is_ok() ? invalid_argument("expected Hello as the first frame") : st);
         return;
       }
       leave_pending(*c);  // it said Hello: what follows has its own limits (quotas, windows)
@@ -185,18 +190,18 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
   bytes_from_clients_ += body.size();
   Status st = parse_frame(body, &client_msg_);
   if (!st.is_ok()) {
-    refuse(s.conn(), st.message());
+    refuse(s.conn(), st);
     return;
   }
   if (client_msg_.kind_case() != v1::ClientMessage::kBatch) {
-    refuse(s.conn(), "expected an instruction batch");
+    refuse(s.conn(), invalid_argument("expected an instruction batch"));
     return;
   }
   v1::ClientBatch* batch = client_msg_.mutable_batch();
   const int n_free = batch->frees_size();
   if (batch->free_at_size() != 0 && batch->free_at_size() != n_free) {
-    refuse(s.conn(), fmt::format("malformed batch: {} frees but {} free_at positions", n_free,
-                                 batch->free_at_size()));
+    refuse(s.conn(), invalid_argument("malformed batch: {} frees but {} free_at positions", n_free,
+                                      batch->free_at_size()));
     client_msg_.Clear();
     return;
   }

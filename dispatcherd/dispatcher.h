@@ -126,9 +126,9 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   void on_frame(const std::shared_ptr<Conn>& c, std::string_view body);
   void on_client_frame(ClientSession& s, std::string_view body);
   void on_close(const std::shared_ptr<Conn>& c, const Status& why);
-  void refuse(const std::shared_ptr<Conn>& c, const std::string& reason);
+  void refuse(const std::shared_ptr<Conn>& c, const Status& why);
   // Refuses a connection that is not admitted at all (over the pending caps): no Conn is made.
-  void refuse_unadmitted(StreamSocket socket, const std::string& peer, const std::string& reason);
+  void refuse_unadmitted(StreamSocket socket, const std::string& peer, const Status& why);
   void leave_pending(Conn& c);  // it sent its Hello, or closed: no longer counted as pending
   void heartbeat_tick();
   void check_drained();

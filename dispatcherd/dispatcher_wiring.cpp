@@ -54,7 +54,8 @@ void Dispatcher::send_reply(ClientSession& s, v1::ServerMessage& m) {
   if (io.closing()) return;  // refused or dropped already: nothing more goes out (or is logged)
   if (io.pending_bytes() > opts_.max_client_backlog_bytes) {
     // A client that does not read its replies must not grow our memory without bound.
-    refuse(s.conn(), fmt::format("more than {} bytes of replies unread", opts_.max_client_backlog_bytes));
+    refuse(s.conn(), resource_exhausted("more than {} bytes of replies unread",
+                                        opts_.max_client_backlog_bytes));
     return;
   }
   (void)io.send(m);

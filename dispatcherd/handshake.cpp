@@ -18,20 +18,21 @@ namespace gt::dispatcher {
 
 void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
   if (hello.proto_major() != kProtoMajor) {
-    refuse(c, fmt::format("protocol version {}.{} is not supported (this dispatcher speaks {}.{})",
-                          hello.proto_major(), hello.proto_minor(), kProtoMajor, kProtoMinor));
+    refuse(c, failed_precondition(
+                  "protocol version {}.{} is not supported (this dispatcher speaks {}.{})",
+                  hello.proto_major(), hello.proto_minor(), kProtoMajor, kProtoMinor));
     return;
   }
   if (hello.op_table_hash() != op_table_hash()) {
-    refuse(c, fmt::format("op table mismatch (peer {:016x}, dispatcher {:016x}): rebuild both "
-                          "from the same source",
-                          hello.op_table_hash(), op_table_hash()));
+    refuse(c, failed_precondition("op table mismatch (peer {:016x}, dispatcher {:016x}): rebuild "
+                                  "both from the same source",
+                                  hello.op_table_hash(), op_table_hash()));
     return;
   }
   switch (hello.role()) {
     case v1::ROLE_CLIENT:
       if (shutting_down_) {
-        refuse(c, "the dispatcher is shutting down");
+        refuse(c, unavailable("the dispatcher is shutting down"));
         return;
       }
       if (pool_.size() < static_cast<size_t>(std::max(1, opts_.min_workers))) {
@@ -49,7 +50,7 @@ void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello
           v1::Hello hello = std::move(it->second);
           waiting_clients_.erase(it);
           if (pool_.empty()) {
-            refuse(c, "no workers are registered with this dispatcher");
+            refuse(c, unavailable("no workers are registered with this dispatcher"));
             return;
           }
           spdlog::warn("starting a session with {} of the {} expected workers", pool_.size(),
@@ -64,12 +65,12 @@ void Dispatcher::on_hello(const std::shared_ptr<Conn>& c, const v1::Hello& hello
     case v1::ROLE_WORKER:
       // A stranger must not be able to register as a worker and receive tensors.
       if (Status st = authenticate_worker(*c, hello); !st.is_ok()) {
-        refuse(c, st.message());
+        refuse(c, st);
         return;
       }
       register_worker(c, hello);
       return;
-    default: refuse(c, "Hello without a valid role"); return;
+    default: refuse(c, invalid_argument("Hello without a valid role")); return;
   }
 }
 
@@ -144,13 +145,13 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   c->deadline->cancel();
   auto user = authenticate_client(*c, hello);
   if (!user.is_ok()) {
-    refuse(c, user.status().message());
+    refuse(c, user.status());
     return;
   }
   UserUsage& use = usage_[user->name];
   if (user->max_sessions && use.sessions >= user->max_sessions) {
-    refuse(c, fmt::format("session quota: user {} already has {} sessions (limit {})",
-                          user->name, use.sessions, user->max_sessions));
+    refuse(c, resource_exhausted("session quota: user {} already has {} sessions (limit {})",
+                                 user->name, use.sessions, user->max_sessions));
     return;
   }
   use.sessions++;

@@ -8,6 +8,18 @@
 #include "dispatcherd/dispatcher.h"
 
 namespace gt::dispatcher {
+namespace {
+
+// An error the dispatcher itself answers a request with.
+void add_error(PendingRequest& pr, const char* op, const Status& why) {
+  auto* e = pr.reply.mutable_reply()->add_errors();
+  e->set_op(op);
+  e->set_message(why.message());
+  e->set_origin("dispatcher");
+  e->set_code(static_cast<uint32_t>(why.code()));
+}
+
+}  // namespace
 
 void ClientSession::process_request(const v1::Request& r) {
   auto pr = std::make_shared<PendingRequest>();
@@ -28,10 +40,7 @@ void ClientSession::process_request(const v1::Request& r) {
     case v1::Request::FETCH: {
       auto it = tensors_.find(r.id());
       if (it == tensors_.end()) {
-        auto* e = pr->reply.mutable_reply()->add_errors();
-        e->set_op("fetch");
-        e->set_message(fmt::format("unknown tensor id {} (not a tensor of this session)", r.id()));
-        e->set_origin("dispatcher");
+        add_error(*pr, "fetch", not_found("unknown tensor id {} (not a tensor of this session)", r.id()));
         break;
       }
       if (it->second.poison || it->second.handles.empty()) {
@@ -44,18 +53,12 @@ void ClientSession::process_request(const v1::Request& r) {
       // A tensor spread over workers is assembled, in order, on its first worker first.
       auto where = fetch_source(it->second);
       if (!where.is_ok()) {
-        auto* e = pr->reply.mutable_reply()->add_errors();
-        e->set_op("fetch");
-        e->set_message(where.status().message());
-        e->set_origin("dispatcher");
+        add_error(*pr, "fetch", where.status());
         break;
       }
       WorkerState* w = pool_.find(where->first);
       if (!w) {
-        auto* e = pr->reply.mutable_reply()->add_errors();
-        e->set_op("fetch");
-        e->set_message(fmt::format("worker {} is gone", where->first));
-        e->set_origin("dispatcher");
+        add_error(*pr, "fetch", unavailable("worker {} is gone", where->first));
         break;
       }
       pr->fetch_handle = where->second;
@@ -70,10 +73,7 @@ void ClientSession::process_request(const v1::Request& r) {
       for (auto& [wid, w] : pool_.all()) pool_.send_request(w, id_, v1::Request::STATS, 0, pr);
       break;
     default: {
-      auto* e = pr->reply.mutable_reply()->add_errors();
-      e->set_op("request");
-      e->set_message(fmt::format("unknown request kind {}", static_cast<int>(r.kind())));
-      e->set_origin("dispatcher");
+      add_error(*pr, "request", invalid_argument("unknown request kind {}", static_cast<int>(r.kind())));
     }
   }
   if (pr->remaining <= 0) complete_request(*pr);

@@ -50,13 +50,13 @@ void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& att
   ctx.home = home_worker_;
   ctx.auto_shard = opts_.auto_shard;
   if (ctx.all_workers.empty() || !has_home_) {
-    poison(out, name, "no worker is available for this session");
+    poison(out, name, unavailable("no worker is available for this session"));
     return;
   }
   if (scope) {
     for (uint32_t w : scope->workers)
       if (!pool_.contains(w)) {
-        poison(out, name, fmt::format("signal scope names worker {}, which is not registered", w));
+        poison(out, name, not_found("signal scope names worker {}, which is not registered", w));
         return;
       }
   }
@@ -64,7 +64,7 @@ void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& att
   for (const TensorEntry* e : inputs) pin.push_back(PlanInput{e->meta, e->placement});
   OpPlan plan = plan_op(op, attrs, pin, meta, ctx);
   if (op == OpId::k_host_chunk && plan.fallback) {
-    poison(0, name, "uploads go to one worker: this tensor is spread over several");
+    poison(0, name, failed_precondition("uploads go to one worker: this tensor is spread over several"));
     return;
   }
   if (log_->enabled())
@@ -77,7 +77,7 @@ void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& att
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto hs = materialize(*inputs[i], plan.want[i], &temps);
     if (!hs.is_ok()) {
-      poison(out, name, hs.status().message());
+      poison(out, name, hs.status());
       return;
     }
     in_handles.push_back(std::move(*hs));

@@ -200,6 +200,7 @@ void WorkerPool::on_gone(WorkerState& w, const std::string& why, bool expected) 
   auto err = std::make_shared<v1::ErrorInfo>();
   err->set_op("worker");
   err->set_message(what + ": its tensors are lost");
+  err->set_code(static_cast<uint32_t>(Code::kUnavailable));
   err->set_origin(fmt::format("worker {}", w.id));
   err->set_id(new_error_id());
   // Batches that never left for this worker are lost with it.

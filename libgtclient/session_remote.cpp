@@ -138,7 +138,8 @@ void RemoteSession::handshake(const std::string& address) {
         return;
       }
       if (m.kind_case() == v1::ServerMessage::kRefusal)
-        throw Error(Code::kPermissionDenied, "gt: cannot start a session: refused by the dispatcher: " +
+        throw Error(error_code_from_wire(m.refusal().code()),
+                    "gt: cannot start a session: refused by the dispatcher: " +
                     m.refusal().reason());
       continue;
     }
@@ -406,6 +407,7 @@ void RemoteSession::on_frame_locked(std::string_view body) {
   }
   if (m.kind_case() == v1::ServerMessage::kRefusal) {
     lost_ = "the dispatcher ended the session: " + m.refusal().reason();
+    lost_code_ = error_code_from_wire(m.refusal().code());
     return;
   }
   if (m.kind_case() != v1::ServerMessage::kReply) return;

@@ -72,7 +72,7 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor* t = inputs[i];
     if (t == nullptr || !t->defined())
-      throw Error(std::string(op_name(op)) + ": input " + std::to_string(i) +
+      throw Error(Code::kFailedPrecondition, std::string(op_name(op)) + ": input " + std::to_string(i) +
                   " is an undefined tensor");
     metas[i] = t->impl()->meta;
     ids[i] = t->impl()->id;

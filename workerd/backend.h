@@ -45,6 +45,7 @@ struct ErrorRecord {
   std::string op;
   std::string message;
   std::string origin;
+  Code code = Code::kInternal;  // the failing Status's code, reported with it (gt.v1.ErrorInfo)
 };
 
 struct Tensor {

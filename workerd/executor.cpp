@@ -13,6 +13,14 @@ constexpr uint64_t kAckEvery = 4096;  // instructions between acks while the que
 // Under sustained load an ack goes out at least this often, so the dispatcher's per-session
 // in-flight budget (by estimated cost) refills while the worker is still busy.
 constexpr auto kAckInterval = std::chrono::milliseconds(1);
+// An error record as it travels to the dispatcher (and from there to the client).
+void error_to_wire(const ErrorRecord& rec, v1::ErrorInfo* e) {
+  e->set_op(rec.op);
+  e->set_message(rec.message);
+  e->set_origin(rec.origin);
+  e->set_code(static_cast<uint32_t>(rec.code));
+}
+
 }  // namespace
 
 Executor::Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes, int64_t slice_us)
@@ -204,10 +212,13 @@ void Executor::finish_batch(v1::WorkerBatch& b) {
   }
 }
 
+ErrorRecord Executor::record(const char* op, const Status& st) const {
+  return ErrorRecord{op, st.message(), "worker " + std::to_string(worker_id_), st.code()};
+}
+
 void Executor::fail(uint64_t session, uint64_t out, const char* op, const Status& st) {
   ++errors_;
-  auto rec = std::make_shared<ErrorRecord>(
-      ErrorRecord{op, st.message(), "worker " + std::to_string(worker_id_)});
+  auto rec = std::make_shared<ErrorRecord>(record(op, st));
   if (out != 0 && !tensors_.count(out)) {
     Tensor t;
     t.poison = rec;
@@ -217,9 +228,7 @@ void Executor::fail(uint64_t session, uint64_t out, const char* op, const Status
   auto* e = m.mutable_error();
   e->set_session(session);
   e->set_handle(out);
-  e->mutable_error()->set_op(rec->op);
-  e->mutable_error()->set_message(rec->message);
-  e->mutable_error()->set_origin(rec->origin);
+  error_to_wire(*rec, e->mutable_error());
   send_(std::move(m));
 }
 
@@ -358,12 +367,7 @@ void Executor::answer(uint64_t session, const v1::Request& req) {
       m.mutable_reply()->set_request_id(req.request_id());
       m.mutable_reply()->set_last(true);
       Status st = backend_.synchronize(session);
-      if (!st.is_ok()) {
-        auto* e = m.mutable_reply()->add_errors();
-        e->set_op("synchronize");
-        e->set_message(st.message());
-        e->set_origin("worker " + std::to_string(worker_id_));
-      }
+      if (!st.is_ok()) error_to_wire(record("synchronize", st), m.mutable_reply()->add_errors());
       send_(std::move(m));
       return;
     }
@@ -380,34 +384,30 @@ void Executor::answer(uint64_t session, const v1::Request& req) {
       v1::WorkerMessage m;
       m.mutable_reply()->set_request_id(req.request_id());
       m.mutable_reply()->set_last(true);
-      auto* e = m.mutable_reply()->add_errors();
-      e->set_op("request");
-      e->set_message(fmt::format("unknown request kind {}", static_cast<int>(req.kind())));
+      error_to_wire(record("request", invalid_argument("unknown request kind {}",
+                                                       static_cast<int>(req.kind()))),
+                    m.mutable_reply()->add_errors());
       send_(std::move(m));
     }
   }
 }
 
 void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
-  auto reply_error = [&](const std::string& op, const std::string& msg, const std::string& origin) {
+  auto reply_error = [&](const ErrorRecord& rec) {
     v1::WorkerMessage m;
     m.mutable_reply()->set_request_id(req.request_id());
     m.mutable_reply()->set_last(true);
-    auto* e = m.mutable_reply()->add_errors();
-    e->set_op(op);
-    e->set_message(msg);
-    e->set_origin(origin);
+    error_to_wire(rec, m.mutable_reply()->add_errors());
     send_(std::move(m));
   };
   auto it = tensors_.find(req.id());
   if (it == tensors_.end() || it->second.session != session) {
-    reply_error("fetch", fmt::format("unknown tensor handle {}", req.id()),
-                "worker " + std::to_string(worker_id_));
+    reply_error(record("fetch", not_found("unknown tensor handle {}", req.id())));
     return;
   }
   const Tensor& t = it->second;
   if (t.poison) {
-    reply_error(t.poison->op, t.poison->message, t.poison->origin);
+    reply_error(*t.poison);
     return;
   }
   const uint64_t total = static_cast<uint64_t>(t.meta.nbytes());
@@ -426,7 +426,7 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     data->resize(n);
     Status st = backend_.copy_to_host(t, offset, data->data(), n, session);
     if (!st.is_ok()) {
-      reply_error("fetch", st.message(), "worker " + std::to_string(worker_id_));
+      reply_error(record("fetch", st));
       return;
     }
     offset += n;

@@ -83,6 +83,8 @@ class Executor {
   void free_handle(uint64_t session, uint64_t handle);
   size_t drop_session_tensors(uint64_t session);
   void fail(uint64_t session, uint64_t out, const char* op, const Status& st);
+  // `st` as this worker's error record of `op`.
+  ErrorRecord record(const char* op, const Status& st) const;
   void answer(uint64_t session, const v1::Request& req);
   void answer_fetch(uint64_t session, const v1::Request& req);
   void fill_stats(v1::WorkerStats* s);

@@ -77,8 +77,7 @@ void Executor::run_comm(uint64_t session, const v1::Instr& in) {
   const bool reported = !local.is_ok();
   if (reported) {
     fail(session, out_handle, name, local);  // poisons the result and reports, like an op
-    poison = std::make_shared<const ErrorRecord>(
-        ErrorRecord{name, local.message(), "worker " + std::to_string(worker_id_)});
+    poison = std::make_shared<const ErrorRecord>(record(name, local));
   }
   if (poison) {  // the link sends markers carrying it instead of data
     out.poison = poison;

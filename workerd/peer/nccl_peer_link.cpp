@@ -353,7 +353,7 @@ Result<NcclPeerLink::Impl::Comm*> NcclPeerLink::Impl::communicator(
     } else {
       id.t.storage.reset();
       id.t.poison = std::make_shared<const ErrorRecord>(
-          ErrorRecord{"nccl bootstrap", made.message(), fmt::format("worker {}", self)});
+          ErrorRecord{"nccl bootstrap", made.message(), fmt::format("worker {}", self), made.code()});
     }
     Status sent_all = Status::ok();
     for (size_t k = 1; k < key.size(); ++k) {  // every member gets its message, even after a failure
@@ -438,7 +438,7 @@ Status NcclPeerLink::Impl::run(CommId c, const CommGroup& g, const Tensor* input
   if (local.is_ok() && !distinct) local = internal_error("a worker appears twice in the group");
   if (!local.is_ok())
     poison = std::make_shared<const ErrorRecord>(
-        ErrorRecord{name, local.message(), fmt::format("worker {}", self)});
+        ErrorRecord{name, local.message(), fmt::format("worker {}", self), local.code()});
 
   // 1. The header exchange (see the header file): poison travels here as a TCP marker.
   const auto me = std::find(members.begin(), members.end(), self);

@@ -104,17 +104,23 @@ std::string encode_poison(const ErrorRecord& rec) {
   std::string out;
   put_string(&out, std::string_view(rec.op).substr(0, kMaxNameBytes));
   put_string(&out, std::string_view(rec.origin).substr(0, kMaxNameBytes));
-  const size_t room = kMaxPoisonBytes - out.size() - 4;  // >= 8192 - 2 * 516 - 4
+  const size_t room = kMaxPoisonBytes - out.size() - 8;  // >= 8192 - 2 * 516 - 8
   put_string(&out, std::string_view(rec.message).substr(0, room));
+  char code[4];
+  put_u32(code, static_cast<uint32_t>(rec.code));
+  out.append(code, 4);
   return out;
 }
 
 Result<ErrorRecord> decode_poison(std::string_view in) {
   ErrorRecord rec;
   size_t at = 0;
+  uint32_t code = 0;
   if (!get_string(in, &at, &rec.op) || !get_string(in, &at, &rec.origin) ||
-      !get_string(in, &at, &rec.message) || at != in.size())
+      !get_string(in, &at, &rec.message) || in.size() - at != 4)
     return invalid_argument("malformed poison marker");
+  code = get_u32(in.data() + at);
+  rec.code = error_code_from_wire(code);
   return rec;
 }
 

@@ -21,7 +21,7 @@ void wrap(HostCopy& h, const TensorMeta& meta) {
 }
 
 std::shared_ptr<const ErrorRecord> record(const char* op, const Status& st) {
-  return std::make_shared<const ErrorRecord>(ErrorRecord{op, st.message(), "peer staging"});
+  return std::make_shared<const ErrorRecord>(ErrorRecord{op, st.message(), "peer staging", st.code()});
 }
 
 }  // namespace

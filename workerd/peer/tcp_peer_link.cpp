@@ -248,7 +248,7 @@ class TcpPeerLink::Exchange final : public peer::Channel {
     if (m->kind == MsgKind::kPoison) {
       auto rec = peer::decode_poison(std::string_view(m->data.get(), m->size));  // checked on arrival
       poison_ = std::make_shared<const ErrorRecord>(
-          rec.is_ok() ? *rec : ErrorRecord{op_, "malformed poison marker", fmt::format("worker {}", peer)});
+          rec.is_ok() ? *rec : ErrorRecord{op_, "malformed poison marker", fmt::format("worker {}", peer), Code::kDataLoss});
       return nullptr;
     }
     return std::move(m->data);
@@ -261,7 +261,7 @@ class TcpPeerLink::Exchange final : public peer::Channel {
     error_ = st;
     // What Executor::fail reports for this instruction; peers put the same record on theirs.
     poison_ = std::make_shared<const ErrorRecord>(
-        ErrorRecord{op_, st.message(), fmt::format("worker {}", self_)});
+        ErrorRecord{op_, st.message(), fmt::format("worker {}", self_), st.code()});
   }
 
   Status finish(Tensor* out) {

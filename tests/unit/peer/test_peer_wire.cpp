@@ -62,13 +62,15 @@ TEST_CASE("peer hellos validate magic, version, sender and secret length", "[pee
 }
 
 TEST_CASE("poison markers carry the error record, bounded", "[peer][wire]") {
-  ErrorRecord rec{"matmul", "shapes [2, 3] and [4, 5] do not match", "worker 3"};
+  ErrorRecord rec{"matmul", "shapes [2, 3] and [4, 5] do not match", "worker 3",
+                  gt::Code::kResourceExhausted};
   std::string m = encode_poison(rec);
   auto d = decode_poison(m);
   REQUIRE(d.is_ok());
   CHECK(d->op == rec.op);
   CHECK(d->message == rec.message);
   CHECK(d->origin == rec.origin);
+  CHECK(d->code == rec.code);
   ErrorRecord huge{std::string(10000, 'o'), std::string(100000, 'm'), std::string(10000, 'w')};
   std::string hm = encode_poison(huge);
   CHECK(hm.size() <= kMaxPoisonBytes);
