@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "libgtclient/autograd_node.h"
+#include "libgtclient/run_op.h"
 
 namespace gt {
 namespace {

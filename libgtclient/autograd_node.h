@@ -10,6 +10,7 @@
 
 #include "gt/autograd.h"
 #include "gt/tensor.h"
+#include "libgtclient/run_op.h"
 
 namespace gt::autograd::detail {
 

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "libgtclient/autograd_node.h"
+#include "libgtclient/run_op.h"
 
 namespace gt::autograd::detail {
 namespace {

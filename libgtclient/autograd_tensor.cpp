@@ -4,6 +4,7 @@
 
 #include "gt/autograd.h"
 #include "libgtclient/autograd_node.h"
+#include "libgtclient/run_op.h"
 
 namespace gt {
 namespace {

@@ -4,6 +4,7 @@
 
 #include "gt/tensor.h"
 #include "libgtcore/shape_rules.h"
+#include "libgtclient/run_op.h"
 
 namespace gt {
 namespace {

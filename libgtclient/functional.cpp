@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gt/functional.h"
+#include "libgtclient/run_op.h"
 
 namespace gt {
 namespace {

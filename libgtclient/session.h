@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gt/tensor.h"
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/ops.h"
 #include "libgtcore/shape.h"
@@ -21,12 +22,7 @@ struct HostTensor {
   std::string bytes;  // row-major, meta.nbytes() long
 };
 
-struct WorkerStatsInfo {
-  uint32_t worker_id = 0;
-  std::string device;
-  uint64_t tensors = 0, bytes = 0, ops_executed = 0, errors = 0, peak_bytes = 0,
-           reserved_bytes = 0, sessions = 0, peer_bytes_sent = 0, peer_bytes_received = 0;
-};
+using WorkerStatsInfo = gt::WorkerStats;  // gt/tensor.h
 
 // The embedded default's worker count (call before the first op; the default is 1).
 void set_embedded_workers(int n);

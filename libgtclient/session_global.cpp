@@ -77,4 +77,6 @@ namespace gt {
 // Public spelling (gt/tensor.h); lives here, with the real session, so fake-session unit tests
 // of the API need not link the embedded default.
 void set_embedded_workers(int n) { detail::set_embedded_workers(n); }
+bool session_active() { return detail::session_alive(); }
+uint64_t session_id() { return detail::Session::get().session_id(); }
 }  // namespace gt

@@ -72,17 +72,35 @@ void register_config(const std::string& name, const SignalConfig& c) {
   g_configs[name] = c;
 }
 
-void load_config(const std::string& path) {
-  auto configs = load_signal_configs(path);
-  if (!configs.is_ok())
-    throw Error(configs.status().code(), "gt::load_config: " + configs.status().message());
-  for (const auto& [name, c] : *configs) {
+namespace {
+
+// libgtcore's parsed configs as the public SignalConfig.
+std::map<std::string, SignalConfig> to_public(const std::map<std::string, SignalSpec>& specs) {
+  std::map<std::string, SignalConfig> out;
+  for (const auto& [name, c] : specs) {
     SignalConfig sc;
     if (c.shard) sc.shard = ShardConfig{c.shard->axis, c.shard->workers, c.shard->replicated};
     sc.backward_signal = c.backward;
     sc.compile = c.compile;
-    register_config(name, sc);
+    out[name] = sc;
   }
+  return out;
+}
+
+}  // namespace
+
+void load_config(const std::string& path) {
+  auto configs = load_signal_configs(path);
+  if (!configs.is_ok())
+    throw Error(configs.status().code(), "gt::load_config: " + configs.status().message());
+  for (const auto& [name, c] : to_public(*configs)) register_config(name, c);
+}
+
+std::map<std::string, SignalConfig> parse_config(const std::string& yaml_text,
+                                                 const std::string& source) {
+  auto configs = parse_signal_configs(yaml_text, source);
+  if (!configs.is_ok()) throw Error(configs.status().code(), configs.status().message());
+  return to_public(*configs);
 }
 
 std::map<std::string, SignalConfig> get_config() {

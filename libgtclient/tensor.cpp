@@ -6,6 +6,7 @@
 
 #include "gt/tensor.h"
 #include "libgtclient/autograd_node.h"
+#include "libgtclient/run_op.h"
 #include "libgtclient/session.h"
 #include "libgtcore/shape_rules.h"
 
@@ -184,5 +185,15 @@ void synchronize() { detail::Session::get().synchronize(); }
 std::vector<WorkerStats> worker_stats() { return detail::Session::get().worker_stats(); }
 
 void manual_seed(uint64_t seed) { detail::Session::get().manual_seed(seed); }
+
+std::string Tensor::to_bytes() const { return detail::fetch_bytes(*this); }
+
+Tensor from_bytes(Dims shape, DType dtype, std::string_view bytes) {
+  return detail::from_host_bytes(TensorMeta{detail::to_shape(shape, "from_bytes"), dtype}, bytes);
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* what) {
+  return detail::normalize_dim_or_throw(dim, rank, what);
+}
 
 }  // namespace gt

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gt/tensor.h"
+#include "libgtclient/run_op.h"
 
 namespace gt {
 namespace {

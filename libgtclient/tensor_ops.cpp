@@ -1,6 +1,7 @@
 // Elementwise, comparison, matmul, where and reduction ops: methods, operators and free forms.
 // The table-shaped ones are generated from gt/tensor_api.def; where and matmul are written here.
 #include "gt/tensor.h"
+#include "libgtclient/run_op.h"
 
 namespace gt {
 namespace {

@@ -139,10 +139,10 @@ py::tuple shape_tuple(const gt::Shape& s) {
 py::array to_numpy(const gt::Tensor& t) {
   gt::TensorMeta meta = t.meta();
   gt::Tensor handle = t;  // keeps the tensor alive while the GIL is released
-  std::string bytes = sync_point([&] { return gt::detail::fetch_bytes(handle); });
+  std::string bytes = sync_point([&] { return handle.to_bytes(); });
   std::vector<py::ssize_t> shape(meta.shape.begin(), meta.shape.end());
   if (meta.dtype == gt::DType::kBFloat16) {
-    std::vector<float> f = gt::detail::decode_elements<float>(meta, bytes);
+    std::vector<float> f = gt::decode_bytes<float>(meta, bytes);
     py::array_t<float> out(shape);
     if (!f.empty()) std::memcpy(out.mutable_data(), f.data(), f.size() * sizeof(float));
     return out;
@@ -158,12 +158,10 @@ gt::Tensor from_numpy_as(py::handle obj, gt::DType dt) {
   auto arr = py::reinterpret_steal<py::array>(
       py::handle(g_np_asarray)(obj, host, "order"_a = "C").release());
   std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
-  gt::Shape shape = gt::detail::to_shape(dims, "tensor");
   gt::DType upload = dt == gt::DType::kBFloat16 ? gt::kFloat32 : dt;
-  gt::TensorMeta meta{shape, upload};
   std::string_view bytes(static_cast<const char*>(arr.data()),
                          static_cast<size_t>(arr.nbytes()));
-  gt::Tensor t = gt::detail::from_host_bytes(meta, bytes);
+  gt::Tensor t = gt::from_bytes(dims, upload, bytes);
   return upload == dt ? t : t.cast(dt);
 }
 

@@ -1,12 +1,6 @@
 // Session-level functions: connect, the embedded default's worker count, synchronize, seed and
 // the worker statistics behind gt.debug.get_worker_stats (sync points release the GIL).
 #include "common.h"
-#include "libgtclient/session.h"
-
-namespace gt::detail {
-void set_embedded_workers(int n);  // session_global.cpp
-bool session_alive();
-}  // namespace gt::detail
 
 namespace gtpy {
 
@@ -18,7 +12,7 @@ void init_session(py::module_& m) {
       "gpu_workers",
       [](int n) {
         if (n < 1) throw py::value_error("gpu_workers: n must be >= 1, got " + std::to_string(n));
-        gt::detail::set_embedded_workers(n);
+        gt::set_embedded_workers(n);
       },
       "n"_a,
       "Sets the number of workers of the embedded default (one per GPU, or CPU workers where "
@@ -32,8 +26,8 @@ void init_session(py::module_& m) {
       "Waits until every op queued so far has run; raises gt.WorkerError for the first failure.");
   m.def("manual_seed", [](uint64_t seed) { gt::manual_seed(seed); }, "seed"_a,
         "Seeds the counter-based RNG of randn / rand (same numbers on any worker layout).");
-  m.def("_session_alive", &gt::detail::session_alive);
-  m.def("_session_id", [] { return gt::detail::Session::get().session_id(); });
+  m.def("_session_alive", &gt::session_active);
+  m.def("_session_id", &gt::session_id);
   m.def("_worker_stats", [] {
     std::vector<gt::WorkerStats> stats = sync_point([] { return gt::worker_stats(); });
     py::list out;

@@ -1,7 +1,7 @@
 // Signals and signal configs (DESIGN §5) for gt.signal / gt.config: thin bindings over
 // libgtclient's gt::signal::enter/exit and gt::register_config (which send the scopes and configs
-// to the dispatcher, in order with the ops around them) and over libgtcore's YAML schema parser
-// (the one the dispatcher uses for its server-wide configs, so both validate alike and errors
+// to the dispatcher, in order with the ops around them) and gt::parse_config (the YAML schema
+// parser the dispatcher uses for its server-wide configs, so both validate alike and errors
 // name the file and key).
 //
 // Referencing gt::signal here also links libgtclient's signal.cpp into the extension, whose
@@ -10,7 +10,6 @@
 #include <gt/signal.h>
 
 #include "common.h"
-#include "libgtcore/signal_config.h"
 
 namespace gtpy {
 namespace {
@@ -18,7 +17,7 @@ namespace {
 // One config as a plain dict (gt.config turns it into a gt.SignalConfig):
 // {"shard": None | {"axis", "workers" (None: all), "replicated"}, "backward": str | None,
 //  "compile": bool}.
-py::dict spec_dict(const gt::SignalSpec& c) {
+py::dict spec_dict(const gt::SignalConfig& c) {
   py::dict d;
   if (c.shard) {
     py::dict s;
@@ -32,7 +31,8 @@ py::dict spec_dict(const gt::SignalSpec& c) {
   } else {
     d["shard"] = py::none();
   }
-  d["backward"] = c.backward.empty() ? py::object(py::none()) : py::object(py::str(c.backward));
+  d["backward"] = c.backward_signal.empty() ? py::object(py::none())
+                                            : py::object(py::str(c.backward_signal));
   d["compile"] = c.compile;
   return d;
 }
@@ -43,10 +43,14 @@ void init_signal(py::module_& m) {
   m.def(
       "_parse_signal_configs",
       [](const std::string& text, const std::string& source) {
-        auto parsed = gt::parse_signal_configs(text, source);
-        if (!parsed.is_ok()) throw py::value_error(parsed.status().message());
+        std::map<std::string, gt::SignalConfig> parsed;
+        try {
+          parsed = gt::parse_config(text, source);
+        } catch (const gt::Error& e) {
+          throw py::value_error(e.what());
+        }
         py::dict out;
-        for (const auto& [name, spec] : parsed.value()) out[py::str(name)] = spec_dict(spec);
+        for (const auto& [name, c] : parsed) out[py::str(name)] = spec_dict(c);
         return out;
       },
       "text"_a, "source"_a,
@@ -77,13 +81,7 @@ void init_signal(py::module_& m) {
       "_registered_configs",
       [] {
         py::dict out;
-        for (const auto& [name, c] : gt::get_config()) {
-          gt::SignalSpec s;
-          if (c.shard) s.shard = gt::ShardSpec{c.shard->axis, c.shard->workers, c.shard->replicated};
-          s.backward = c.backward_signal;
-          s.compile = c.compile;
-          out[py::str(name)] = spec_dict(s);
-        }
+        for (const auto& [name, c] : gt::get_config()) out[py::str(name)] = spec_dict(c);
         return out;
       },
       "gt::get_config(): the configs sent to the dispatcher by this process, as dicts.");

@@ -21,7 +21,7 @@ py::object item_of(const gt::Tensor& t) {
 std::string repr_of(const gt::Tensor& t) {
   gt::Tensor h = t;
   gt::TensorMeta meta = t.meta();
-  std::string bytes = sync_point([&] { return gt::detail::fetch_bytes(h); });
+  std::string bytes = sync_point([&] { return h.to_bytes(); });
   std::string s = gt::format_tensor(meta, bytes);
   std::string suffix;
   std::string fn = t.grad_fn_name();

@@ -55,7 +55,7 @@ T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handl
   }
   std::vector<int64_t> axes = dims_from_handle(axis, name);
   if (axes.size() == 1) return one(t, axes[0], keepdims);
-  for (int64_t& a : axes) a = gt::detail::normalize_dim_or_throw(a, t.dim(), name);
+  for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
   std::sort(axes.begin(), axes.end(), std::greater<>());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     throw gt::Error(std::string(name) + ": an axis is repeated");

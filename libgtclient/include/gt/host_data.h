@@ -100,3 +100,14 @@ std::string encode_elements(const std::vector<T>& values, DType dtype) {
 }
 
 }  // namespace gt::detail
+
+namespace gt {
+
+// Decodes row-major bytes of meta.dtype (Tensor::to_bytes) as values of T (any arithmetic
+// type, gt::Half, gt::BFloat16).
+template <typename T>
+std::vector<T> decode_bytes(const TensorMeta& meta, const std::string& bytes) {
+  return detail::decode_elements<T>(meta, bytes);
+}
+
+}  // namespace gt

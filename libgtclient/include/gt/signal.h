@@ -34,6 +34,10 @@ struct SignalConfig {
 void register_config(const std::string& name, const SignalConfig& config);
 // Loads a YAML file of configs and registers each; errors name the file and key.
 void load_config(const std::string& path);
+// Parses YAML configs (the dispatcher's own schema parser) without registering them; errors
+// (gt::Error, INVALID_ARGUMENT) name `source` and the offending key.
+std::map<std::string, SignalConfig> parse_config(const std::string& yaml_text,
+                                                 const std::string& source);
 // The configs this program registered.
 std::map<std::string, SignalConfig> get_config();
 

@@ -23,8 +23,6 @@
 #include "gt/error.h"
 #include "gt/host_data.h"
 #include "gt/indexing.h"
-#include "libgtclient/session.h"
-#include "libgtcore/op_attrs.h"
 #include "libgtcore/ops.h"
 #include "libgtcore/shape.h"
 
@@ -233,6 +231,8 @@ class Tensor {
   // The single value of a one-element tensor, converted to T.
   template <typename T>
   T item() const;
+  // The values as row-major bytes of dtype() (numel() * element size), unconverted.
+  std::string to_bytes() const;
 
  private:
   const TensorImpl& checked() const {
@@ -259,6 +259,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dt
 Tensor randn(Dims shape, DType dtype = kFloat32);  // standard normal
 Tensor rand(Dims shape, DType dtype = kFloat32);   // uniform [0, 1)
 void manual_seed(uint64_t seed);
+// Uploads row-major bytes of `dtype` as a tensor of `shape` (bytes.size() must match).
+Tensor from_bytes(Dims shape, DType dtype, std::string_view bytes);
+// A possibly negative dim as an index in [0, rank) (Python style); throws naming `what`.
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* what = "dim");
 
 // Uploads host values as a tensor of `shape` (one -1 allowed; default: 1-D). The dtype defaults
 // from T: float/double -> float32, bool -> bool, Half -> float16, BFloat16 -> bfloat16,
@@ -318,7 +322,17 @@ void synchronize();
 // ...") and the session is lost, instead of waiting forever. 0: no deadline; negative: back to
 // GT_SYNC_TIMEOUT_S, else the default (900 s). Takes effect at the next sync point.
 void set_sync_timeout(double seconds);
-using WorkerStats = detail::WorkerStatsInfo;
+// True while the process-wide session exists (after the first op, before exit or shutdown).
+bool session_active();
+// The dispatcher's id of this process's session (starts the session if there is none yet).
+uint64_t session_id();
+// One worker's counters, as gt::worker_stats() reports them (a sync point).
+struct WorkerStats {
+  uint32_t worker_id = 0;
+  std::string device;
+  uint64_t tensors = 0, bytes = 0, ops_executed = 0, errors = 0, peak_bytes = 0,
+           reserved_bytes = 0, sessions = 0, peer_bytes_sent = 0, peer_bytes_received = 0;
+};
 std::vector<WorkerStats> worker_stats();
 
 // ---- printing -----------------------------------------------------------------------------------
@@ -333,13 +347,6 @@ namespace detail {
 
 // Payloads above this are uploaded as from_host (first chunk) + host_chunk instructions.
 inline constexpr size_t kHostChunkBytes = size_t{4} << 20;
-
-// The one path every op takes: runs the shape rule (throwing gt::Error naming the op on a user
-// error), queues the instruction and wraps the result. In-place ops return *inputs[0].
-Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs);
-inline Tensor run_op(OpId op, const OpAttrs& attrs, std::initializer_list<const Tensor*> inputs) {
-  return run_op(op, attrs, std::span<const Tensor* const>(inputs.begin(), inputs.size()));
-}
 
 // Creates a tensor of `meta` from row-major host bytes (chunked above kHostChunkBytes).
 Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes);
