@@ -1,6 +1,8 @@
 // Backend: the narrow interface between the device-independent executor and one device
 // (DESIGN §6). One implementation per device folder (cpu/, cuda/); the executor, the protocol
-// and the peer links know nothing device-specific.
+// and the peer links know nothing device-specific. Like ggml-backend's buffer interface, a
+// device provides kernels and byte transfers (read, write, zero); everything built on them --
+// argument checks, bounds checks, the host uploads -- is written once, in backend.cpp.
 #pragma once
 
 #include <array>
@@ -75,6 +77,25 @@ struct BackendStats {
   uint64_t peak_bytes = 0;       // high-water mark of allocated_bytes
 };
 
+// What a peer link that enqueues its own device work (the NCCL link) needs from a backend whose
+// sessions run on native streams (CUDA); Backend::session_streams() gives it, or nullptr.
+class SessionStreams {
+ public:
+  // The device's ordinal among the visible ones (cudaSetDevice's argument).
+  virtual int device_ordinal() const = 0;
+  // The session's stream (created if needed) as the device API's handle (a cudaStream_t), with
+  // the calling thread's current device made this one.
+  virtual Result<void*> native_stream(uint64_t session) = 0;
+  // Orders the block's use on the session's stream after the work of the stream that used it
+  // last (what run() does for its operands).
+  virtual Status use_on_session(const void* data, uint64_t session) = 0;
+
+ protected:
+  ~SessionStreams() = default;
+};
+
+// The public half is the same for every device and lives in backend.cpp: argument checks, the
+// host uploads, errors as statuses. A device implements the protected half.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -88,12 +109,18 @@ class Backend {
   virtual void release(void* data, size_t capacity) = 0;  // called by ~Storage
 
   // Ops. A missing kernel is supports() == false, reported as a clear error by the executor.
-  virtual bool supports(OpId op) const = 0;
-  virtual Status run(const KernelArgs& args) = 0;
+  // from_host and host_chunk are supported everywhere: they are uploads through
+  // copy_from_host, not kernels. run() never throws and never trusts its arguments: every
+  // storage is checked against its meta and out.meta against infer_meta() before a kernel
+  // touches any byte (kernel_args_check.h).
+  bool supports(OpId op) const;
+  Status run(const KernelArgs& args);
 
-  // Host transfers of `n` bytes at byte `offset` of a tensor's row-major contents.
-  virtual Status copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
-                              uint64_t session) = 0;
+  // Host transfers of `n` bytes at byte `offset` of a tensor's row-major contents, checked
+  // against the tensor. copy_from_host stores bool bytes as 0/1 (bool_bytes.h: host bytes may
+  // be anything) and is done with `src` when it returns.
+  Status copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n, uint64_t session);
+  Status copy_from_host(Tensor& t, size_t offset, const void* src, size_t n, uint64_t session);
 
   // Waits until everything queued for the session has finished (no-op on CPU).
   virtual Status synchronize(uint64_t session) { return Status::ok(); }
@@ -101,6 +128,37 @@ class Backend {
   virtual void end_session(uint64_t session) {}
 
   virtual BackendStats stats() const = 0;
+
+  // The device's session streams for a peer link that enqueues its own work (NCCL), or nullptr
+  // (no such streams: the CPU). A capability, asked for instead of a cast to a backend type.
+  virtual SessionStreams* session_streams() { return nullptr; }
+
+ protected:
+  // The device's half. Its constructor names the ops it has kernels for (a kernel table:
+  // non-null entries); the hooks are called with checked arguments only.
+  template <class Kernel>
+  void set_kernels(const std::array<Kernel, kNumOps>& table) {
+    for (size_t i = 0; i < table.size(); ++i) has_kernel_[i] = table[i] != nullptr;
+  }
+  // Runs op's kernel (one set_kernels() named, args checked). May throw (std::bad_alloc for
+  // temporaries); run() reports it.
+  virtual Status run_kernel(const KernelArgs& args) = 0;
+  // Byte transfers between the host and `bytes` (checked: inside the tensor's storage, n > 0,
+  // host pointers set), ordered after the session's queued work; write_bytes is done with
+  // `src` when it returns.
+  struct DeviceBytes {
+    void* block;    // the storage's block (Storage::data())
+    size_t offset;  // of the first byte in it
+    size_t n;
+  };
+  virtual Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) = 0;
+  virtual Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) = 0;
+  virtual Status zero_bytes(const DeviceBytes& bytes, uint64_t session) = 0;
+
+ private:
+  Status upload(const KernelArgs& args);  // from_host, host_chunk
+
+  std::array<bool, kNumOps> has_kernel_{};
 };
 
 inline Storage::~Storage() {

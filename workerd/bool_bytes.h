@@ -1,5 +1,6 @@
 // Bool tensors hold bytes that are 0 or 1: every bool kernel (and C++ itself) assumes it. Bytes
-// uploaded from the wire may be anything, so every backend's upload path maps nonzero to 1.
+// from the wire or a peer may be anything, so Backend::copy_from_host (backend.cpp), the one way
+// host bytes reach a tensor on any device, maps nonzero to 1.
 #pragma once
 
 #include <cstddef>

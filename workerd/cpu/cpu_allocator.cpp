@@ -149,11 +149,7 @@ void CpuAllocator::free_all_cached_locked() {
 
 BackendStats CpuAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  BackendStats s;
-  s.allocated_bytes = live_;
-  s.reserved_bytes = live_ + cached_;
-  s.peak_bytes = peak_;
-  return s;
+  return BackendStats{live_, live_ + cached_, peak_};
 }
 
 size_t CpuAllocator::cached_blocks() const {

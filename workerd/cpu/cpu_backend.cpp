@@ -4,16 +4,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
 #include <new>
 #include <thread>
-#include <vector>
 
-#include "libgtcore/shape_rules.h"
 #include "workerd/cpu/cpu_allocator.h"
 #include "workerd/cpu/kernels.h"
-#include "workerd/kernel_args_check.h"
 
 namespace gt::worker {
 
@@ -32,6 +28,7 @@ CpuBackend::CpuBackend(CpuBackendOptions opts)
   cpu::register_indexing(kernels_);
   cpu::register_fill_clamp(kernels_);
   cpu::register_reduce_stats(kernels_);
+  set_kernels(kernels_);
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -64,41 +61,22 @@ void CpuBackend::trim_cache() { allocator_->trim(); }
 
 BackendStats CpuBackend::stats() const { return allocator_->stats(); }
 
-bool CpuBackend::supports(OpId op) const {
-  auto i = static_cast<size_t>(op);
-  return i < kernels_.size() && kernels_[i] != nullptr;
+Status CpuBackend::run_kernel(const KernelArgs& args) {
+  return kernels_[static_cast<size_t>(args.op)](args);
 }
 
-Status CpuBackend::check_args(const KernelArgs& args) const { return check_kernel_args(args); }
-
-Status CpuBackend::run(const KernelArgs& args) {
-  auto i = static_cast<size_t>(args.op);
-  if (i >= kernels_.size()) return invalid_argument("unknown op id {}", i);
-  if (kernels_[i] == nullptr) return unimplemented("{}: no CPU kernel", op_name(args.op));
-  try {
-    GT_RETURN_IF_ERROR(check_args(args));
-    return kernels_[i](args);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("{}: out of memory for temporaries", op_name(args.op));
-  } catch (const std::exception& e) {
-    return internal_error("{}: {}", op_name(args.op), e.what());
-  } catch (...) {
-    return internal_error("{}: unknown exception", op_name(args.op));
-  }
+Status CpuBackend::read_bytes(const DeviceBytes& b, void* dst, uint64_t /*session*/) {
+  std::memcpy(dst, static_cast<const unsigned char*>(b.block) + b.offset, b.n);
+  return Status::ok();
 }
 
-Status CpuBackend::copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
-                                uint64_t /*session*/) {
-  if (t.poison) return failed_precondition("copy_to_host: tensor is poisoned");
-  if (!t.storage) return invalid_argument("copy_to_host: tensor has no storage");
-  uint64_t nbytes = static_cast<uint64_t>(std::max<int64_t>(t.meta.nbytes(), 0));
-  nbytes = std::min<uint64_t>(nbytes, t.storage->bytes());
-  if (offset > nbytes || n > nbytes - offset)
-    return out_of_range("copy_to_host: {} bytes at offset {} overrun a tensor of {} bytes", n,
-                        offset, nbytes);
-  if (n == 0) return Status::ok();
-  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
-  std::memcpy(dst, static_cast<const unsigned char*>(t.storage->data()) + offset, n);
+Status CpuBackend::write_bytes(const DeviceBytes& b, const void* src, uint64_t /*session*/) {
+  std::memcpy(static_cast<unsigned char*>(b.block) + b.offset, src, b.n);
+  return Status::ok();
+}
+
+Status CpuBackend::zero_bytes(const DeviceBytes& b, uint64_t /*session*/) {
+  std::memset(static_cast<unsigned char*>(b.block) + b.offset, 0, b.n);
   return Status::ok();
 }
 

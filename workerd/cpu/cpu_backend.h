@@ -2,9 +2,8 @@
 // own loops for everything else; float16/bfloat16 are stored as 16 bits and computed through
 // float32. Memory comes from a caching, size-classed allocator with an optional hard limit.
 //
-// run() never throws and never trusts its arguments: it checks that every storage is large
-// enough for its meta and that out.meta is what infer_meta() gives for the inputs and attrs
-// before a kernel touches any byte. Every op in ops.def has a kernel.
+// Backend::run() checks every argument before a kernel runs (backend.h). Every op in ops.def
+// has a kernel (or is a host upload).
 //
 // The backend must outlive every Storage it handed out (~Storage calls release()). Kernels run
 // on the calling thread; a few expensive ones (rand, randn, exp, log, sqrt, sigmoid, tanh) split
@@ -52,21 +51,17 @@ class CpuBackend final : public Backend {
 
   Result<std::shared_ptr<Storage>> alloc(size_t bytes) override;
   void release(void* data, size_t capacity) override;
-
-  bool supports(OpId op) const override;
-  Status run(const KernelArgs& args) override;
-
-  Status copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
-                      uint64_t session) override;
-
+  void trim_cache();  // returns every cached (free) block to the system
   BackendStats stats() const override;
 
-  // Returns every cached (free) block to the system.
-  void trim_cache();
+ protected:
+  Status run_kernel(const KernelArgs& args) override;
+  // Tensors live in host memory: plain copies, done when they return.
+  Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
+  Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) override;
+  Status zero_bytes(const DeviceBytes& bytes, uint64_t session) override;
 
  private:
-  Status check_args(const KernelArgs& args) const;
-
   CpuBackendOptions opts_;
   std::unique_ptr<cpu::CpuAllocator> allocator_;
   std::array<CpuKernel, kNumOps> kernels_{};

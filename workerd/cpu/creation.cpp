@@ -1,19 +1,14 @@
-// Creation ops and the in-place host upload.
+// Creation ops (the host uploads from_host and host_chunk are no kernels: workerd/backend.cpp).
 //   zeros/ones/full  the value converted to the dtype (cast rules: truncation toward zero)
 //   arange           element i = start + i*step computed in double, then converted
 //   rand / randn     element i = philox::uniform / philox::normal(seed, counter, i), converted;
 //                    a uniform that a 16-bit float would round up to 1.0 becomes the largest
 //                    value below 1 instead, so rand stays in [0, 1)
-//   from_host        attrs.data is the first bytes of the row-major contents; the rest is zero
-//   host_chunk       attrs.data written at byte attrs.chunk_offset() of the tensor (re-checked)
-// Uploaded bool bytes are normalized to 0/1: the bytes come off the wire, and every bool kernel
-// (and C++ itself) assumes a bool byte is 0 or 1.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
 #include "libgtcore/philox.h"
-#include "workerd/bool_bytes.h"
 #include "workerd/cpu/kernels.h"
 
 namespace gt::worker::cpu {
@@ -116,37 +111,6 @@ Status random_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
-void normalize_bools(const KernelArgs& args, unsigned char* p, size_t n) {
-  if (args.out.meta.dtype == DType::kBool) normalize_bool_bytes(p, n);
-}
-
-Status from_host_kernel(const KernelArgs& args) {
-  const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
-  const std::string_view data = args.attrs.data;
-  const size_t n = std::min(data.size(), nbytes);
-  auto* o = static_cast<unsigned char*>(out_ptr(args));
-  if (n > 0) std::memcpy(o, data.data(), n);
-  normalize_bools(args, o, n);
-  if (nbytes > n) std::memset(o + n, 0, nbytes - n);
-  return Status::ok();
-}
-
-Status host_chunk_kernel(const KernelArgs& args) {
-  const auto nbytes = static_cast<uint64_t>(args.out.meta.nbytes());
-  const int64_t off = args.attrs.chunk_offset();
-  const std::string_view data = args.attrs.data;
-  if (off < 0 || static_cast<uint64_t>(off) > nbytes || data.size() > nbytes - off ||
-      nbytes > args.out.storage->bytes())
-    return out_of_range("host_chunk: {} bytes at offset {} overrun a tensor of {} bytes",
-                        data.size(), off, nbytes);
-  if (!data.empty()) {
-    auto* o = static_cast<unsigned char*>(out_ptr(args)) + off;
-    std::memcpy(o, data.data(), data.size());
-    normalize_bools(args, o, data.size());
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 void register_creation(KernelTable& t) {
@@ -157,8 +121,6 @@ void register_creation(KernelTable& t) {
   set(OpId::k_arange, arange_kernel);
   set(OpId::k_rand, random_kernel<false>);
   set(OpId::k_randn, random_kernel<true>);
-  set(OpId::k_from_host, from_host_kernel);
-  set(OpId::k_host_chunk, host_chunk_kernel);
 }
 
 }  // namespace gt::worker::cpu

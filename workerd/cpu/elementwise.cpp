@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernels/elementwise_plan.h"
 
 namespace gt::worker::cpu {
 namespace {
@@ -52,33 +53,24 @@ Status cast_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
-bool overlaps(const void* a, size_t na, const void* b, size_t nb) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return na > 0 && nb > 0 && pa < pb + nb && pb < pa + na;
-}
-
-// copy_(dst, src): src broadcast to dst's shape and converted to dst's dtype. src may share
-// storage with dst (a reshape alias): then it is read from a temporary copy.
+// copy_(dst, src): src broadcast to dst's shape and converted to dst's dtype (copy_source()).
 Status copy_kernel(const KernelArgs& args) {
   Tensor& dst = args.out;
   const Tensor& src = in(args, 1);
-  const int64_t n = count(dst.meta.shape);
-  if (n == 0) return Status::ok();
-  const DType dt = dst.meta.dtype;
-  const size_t es = dtype_size(dt);
+  const CopySource how = copy_source(args);
+  if (how == CopySource::kNothing) return Status::ok();
   const void* sp = src.storage->data();
-  void* dp = dst.storage->data();
-  const auto src_bytes = static_cast<size_t>(src.meta.nbytes());
   TempBuffer tmp;
-  if (src.meta.dtype != dt) {
-    sp = as_dtype(src, dt, tmp);  // a fresh buffer: no aliasing left
-  } else if (overlaps(sp, src_bytes, dp, static_cast<size_t>(n) * es)) {
-    if (sp == dp && count(src.meta.shape) == n) return Status::ok();  // copy onto itself
+  if (how == CopySource::kConverted) {
+    sp = as_dtype(src, dst.meta.dtype, tmp);
+  } else if (how == CopySource::kStaged) {
+    const auto src_bytes = static_cast<size_t>(src.meta.nbytes());
     void* t = tmp.get(src_bytes);
     std::memcpy(t, sp, src_bytes);
     sp = t;
   }
-  broadcast_copy(sp, src.meta.shape, dp, dst.meta.shape, es);
+  broadcast_copy(sp, src.meta.shape, dst.storage->data(), dst.meta.shape,
+                 dtype_size(dst.meta.dtype));
   return Status::ok();
 }
 

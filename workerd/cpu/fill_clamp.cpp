@@ -7,11 +7,10 @@
 //                         float32); lo > hi gives hi everywhere, a NaN x stays NaN and a NaN
 //                         bound gives NaN, like torch.clamp. Integer bounds saturate to the
 //                         integer type's range.
-#include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernels/elementwise_math.h"
 
 namespace gt::worker::cpu {
 namespace {
@@ -51,26 +50,17 @@ Status masked_fill_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
-// A bound in T's compute type C: integer types saturate (NaN -> 0, never reached: the shape
-// rule only keeps an integer dtype for integral bounds).
-template <class C>
-C bound_as(double v) {
-  if constexpr (std::is_integral_v<C>) return float_to_int<C>(v);
-  else return static_cast<C>(v);
-}
-
 template <class T>
 void clamp_loop(const T* __restrict x, T* __restrict y, int64_t n, bool has_lo, double lo_d,
                 bool has_hi, double hi_d) {
   using C = compute_t<T>;
-  const C lo = bound_as<C>(lo_d), hi = bound_as<C>(hi_d);
+  // Integer bounds saturate (a NaN bound never reaches an integer clamp: the shape rule only
+  // keeps an integer dtype for integral bounds).
+  const C lo = value_as<C>(lo_d), hi = value_as<C>(hi_d);
   const bool lo_nan = is_nan(lo), hi_nan = is_nan(hi);
-  for (int64_t i = 0; i < n; ++i) {
-    C v = convert_value<C>(x[i]);
-    if (has_lo && (v < lo || lo_nan)) v = lo;
-    if (has_hi && (v > hi || hi_nan)) v = hi;
-    y[i] = convert_value<T>(v);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = convert_value<T>(clamp_value(convert_value<C>(x[i]), has_lo, lo, lo_nan, has_hi, hi,
+                                        hi_nan));
 }
 
 Status clamp_kernel(const KernelArgs& args) {

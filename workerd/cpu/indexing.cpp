@@ -17,12 +17,10 @@
 #include <type_traits>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernels/index_plan.h"
 
 namespace gt::worker::cpu {
 namespace {
-
-using Around = DimSplit;
-Around around(const Shape& s, int d) { return split_at(s, d); }
 
 // Calls f(Tag<I>{}) with I the index tensor's element type.
 template <class F>
@@ -43,12 +41,13 @@ Status check_indices(const I* idx, int64_t count, int64_t n, OpId op, int dim) {
   return Status::ok();
 }
 
-Status check_index_tensor(const KernelArgs& args, size_t i, int64_t n, int dim) {
-  const Tensor& t = in(args, i);
+// The index tensor's values against the plan's extent.
+Status check_index_tensor(const KernelArgs& args, const IndexPlan& p) {
+  const Tensor& t = in(args, 1);
   return dispatch_index(t.meta.dtype, [&](auto tag) {
     using I = typename decltype(tag)::type;
-    return check_indices(static_cast<const I*>(t.storage->data()), count(t.meta.shape), n,
-                         args.op, dim);
+    return check_indices(static_cast<const I*>(t.storage->data()), p.count, p.extent, args.op,
+                         p.dim);
   });
 }
 
@@ -65,15 +64,21 @@ inline T add_elem(T a, T b) {
   }
 }
 
+// out = x (scatter_add and index_add then add into it).
+void copy_x(const KernelArgs& args) {
+  const auto nbytes = static_cast<size_t>(in(args, 0).meta.nbytes());
+  if (nbytes > 0) std::memcpy(out_ptr(args), in_ptr(args, 0), nbytes);
+}
+
 // ---- index_select(x, index[k]) -> x with extent k along dim ----
 Status index_select_kernel(const KernelArgs& args) {
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index_tensor(args, p));
+  const DimSplit& a = p.around;
+  const int64_t k = p.count;
+  if (a.outer * k * a.inner == 0) return Status::ok();
   const Tensor& x = in(args, 0);
   const Tensor& index = in(args, 1);
-  const int d = normalized_dim(args.attrs.axis(), x.meta.shape.rank());
-  const Around a = around(x.meta.shape, d);
-  const int64_t k = count(index.meta.shape);
-  GT_RETURN_IF_ERROR(check_index_tensor(args, 1, a.n, d));
-  if (a.outer * k * a.inner == 0) return Status::ok();
   const size_t es = dtype_size(x.meta.dtype);
   const size_t row = static_cast<size_t>(a.inner) * es;
   const auto* src = static_cast<const unsigned char*>(x.storage->data());
@@ -91,30 +96,15 @@ Status index_select_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
-// An iterator over the index's shape: operand 0 the index (contiguous; also the output for
-// gather), operand 1 another tensor of the same rank with strides `st` and 0 along `dim` (its
-// position along `dim` comes from the index value).
-NdIter<2> index_iter(const Shape& index_shape, const std::array<int64_t, kMaxRank>& st, int d) {
-  NdIter<2> it(index_shape);
-  it.stride[0] = contiguous_strides(index_shape);
-  it.stride[1] = st;
-  if (index_shape.rank() > 0) it.stride[1][d] = 0;
-  it.coalesce();
-  return it;
-}
-
 // ---- gather(x, index) -> x's elements at the index's positions, index's shape ----
 Status gather_kernel(const KernelArgs& args) {
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index_tensor(args, p));
+  if (p.count == 0) return Status::ok();
   const Tensor& x = in(args, 0);
   const Tensor& index = in(args, 1);
-  const Shape& xs = x.meta.shape;
-  const int d = normalized_dim(args.attrs.axis(), xs.rank());
-  const int64_t n = xs.rank() == 0 ? 1 : xs[d];
-  GT_RETURN_IF_ERROR(check_index_tensor(args, 1, n, d));
-  if (count(index.meta.shape) == 0) return Status::ok();
-  const auto xst = contiguous_strides(xs);
-  const int64_t dim_stride = xs.rank() == 0 ? 0 : xst[d];
-  const NdIter<2> it = index_iter(index.meta.shape, xst, d);
+  const int64_t dim_stride = p.dim_stride;
+  const NdIter<2> it = index_iter<2>(index.meta.shape, {p.x_strides}, p.dim);
   dispatch_index(index.meta.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;
     const I* idx = static_cast<const I*>(index.storage->data());
@@ -136,28 +126,18 @@ Status gather_kernel(const KernelArgs& args) {
 
 // ---- scatter_add(x, index, src) -> x with src[i] added at x[.., index[i], ..] ----
 Status scatter_add_kernel(const KernelArgs& args) {
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index_tensor(args, p));
+  copy_x(args);
+  if (p.count == 0) return Status::ok();
   const Tensor& x = in(args, 0);
   const Tensor& index = in(args, 1);
   const Tensor& src = in(args, 2);
-  const Shape& xs = x.meta.shape;
-  const int d = normalized_dim(args.attrs.axis(), xs.rank());
-  const int64_t n = xs.rank() == 0 ? 1 : xs[d];
-  GT_RETURN_IF_ERROR(check_index_tensor(args, 1, n, d));
-  const int64_t nx = count(xs);
-  if (nx > 0)
-    std::memcpy(out_ptr(args), x.storage->data(), static_cast<size_t>(nx) * dtype_size(x.meta.dtype));
-  if (count(index.meta.shape) == 0) return Status::ok();
-  // Operand 0: the index; operand 1: the output (x's strides, 0 along dim); src's offset of an
-  // index position follows from its own strides, so it gets a second iterator in lockstep.
-  const auto xst = contiguous_strides(xs);
-  const auto sst = contiguous_strides(src.meta.shape);
-  const int64_t dim_stride = xs.rank() == 0 ? 0 : xst[d];
-  NdIter<3> it(index.meta.shape);
-  it.stride[0] = contiguous_strides(index.meta.shape);
-  it.stride[1] = xst;
-  it.stride[2] = sst;
-  if (xs.rank() > 0) it.stride[1][d] = 0;
-  it.coalesce();
+  // Operand 0: the index; operand 1: the output (x's strides, 0 along dim); operand 2: src (its
+  // own strides).
+  const int64_t dim_stride = p.dim_stride;
+  const NdIter<3> it =
+      index_iter<3>(index.meta.shape, {p.x_strides, contiguous_strides(src.meta.shape)}, p.dim);
   dispatch_index(index.meta.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;
     const I* idx = static_cast<const I*>(index.storage->data());
@@ -180,17 +160,15 @@ Status scatter_add_kernel(const KernelArgs& args) {
 
 // ---- index_add(x, index[k], src) -> x with src's k slices along dim added at index ----
 Status index_add_kernel(const KernelArgs& args) {
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index_tensor(args, p));
+  copy_x(args);
+  const DimSplit& a = p.around;
+  const int64_t k = p.count;
+  if (a.outer * k * a.inner == 0) return Status::ok();
   const Tensor& x = in(args, 0);
   const Tensor& index = in(args, 1);
   const Tensor& src = in(args, 2);
-  const int d = normalized_dim(args.attrs.axis(), x.meta.shape.rank());
-  const Around a = around(x.meta.shape, d);
-  const int64_t k = count(index.meta.shape);
-  GT_RETURN_IF_ERROR(check_index_tensor(args, 1, a.n, d));
-  const int64_t nx = count(x.meta.shape);
-  if (nx > 0)
-    std::memcpy(out_ptr(args), x.storage->data(), static_cast<size_t>(nx) * dtype_size(x.meta.dtype));
-  if (a.outer * k * a.inner == 0) return Status::ok();
   dispatch_index(index.meta.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;
     const I* idx = static_cast<const I*>(index.storage->data());

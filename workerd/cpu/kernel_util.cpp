@@ -1,5 +1,5 @@
-// Shared kernel helpers: dtype conversion of contiguous runs, converted views of inputs,
-// broadcast strides and the broadcasting copy.
+// The CPU kernels' shared helpers: dtype conversion of contiguous runs, converted views of
+// inputs and the broadcasting copy.
 #include <cstring>
 #include <thread>
 
@@ -45,28 +45,6 @@ const void* as_dtype(const Tensor& t, DType dt, TempBuffer& tmp) {
   void* buf = tmp.get(static_cast<size_t>(n) * dtype_size(dt));
   convert_n(t.storage->data(), t.meta.dtype, buf, dt, n);
   return buf;
-}
-
-std::array<int64_t, kMaxRank> row_major_strides(const Shape& s) {
-  std::array<int64_t, kMaxRank> st{};
-  int64_t acc = 1;
-  for (int d = s.rank() - 1; d >= 0; --d) {
-    st[d] = s[d] == 1 ? 0 : acc;
-    acc *= s[d];
-  }
-  return st;
-}
-
-std::array<int64_t, kMaxRank> broadcast_strides(const Shape& in, const Shape& out) {
-  std::array<int64_t, kMaxRank> st{};
-  std::array<int64_t, kMaxRank> own = row_major_strides(in);
-  int shift = out.rank() - in.rank();
-  for (int d = 0; d < in.rank(); ++d) {
-    int od = d + shift;
-    if (od < 0) continue;  // cannot happen for shapes that broadcast
-    st[od] = (in[d] == out[od]) ? own[d] : 0;
-  }
-  return st;
 }
 
 void broadcast_copy(const void* src, const Shape& src_shape, void* dst, const Shape& out,

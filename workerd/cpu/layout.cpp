@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernels/layout_plan.h"
 
 namespace gt::worker::cpu {
 namespace {
@@ -57,65 +58,38 @@ void gather(const NdIter<2>& it, const U* src, U* dst) {
   });
 }
 
-void run_gather(NdIter<2>& it, const void* src, void* dst, size_t elem_size) {
-  it.coalesce();
+// A gather of elements of `elem_size` bytes along the coalesced `it`.
+void run_gather(const NdIter<2>& it, const void* src, void* dst, size_t elem_size) {
   dispatch_size(elem_size, [&](auto tag) {
     using U = typename decltype(tag)::type;
     gather<U>(it, static_cast<const U*>(src), static_cast<U*>(dst));
   });
 }
 
-Status permute_kernel(const KernelArgs& args) {
+// permute and slice: gathers through their view (layout_plan.h).
+template <GatherView (*kView)(const Shape&, const OpAttrs&, int)>
+Status gather_kernel(const KernelArgs& args) {
   const Tensor& x = in(args, 0);
   const Shape& os = args.out.meta.shape;
   if (count(os) == 0) return Status::ok();
-  const auto xs = row_major_strides(x.meta.shape);
-  NdIter<2> it(os);
-  it.stride[0] = row_major_strides(os);
-  for (int d = 0; d < os.rank(); ++d) it.stride[1][d] = xs[args.attrs.ints[d]];
-  run_gather(it, x.storage->data(), out_ptr(args), dtype_size(x.meta.dtype));
+  run_gather(gather_iter(os, kView(x.meta.shape, args.attrs, os.rank())), x.storage->data(),
+             out_ptr(args), dtype_size(x.meta.dtype));
   return Status::ok();
 }
 
-Status slice_kernel(const KernelArgs& args) {
-  const Tensor& x = in(args, 0);
-  const Shape& os = args.out.meta.shape;
-  if (count(os) == 0) return Status::ok();
-  const auto xs = contiguous_strides(x.meta.shape);
-  NdIter<2> it(os);
-  it.stride[0] = row_major_strides(os);
-  for (int d = 0; d < os.rank(); ++d) {
-    it.stride[1][d] = xs[d] * args.attrs.slice_step(d);
-    it.base[1] += xs[d] * args.attrs.slice_start(d);
-  }
-  run_gather(it, x.storage->data(), out_ptr(args), dtype_size(x.meta.dtype));
-  return Status::ok();
-}
-
+// cat: every input converted to the output dtype, then row copies (layout_plan.h's blocks).
 Status cat_kernel(const KernelArgs& args) {
-  const Tensor& out = args.out;
-  const Shape& os = out.meta.shape;
-  if (count(os) == 0) return Status::ok();
-  const int axis = normalized_dim(args.attrs.axis(), os.rank());
-  const DimSplit split = split_at(os, axis);
-  const int64_t outer = split.outer, inner = split.inner;
-  const DType dt = out.meta.dtype;
+  const DType dt = args.out.meta.dtype;
   const size_t es = dtype_size(dt);
-  const int64_t out_row = os[axis] * inner;
-  auto* dst = static_cast<unsigned char*>(out.storage->data());
-  int64_t at = 0;  // element offset of this input's block within an output row
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
-    const Tensor& t = in(args, i);
-    const int64_t row = t.meta.shape[axis] * inner;
-    if (row == 0) continue;
+  auto* dst = static_cast<unsigned char*>(out_ptr(args));
+  return for_each_cat_block(args, [&](const CatBlock& b) {
     TempBuffer tmp;
-    const auto* src = static_cast<const unsigned char*>(as_dtype(t, dt, tmp));
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(dst + static_cast<size_t>(o * out_row + at) * es,
-                  src + static_cast<size_t>(o * row) * es, static_cast<size_t>(row) * es);
-    at += row;
-  }
-  return Status::ok();
+    const auto* src = static_cast<const unsigned char*>(as_dtype(*b.input, dt, tmp));
+    for (int64_t o = 0; o < b.outer; ++o)
+      std::memcpy(dst + static_cast<size_t>(o * b.out_row + b.at) * es,
+                  src + static_cast<size_t>(o * b.row) * es, static_cast<size_t>(b.row) * es);
+    return Status::ok();
+  });
 }
 
 // expand: the input broadcast to the target shape, materialized.
@@ -131,8 +105,8 @@ Status expand_kernel(const KernelArgs& args) {
 void register_layout(KernelTable& t) {
   auto set = [&](OpId op, CpuKernel k) { t[static_cast<size_t>(op)] = k; };
   set(OpId::k_reshape, reshape_kernel);
-  set(OpId::k_permute, permute_kernel);
-  set(OpId::k_slice, slice_kernel);
+  set(OpId::k_permute, gather_kernel<permute_view>);
+  set(OpId::k_slice, gather_kernel<slice_view>);
   set(OpId::k_cat, cat_kernel);
   set(OpId::k_expand, expand_kernel);
 }

@@ -13,45 +13,10 @@
 #include <vector>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernels/matmul_plan.h"
 
 namespace gt::worker::cpu {
 namespace {
-
-struct Plan {
-  int64_t m = 0, k = 0, n = 0;
-  Shape batch;                 // broadcast batch shape
-  std::vector<int64_t> a_off;  // element offset of each batch entry's matrix in a / b
-  std::vector<int64_t> b_off;
-  bool single_gemm = false;    // b shared by all entries and a's entries back to back
-};
-
-Plan make_plan(const Shape& a0, const Shape& b0) {
-  Plan p;
-  Shape a = a0.rank() == 1 ? Shape{1, a0[0]} : a0;
-  Shape b = b0.rank() == 1 ? Shape{b0[0], 1} : b0;
-  p.m = a[a.rank() - 2];
-  p.k = a[a.rank() - 1];
-  p.n = b[b.rank() - 1];
-  Shape ba, bb;
-  for (int i = 0; i < a.rank() - 2; ++i) ba.push_back(a[i]);
-  for (int i = 0; i < b.rank() - 2; ++i) bb.push_back(b[i]);
-  p.batch = broadcast_shapes(ba, bb).value();  // checked by the shape rule
-  NdIter<2> it(p.batch);
-  it.stride[0] = broadcast_strides(ba, p.batch);
-  it.stride[1] = broadcast_strides(bb, p.batch);
-  const int64_t batches = count(p.batch);
-  p.a_off.reserve(static_cast<size_t>(batches));
-  p.b_off.reserve(static_cast<size_t>(batches));
-  bool a_dense = true, b_shared = true;
-  it.for_each_outer(p.batch.rank(), [&](const std::array<int64_t, 2>& off) {
-    if (off[0] != static_cast<int64_t>(p.a_off.size())) a_dense = false;
-    if (off[1] != 0) b_shared = false;
-    p.a_off.push_back(off[0] * p.m * p.k);
-    p.b_off.push_back(off[1] * p.k * p.n);
-  });
-  p.single_gemm = a_dense && b_shared;
-  return p;
-}
 
 bool fits_blas(int64_t v) { return v <= INT_MAX; }
 
@@ -62,9 +27,9 @@ void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64
               static_cast<int>(std::max<int64_t>(n, 1)));
 }
 
-Status matmul_f32(const Plan& p, const float* a, const float* b, float* c) {
+Status matmul_f32(const MatmulPlan& p, const float* a, const float* b, float* c) {
   const int64_t batches = static_cast<int64_t>(p.a_off.size());
-  if (p.single_gemm) {
+  if (p.folds_into_m) {
     if (!fits_blas(batches * p.m) || !fits_blas(p.n) || !fits_blas(p.k))
       return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", batches * p.m, p.k, p.n);
     sgemm(a, b, c, batches * p.m, p.n, p.k);
@@ -78,7 +43,7 @@ Status matmul_f32(const Plan& p, const float* a, const float* b, float* c) {
 }
 
 template <class T>
-void matmul_int(const Plan& p, const T* a, const T* b, T* c) {
+void matmul_int(const MatmulPlan& p, const T* a, const T* b, T* c) {
   using U = std::make_unsigned_t<T>;
   const int64_t batches = static_cast<int64_t>(p.a_off.size());
   for (int64_t bi = 0; bi < batches; ++bi) {
@@ -105,7 +70,7 @@ Status matmul_kernel(const KernelArgs& args) {
   const DType dt = out.meta.dtype;
   const int64_t total = count(out.meta.shape);
   if (total == 0) return Status::ok();
-  const Plan p = make_plan(ta.meta.shape, tb.meta.shape);
+  const MatmulPlan p = plan_matmul(ta.meta.shape, tb.meta.shape);
   if (p.k == 0) {
     std::memset(out.storage->data(), 0, static_cast<size_t>(out.meta.nbytes()));
     return Status::ok();

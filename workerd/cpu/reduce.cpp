@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernels/reduce_plan.h"
 
 namespace gt::worker::cpu {
 namespace {
@@ -75,15 +76,11 @@ Status sum_kernel(const KernelArgs& args) {
   const Tensor& x = in(args, 0);
   const View v = reduce_view(x.meta.shape, args.attrs);
   if (v.outer * v.inner == 0) return Status::ok();
-  const DType odt = args.out.meta.dtype;
+  GT_RETURN_IF_ERROR(check_reduce(args, v));
   return dispatch_dtype(x.meta.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     // sum: floating keeps its dtype, others give int64; mean: others give float32.
     using O = std::conditional_t<is_float_like_v<T>, T, std::conditional_t<kMean, float, int64_t>>;
-    DType want = is_float_like_v<T> ? x.meta.dtype : kMean ? DType::kFloat32 : DType::kInt64;
-    if (odt != want)
-      return unimplemented("{}: output dtype {} for input {}", kMean ? "mean" : "sum",
-                           dtype_name(odt), dtype_name(x.meta.dtype));
     sum_impl<T, O, kMean>(static_cast<const T*>(in_ptr(args, 0)),
                           static_cast<O*>(out_ptr(args)), v);
     return Status::ok();
@@ -150,11 +147,7 @@ Status extreme_kernel(const KernelArgs& args) {
   const Tensor& x = in(args, 0);
   const View v = reduce_view(x.meta.shape, args.attrs);
   if (v.outer * v.inner == 0) return Status::ok();
-  if (v.n == 0) return invalid_argument("{}: cannot reduce zero elements", op_name(args.op));
-  DType want = kIndex ? DType::kInt64 : x.meta.dtype;
-  if (args.out.meta.dtype != want)
-    return unimplemented("{}: output dtype {} for input {}", op_name(args.op),
-                         dtype_name(args.out.meta.dtype), dtype_name(x.meta.dtype));
+  GT_RETURN_IF_ERROR(check_reduce(args, v));
   dispatch_dtype(x.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     extreme_impl<T, kMax, kIndex>(static_cast<const T*>(in_ptr(args, 0)), out_ptr(args), v);

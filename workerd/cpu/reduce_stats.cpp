@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/kernels/reduce_plan.h"
 
 namespace gt::worker::cpu {
 namespace {
@@ -69,13 +70,10 @@ Status stats_kernel(const KernelArgs& args) {
   const Tensor& x = in(args, 0);
   const ReduceView v = reduce_view(x.meta.shape, args.attrs);
   if (v.outer * v.inner == 0) return Status::ok();
+  GT_RETURN_IF_ERROR(check_reduce(args, v));
   const double correction = args.attrs.real_at(0, 1.0);
   return dispatch_dtype(x.meta.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    const DType want = is_float_like_v<T> ? x.meta.dtype : DType::kFloat32;
-    if (args.out.meta.dtype != want)
-      return unimplemented("{}: output dtype {} for input {}", op_name(args.op),
-                           dtype_name(args.out.meta.dtype), dtype_name(x.meta.dtype));
     const T* px = static_cast<const T*>(in_ptr(args, 0));
     auto* py = static_cast<out_t<T>*>(out_ptr(args));
     if constexpr (kVar) {

@@ -143,11 +143,7 @@ void CudaAllocator::trim_locked() {
 
 BackendStats CudaAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  BackendStats s;
-  s.allocated_bytes = allocated_;
-  s.reserved_bytes = allocated_ + cached_;
-  s.peak_bytes = peak_;
-  return s;
+  return BackendStats{allocated_, allocated_ + cached_, peak_};
 }
 
 }  // namespace gt::worker::cuda

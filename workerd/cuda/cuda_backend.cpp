@@ -9,9 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "libgtcore/shape_rules.h"
 #include "workerd/cpu/host_memory.h"
-#include "workerd/kernel_args_check.h"
 
 namespace gt::worker {
 
@@ -68,6 +66,7 @@ Status CudaBackend::init() {
   cuda::register_layout(kernels_);
   cuda::register_indexing(kernels_);
   cuda::register_matmul(kernels_);
+  set_kernels(kernels_);
   return Status::ok();
 }
 
@@ -143,10 +142,20 @@ Result<cudaStream_t> CudaBackend::stream_of(uint64_t id) {
   return s->stream;
 }
 
+Result<void*> CudaBackend::native_stream(uint64_t id) {
+  GT_ASSIGN_OR_RETURN(cudaStream_t s, stream_of(id));
+  return static_cast<void*>(s);
+}
+
 Status CudaBackend::use_on_session(const void* data, uint64_t id) {
+  return stream_for(data, id).status();
+}
+
+Result<cudaStream_t> CudaBackend::stream_for(const void* data, uint64_t id) {
   GT_RETURN_IF_ERROR(use_device());
   GT_ASSIGN_OR_RETURN(Session * s, session(id));
-  return allocator_->use_on(data, s->stream);
+  GT_RETURN_IF_ERROR(allocator_->use_on(data, s->stream));
+  return s->stream;
 }
 
 Result<std::shared_ptr<Storage>> CudaBackend::alloc(size_t bytes) {
@@ -172,59 +181,42 @@ void CudaBackend::trim_cache() {
 
 BackendStats CudaBackend::stats() const { return allocator_->stats(); }
 
-bool CudaBackend::supports(OpId op) const {
-  auto i = static_cast<size_t>(op);
-  return i < kernels_.size() && kernels_[i] != nullptr;
-}
-
-Status CudaBackend::check_args(const KernelArgs& args) const { return check_kernel_args(args); }
-
-Status CudaBackend::run(const KernelArgs& args) {
-  auto i = static_cast<size_t>(args.op);
-  if (i >= kernels_.size()) return invalid_argument("unknown op id {}", i);
-  if (kernels_[i] == nullptr) return unimplemented("{}: no CUDA kernel", op_name(args.op));
-  try {
-    GT_RETURN_IF_ERROR(check_args(args));
-    GT_RETURN_IF_ERROR(use_device());
-    GT_ASSIGN_OR_RETURN(Session * s, session(args.session));
-    // Blocks last used by another session's stream are ordered after that work (allocator).
-    for (const Tensor* t : args.inputs)
-      GT_RETURN_IF_ERROR(allocator_->use_on(t->storage->data(), s->stream));
-    GT_RETURN_IF_ERROR(allocator_->use_on(args.out.storage->data(), s->stream));
-    cuda::OpContext ctx;
-    ctx.stream = s->stream;
-    ctx.blas = s->blas;
-    ctx.alloc = allocator_.get();
-    ctx.allow_tf32 = opts_.allow_tf32;
-    ctx.check_slot = s->check_slot;
-    return kernels_[i](args, ctx);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("{}: out of memory for temporaries", op_name(args.op));
-  } catch (const std::exception& e) {
-    return internal_error("{}: {}", op_name(args.op), e.what());
-  } catch (...) {
-    return internal_error("{}: unknown exception", op_name(args.op));
-  }
-}
-
-Status CudaBackend::copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
-                                 uint64_t session_id) {
-  if (t.poison) return failed_precondition("copy_to_host: tensor is poisoned");
-  if (!t.storage) return invalid_argument("copy_to_host: tensor has no storage");
-  uint64_t nbytes = static_cast<uint64_t>(std::max<int64_t>(t.meta.nbytes(), 0));
-  nbytes = std::min<uint64_t>(nbytes, t.storage->bytes());
-  if (offset > nbytes || n > nbytes - offset)
-    return out_of_range("copy_to_host: {} bytes at offset {} overrun a tensor of {} bytes", n,
-                        offset, nbytes);
-  if (n == 0) return Status::ok();
-  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
+Status CudaBackend::run_kernel(const KernelArgs& args) {
   GT_RETURN_IF_ERROR(use_device());
-  GT_ASSIGN_OR_RETURN(Session * s, session(session_id));
-  GT_RETURN_IF_ERROR(allocator_->use_on(t.storage->data(), s->stream));
-  // On the session's stream: the copy sees every op queued before it in the session.
-  GT_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const unsigned char*>(t.storage->data()) + offset,
-                                n, cudaMemcpyDeviceToHost, s->stream));
-  GT_CUDA_CHECK(cudaStreamSynchronize(s->stream));
+  GT_ASSIGN_OR_RETURN(Session * s, session(args.session));
+  // Blocks last used by another session's stream are ordered after that work (allocator).
+  for (const Tensor* t : args.inputs)
+    GT_RETURN_IF_ERROR(allocator_->use_on(t->storage->data(), s->stream));
+  GT_RETURN_IF_ERROR(allocator_->use_on(args.out.storage->data(), s->stream));
+  cuda::OpContext ctx;
+  ctx.stream = s->stream;
+  ctx.blas = s->blas;
+  ctx.alloc = allocator_.get();
+  ctx.allow_tf32 = opts_.allow_tf32;
+  ctx.check_slot = s->check_slot;
+  return kernels_[static_cast<size_t>(args.op)](args, ctx);
+}
+
+Status CudaBackend::read_bytes(const DeviceBytes& b, void* dst, uint64_t session_id) {
+  GT_ASSIGN_OR_RETURN(cudaStream_t s, stream_for(b.block, session_id));
+  GT_CUDA_CHECK(cudaMemcpyAsync(dst, static_cast<const unsigned char*>(b.block) + b.offset, b.n,
+                                cudaMemcpyDeviceToHost, s));
+  GT_CUDA_CHECK(cudaStreamSynchronize(s));
+  return Status::ok();
+}
+
+// `src` is pageable host memory (an instruction's bytes, a host buffer): CUDA stages a pageable
+// source before cudaMemcpyAsync returns, so the caller may free it right after.
+Status CudaBackend::write_bytes(const DeviceBytes& b, const void* src, uint64_t session_id) {
+  GT_ASSIGN_OR_RETURN(cudaStream_t s, stream_for(b.block, session_id));
+  GT_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(b.block) + b.offset, src, b.n,
+                                cudaMemcpyHostToDevice, s));
+  return Status::ok();
+}
+
+Status CudaBackend::zero_bytes(const DeviceBytes& b, uint64_t session_id) {
+  GT_ASSIGN_OR_RETURN(cudaStream_t s, stream_for(b.block, session_id));
+  GT_CUDA_CHECK(cudaMemsetAsync(static_cast<unsigned char*>(b.block) + b.offset, 0, b.n, s));
   return Status::ok();
 }
 

@@ -10,10 +10,10 @@
 //   ops        kernel tables per op family (ops_*.cpp host side, k_*.cu device side); an op
 //              without a kernel is supports() == false
 //
-// run() never trusts its arguments: like the CPU backend it checks every storage against its
-// meta and out.meta against infer_meta() before anything is enqueued. All entry points may be
-// called from any thread (the current device is set per call), but like the CPU backend it
-// expects one executor thread to issue the ops.
+// Backend::run() checks every argument before anything is enqueued (backend.h). All entry
+// points may be called from any thread (the current device is set per call), but like the CPU
+// backend it expects one executor thread to issue the ops. Its SessionStreams (backend.h) give
+// the NCCL peer link the session streams to enqueue on.
 #pragma once
 
 #include <cublas_v2.h>
@@ -45,7 +45,7 @@ int cuda_device_count();
 // environment (GT_CUDA_ALLOW_TF32=1).
 Result<std::unique_ptr<Backend>> make_cuda_backend(int index, const Config& cfg);
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public SessionStreams {
  public:
   // Use create(): the constructor cannot report a failing device.
   static Result<std::unique_ptr<CudaBackend>> create(int index, CudaBackendOptions opts = {});
@@ -60,23 +60,26 @@ class CudaBackend final : public Backend {
   Result<std::shared_ptr<Storage>> alloc(size_t bytes) override;
   void release(void* data, size_t capacity) override;
 
-  bool supports(OpId op) const override;
-  Status run(const KernelArgs& args) override;
-
-  Status copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
-                      uint64_t session) override;
   Status synchronize(uint64_t session) override;
   void end_session(uint64_t session) override;
 
   BackendStats stats() const override;
 
+  SessionStreams* session_streams() override { return this; }
+  int device_ordinal() const override { return device_; }
+  Result<void*> native_stream(uint64_t session) override;
+  Status use_on_session(const void* data, uint64_t session) override;
+
   // For tests and benchmarks: the session's stream (created if needed) and cached-block trim.
   Result<cudaStream_t> stream_of(uint64_t session);
   void trim_cache();
-  int device() const { return device_; }
-  // For a peer link that enqueues its own work (NCCL) on the session's stream: orders the
-  // block's use there after its previous stream's work, like run() does for its operands.
-  Status use_on_session(const void* data, uint64_t session);
+
+ protected:
+  Status run_kernel(const KernelArgs& args) override;
+  // On the session's stream (after its queued ops); a read waits for its copy.
+  Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
+  Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) override;
+  Status zero_bytes(const DeviceBytes& bytes, uint64_t session) override;
 
  private:
   struct Session {
@@ -89,7 +92,8 @@ class CudaBackend final : public Backend {
   Status init();
   Status use_device() const;
   Result<Session*> session(uint64_t id);
-  Status check_args(const KernelArgs& args) const;
+  // The session's stream, current device set and `data`'s block ordered onto it.
+  Result<cudaStream_t> stream_for(const void* data, uint64_t id);
   void destroy(Session& s);
 
   int device_;

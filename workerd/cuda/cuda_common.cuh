@@ -1,6 +1,7 @@
-// Device-side helpers shared by the kernel files: storage/compute types per dtype, the cast
-// rules of workerd/cpu/convert.h on the device, N-d offsets and grid sizing. Included by .cu
-// files only.
+// Device-side helpers shared by the kernel files: the CUDA 16-bit types in the element-type
+// facts of workerd/kernels/numeric.h (shared with the CPU kernels), the cast rules of
+// workerd/kernels/convert.h on the device, N-d offsets and grid sizing. Included by .cu files
+// only.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,6 +13,15 @@
 #include <type_traits>
 
 #include "workerd/cuda/launch.h"
+#include "workerd/kernels/numeric.h"
+
+namespace gt::worker {
+// The device's 16-bit float types compute in float, like gt::half and gt::bfloat16.
+template <> struct is_half_type<__half> : std::true_type {};
+template <> struct is_half_type<__nv_bfloat16> : std::true_type {};
+template <> struct compute_type<__half> { using type = float; };
+template <> struct compute_type<__nv_bfloat16> { using type = float; };
+}  // namespace gt::worker
 
 namespace gt::worker::cuda {
 
@@ -20,35 +30,6 @@ using bf16 = __nv_bfloat16;
 
 // gt::DType values (libgtcore/dtype.h; a static_assert in cuda_ops.h keeps them in step).
 enum : int { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3, kI64 = 4, kBool = 5 };
-
-template <class T>
-inline constexpr bool is_half_v = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
-template <class T>
-inline constexpr bool is_float_like_v = std::is_floating_point_v<T> || is_half_v<T>;
-
-// The type arithmetic runs in (as the CPU worker): float for 16-bit floats, int32 for bool.
-template <class T> struct compute_type { using type = T; };
-template <> struct compute_type<f16> { using type = float; };
-template <> struct compute_type<bf16> { using type = float; };
-template <> struct compute_type<bool> { using type = int32_t; };
-template <class T> using compute_t = typename compute_type<T>::type;
-
-template <class C>
-__device__ __forceinline__ bool is_nan(C v) {
-  if constexpr (std::is_floating_point_v<C>) return v != v;
-  else return false;
-}
-
-// Floating -> integer: truncation toward zero, saturating, NaN -> 0 (convert.h's float_to_int).
-template <class To>
-__device__ __forceinline__ To float_to_int(double v) {
-  if (!(v == v)) return 0;
-  constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
-  constexpr double hi = static_cast<double>(std::numeric_limits<To>::max());
-  if (v <= lo) return std::numeric_limits<To>::min();
-  if (v >= hi) return std::numeric_limits<To>::max();
-  return static_cast<To>(v);
-}
 
 // convert_value of convert.h on the device: anything -> bool is != 0, floating -> integer as
 // float_to_int, 16-bit floats through float32 with round-to-nearest-even.

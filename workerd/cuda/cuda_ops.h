@@ -1,8 +1,8 @@
 // Internal to the CUDA backend: what the host-side op code (ops_*.cpp) shares. Each op is a
 // CudaKernel that validates what the shape rule cannot see, converts operands where the CPU
 // worker does, builds plain launch descriptors (launch.h) and enqueues kernels on the session's
-// stream. CudaBackend::run() has already checked storages against metas and out.meta against
-// infer_meta(), like the CPU backend.
+// stream. Backend::run() has already checked storages against metas and out.meta against
+// infer_meta() (workerd/kernel_args_check.h).
 #pragma once
 
 #include <cublas_v2.h>
@@ -19,6 +19,7 @@
 #include "workerd/cuda/cuda_check.h"
 #include "workerd/cuda/launch.h"
 #include "workerd/dim_split.h"
+#include "workerd/kernels/kernel_util.h"
 
 namespace gt::worker::cuda {
 
@@ -79,24 +80,17 @@ struct OpContext {
 using CudaKernel = Status (*)(const KernelArgs&, OpContext&);
 using KernelTable = std::array<CudaKernel, kNumOps>;
 
-void register_creation(KernelTable& t);  // zeros ones full arange rand randn from_host host_chunk
-void register_elementwise(KernelTable& t);  // binary, compare, unary, where, cast, copy_,
-                                            // masked_fill, clamp
+void register_creation(KernelTable& t);     // zeros ones full arange rand randn
+void register_elementwise(KernelTable& t);  // every unary and binary elementwise op of ops.def,
+                                            // where, cast, copy_, masked_fill, clamp
 void register_reduce(KernelTable& t);       // sum mean max min argmax argmin var logsumexp
 void register_layout(KernelTable& t);       // reshape permute slice cat expand
 void register_indexing(KernelTable& t);     // index_select gather scatter_add index_add one_hot
 void register_matmul(KernelTable& t);       // matmul
 
 // ---- small helpers ----
+// (count, in, in_ptr, out_ptr: workerd/kernels/kernel_util.h)
 inline int code(DType d) { return static_cast<int>(d); }
-inline int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int d = 0; d < s.rank(); ++d) n *= s[d];
-  return n;
-}
-inline const Tensor& in(const KernelArgs& a, size_t i) { return *a.inputs[i]; }
-inline void* out_ptr(const KernelArgs& a) { return a.out.storage->data(); }
-inline const void* in_ptr(const KernelArgs& a, size_t i) { return a.inputs[i]->storage->data(); }
 
 // NdDesc of inputs broadcast to the contiguous `out` (inputs 0..k-1), coalesced.
 NdDesc broadcast_desc(const Shape& out, std::initializer_list<const Shape*> ins);

@@ -3,9 +3,9 @@
 #include <cstring>
 #include <limits>
 
-#include "workerd/cpu/convert.h"
-#include "workerd/cpu/nd_iter.h"
 #include "workerd/cuda/cuda_ops.h"
+#include "workerd/kernels/convert.h"
+#include "workerd/kernels/nd_iter.h"
 
 namespace gt::worker::cuda {
 
@@ -56,12 +56,12 @@ Result<int64_t> OpContext::index_value(const Tensor& index, int64_t pos) const {
 }
 
 NdDesc broadcast_desc(const Shape& out, std::initializer_list<const Shape*> ins) {
-  // The CPU worker's iterator does the broadcast-stride and coalescing work; operand 0 is the
+  // The shared iterator does the broadcast-stride and coalescing work; operand 0 is the
   // contiguous output, the device recomputes its offset from the linear index.
-  cpu::NdIter<4> it(out);
-  it.stride[0] = cpu::row_major_strides(out);
+  NdIter<4> it(out);
+  it.stride[0] = row_major_strides(out);
   int p = 1;
-  for (const Shape* s : ins) it.stride[p++] = cpu::broadcast_strides(*s, out);
+  for (const Shape* s : ins) it.stride[p++] = broadcast_strides(*s, out);
   it.coalesce();
   NdDesc d;
   d.rank = it.rank;
@@ -73,35 +73,12 @@ NdDesc broadcast_desc(const Shape& out, std::initializer_list<const Shape*> ins)
 }
 
 uint64_t value_bits(double value, DType dt) {
-  uint64_t bits = 0;
-  switch (dt) {
-    case DType::kFloat32: {
-      float v = cpu::convert_value<float>(value);
-      std::memcpy(&bits, &v, 4);
-      break;
-    }
-    case DType::kFloat16: {
-      half v = cpu::convert_value<half>(value);
-      std::memcpy(&bits, &v, 2);
-      break;
-    }
-    case DType::kBFloat16: {
-      bfloat16 v = cpu::convert_value<bfloat16>(value);
-      std::memcpy(&bits, &v, 2);
-      break;
-    }
-    case DType::kInt32: {
-      int32_t v = cpu::convert_value<int32_t>(value);
-      std::memcpy(&bits, &v, 4);
-      break;
-    }
-    case DType::kInt64: {
-      int64_t v = cpu::convert_value<int64_t>(value);
-      std::memcpy(&bits, &v, 8);
-      break;
-    }
-    case DType::kBool: bits = cpu::convert_value<bool>(value) ? 1 : 0; break;
-  }
+  uint64_t bits = 0;  // little-endian: the value's bytes are the low bytes
+  dispatch_dtype(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = convert_value<T>(value);
+    std::memcpy(&bits, &v, sizeof(T));
+  });
   return bits;
 }
 

@@ -225,35 +225,36 @@ cudaError_t run(const void* xv, void* outv, int64_t outer, int64_t n, int64_t in
 }
 
 template <class T>
-cudaError_t run_op(RedOp op, const void* x, void* out, int64_t outer, int64_t n, int64_t inner,
+cudaError_t run_op(OpId op, const void* x, void* out, int64_t outer, int64_t n, int64_t inner,
                    double correction, void* scratch, cudaStream_t s) {
   switch (op) {
-    case RedOp::kSum:
+    case OpId::k_sum:
       return run<T, SumR<T, false>>(x, out, outer, n, inner, correction, scratch, s);
-    case RedOp::kMean:
+    case OpId::k_mean:
       return run<T, SumR<T, true>>(x, out, outer, n, inner, correction, scratch, s);
-    case RedOp::kMax:
+    case OpId::k_max:
       return run<T, ExtremeR<T, true, false>>(x, out, outer, n, inner, correction, scratch, s);
-    case RedOp::kMin:
+    case OpId::k_min:
       return run<T, ExtremeR<T, false, false>>(x, out, outer, n, inner, correction, scratch, s);
-    case RedOp::kArgMax:
+    case OpId::k_argmax:
       return run<T, ExtremeR<T, true, true>>(x, out, outer, n, inner, correction, scratch, s);
-    case RedOp::kArgMin:
+    case OpId::k_argmin:
       return run<T, ExtremeR<T, false, true>>(x, out, outer, n, inner, correction, scratch, s);
-    case RedOp::kVar: return run<T, VarR<T>>(x, out, outer, n, inner, correction, scratch, s);
-    case RedOp::kLogSumExp: return run<T, LseR<T>>(x, out, outer, n, inner, correction, scratch, s);
+    case OpId::k_var: return run<T, VarR<T>>(x, out, outer, n, inner, correction, scratch, s);
+    case OpId::k_logsumexp: return run<T, LseR<T>>(x, out, outer, n, inner, correction, scratch, s);
+    default: break;
   }
-  return cudaErrorInvalidValue;
+  return cudaErrorInvalidValue;  // not a reduction
 }
 
 }  // namespace
 
-size_t reduce_scratch_bytes(RedOp, int, int64_t outer, int64_t n, int64_t inner) {
+size_t reduce_scratch_bytes(OpId, int, int64_t outer, int64_t n, int64_t inner) {
   const int64_t splits = row_splits(outer, n, inner);
   return splits > 1 ? static_cast<size_t>(outer * splits) * kAccBytes : 0;
 }
 
-cudaError_t launch_reduce(RedOp op, int dtype, const void* x, void* out, int64_t outer, int64_t n,
+cudaError_t launch_reduce(OpId op, int dtype, const void* x, void* out, int64_t outer, int64_t n,
                           int64_t inner, double correction, void* scratch, cudaStream_t s) {
   if (outer * inner <= 0) return cudaSuccess;
   return dispatch_dtype(dtype, [&](auto tag) {

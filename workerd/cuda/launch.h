@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "libgtcore/ops.h"
+
 namespace gt::worker::cuda {
 
 inline constexpr int kMaxDims = 8;  // == gt::kMaxRank (checked in cuda_ops.h)
@@ -24,9 +26,6 @@ struct NdDesc {
   int small_index = 0;  // set by the launchers: the index space fits 32 bits
 };
 
-enum class BinOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEq, kNe, kLt, kLe, kGt, kGe };
-enum class UnOp : int { kNeg, kAbs, kRelu, kExp, kLog, kSqrt, kSigmoid, kTanh };
-enum class RedOp : int { kSum, kMean, kMax, kMin, kArgMax, kArgMin, kVar, kLogSumExp };
 
 // ---- creation (k_creation.cu) ----
 // Writes the `elem_size`-byte pattern `bits` n times.
@@ -42,12 +41,13 @@ struct ShardIndexDesc {
 cudaError_t launch_random(void* out, int dtype, int64_t n, bool normal, uint64_t seed,
                           uint64_t counter, ShardIndexDesc shard, cudaStream_t s);
 
-// ---- elementwise (k_binary.cu, k_unary.cu) ----
+// ---- elementwise (k_binary.cu, k_unary.cu): any op of its family in ops.def, the math of
+// workerd/kernels/elementwise_math.h (cudaErrorInvalidValue for an op of another family) ----
 // Binary op on operands already in dtype `p`; out is bool for comparisons, else `p`.
 //   mode 0: a, b contiguous of n elements; mode 1: scalar right (a op scalar); mode 2: scalar
 //   left (scalar op a); mode 3: a, b through `nd` (inputs 0 and 1).
 struct BinaryArgs {
-  BinOp op;
+  OpId op;
   int p;       // operand dtype
   int mode;
   const void* a;
@@ -60,10 +60,11 @@ struct BinaryArgs {
   NdDesc nd;
 };
 cudaError_t launch_binary(const BinaryArgs& a, cudaStream_t s);
-// Unary op: neg/abs/relu keep the dtype; exp..tanh give in_dtype when floating, else float32.
-cudaError_t launch_unary(UnOp op, int in_dtype, const void* in, void* out, int64_t n,
+// Unary op: kUnarySame ops keep the dtype; kUnaryFloat ops give in_dtype when floating, else
+// float32.
+cudaError_t launch_unary(OpId op, int in_dtype, const void* in, void* out, int64_t n,
                          cudaStream_t s);
-// Contiguous dtype conversion (cast rules of workerd/cpu/convert.h).
+// Contiguous dtype conversion (cast rules of workerd/kernels/convert.h).
 cudaError_t launch_convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n,
                            cudaStream_t s);
 // clamp in `dtype` (x already converted to it); bounds as doubles, saturated for integers.
@@ -125,8 +126,8 @@ cudaError_t launch_one_hot(const void* labels, int idx_dtype, int64_t n, int64_t
 // ---- reductions (k_reduce.cu) over x viewed as [outer, n, inner] ----
 // `scratch` holds partials when a row is split over several blocks: at least
 // reduce_scratch_bytes(...) bytes (nullptr allowed when that is 0).
-size_t reduce_scratch_bytes(RedOp op, int dtype, int64_t outer, int64_t n, int64_t inner);
-cudaError_t launch_reduce(RedOp op, int dtype, const void* x, void* out, int64_t outer, int64_t n,
+size_t reduce_scratch_bytes(OpId op, int dtype, int64_t outer, int64_t n, int64_t inner);
+cudaError_t launch_reduce(OpId op, int dtype, const void* x, void* out, int64_t outer, int64_t n,
                           int64_t inner, double correction, void* scratch, cudaStream_t s);
 
 // ---- integer matmul (k_matmul_int.cu): one row-major [m,k] @ [k,n], wrapping arithmetic ----

@@ -1,13 +1,8 @@
-// Creation ops and the host upload on CUDA (workerd/cpu/creation.cpp semantics).
+// Creation ops on CUDA (workerd/cpu/creation.cpp semantics; the host uploads from_host and
+// host_chunk are no kernels: workerd/backend.cpp, through CudaBackend::write_bytes).
 //   zeros                cudaMemsetAsync
 //   ones/full            the value converted on the host like a cast, written as a bit pattern
 //   arange/rand/randn    kernels (k_creation.cu); rand/randn share philox.h with the CPU
-//   from_host/host_chunk cudaMemcpyAsync from the instruction's bytes. They are pageable host
-//                        memory: CUDA stages a pageable source before cudaMemcpyAsync returns,
-//                        so the executor may free the instruction right after.
-#include <algorithm>
-
-#include "workerd/bool_bytes.h"
 #include "workerd/cuda/cuda_ops.h"
 
 namespace gt::worker::cuda {
@@ -64,40 +59,6 @@ Status random_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
-// Wire bytes of a bool tensor normalized to 0/1 (workerd/bool_bytes.h). A pageable-memory
-// cudaMemcpyAsync has staged the bytes when it returns, so the scratch copy may go at once.
-std::string_view upload_bytes(const KernelArgs& args, std::string& scratch) {
-  if (args.out.meta.dtype != DType::kBool) return args.attrs.data;
-  return normalized_bool_bytes(args.attrs.data, scratch);
-}
-
-Status from_host_kernel(const KernelArgs& args, OpContext& ctx) {
-  const auto nbytes = static_cast<size_t>(args.out.meta.nbytes());
-  std::string scratch;
-  const std::string_view data = upload_bytes(args, scratch);
-  const size_t n = std::min(data.size(), nbytes);
-  auto* o = static_cast<unsigned char*>(out_ptr(args));
-  if (n > 0)
-    GT_CUDA_CHECK(cudaMemcpyAsync(o, data.data(), n, cudaMemcpyHostToDevice, ctx.stream));
-  if (nbytes > n) GT_CUDA_CHECK(cudaMemsetAsync(o + n, 0, nbytes - n, ctx.stream));
-  return Status::ok();
-}
-
-Status host_chunk_kernel(const KernelArgs& args, OpContext& ctx) {
-  const auto nbytes = static_cast<uint64_t>(args.out.meta.nbytes());
-  const int64_t off = args.attrs.chunk_offset();
-  std::string scratch;
-  const std::string_view data = upload_bytes(args, scratch);
-  if (off < 0 || static_cast<uint64_t>(off) > nbytes || data.size() > nbytes - off ||
-      nbytes > args.out.storage->bytes())
-    return out_of_range("host_chunk: {} bytes at offset {} overrun a tensor of {} bytes",
-                        data.size(), off, nbytes);
-  if (!data.empty())
-    GT_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(out_ptr(args)) + off, data.data(),
-                                  data.size(), cudaMemcpyHostToDevice, ctx.stream));
-  return Status::ok();
-}
-
 }  // namespace
 
 void register_creation(KernelTable& t) {
@@ -108,8 +69,6 @@ void register_creation(KernelTable& t) {
   set(OpId::k_arange, arange_kernel);
   set(OpId::k_rand, random_kernel<false>);
   set(OpId::k_randn, random_kernel<true>);
-  set(OpId::k_from_host, from_host_kernel);
-  set(OpId::k_host_chunk, host_chunk_kernel);
 }
 
 }  // namespace gt::worker::cuda

@@ -1,38 +1,31 @@
-// Elementwise ops on CUDA, with the CPU worker's dtype handling (workerd/cpu/binary.cpp,
-// unary.cpp, elementwise.cpp, fill_clamp.cpp): operands are first converted to one operand
-// dtype (a temporary, like the CPU's as_dtype), so each kernel is instantiated once per dtype
-// rather than per dtype pair.
+// Elementwise ops on CUDA, with the CPU worker's dtype handling (workerd/kernels/
+// elementwise_plan.h; workerd/cpu/elementwise.cpp, fill_clamp.cpp): operands are first
+// converted to one operand dtype (a temporary, like the CPU's as_dtype), so each kernel is
+// instantiated once per dtype rather than per dtype pair.
 #include <cstdint>
 
 #include "workerd/cuda/cuda_ops.h"
+#include "workerd/kernels/elementwise_plan.h"
+#include "workerd/kernels/op_traits.h"
 
 namespace gt::worker::cuda {
 namespace {
 
-template <BinOp kOp>
 Status binary_kernel(const KernelArgs& args, OpContext& ctx) {
-  constexpr bool kCompare = kOp >= BinOp::kEq;
+  GT_ASSIGN_OR_RETURN(const BinaryOperands ops, binary_operands(args));
+  if (ops.n == 0) return Status::ok();
   const Tensor& a = in(args, 0);
-  const Tensor& out = args.out;
-  const int64_t n = count(out.meta.shape);
-  if (n == 0) return Status::ok();
-  const bool scalar_form = args.inputs.size() == 1;
-  DType p;
-  if (!kCompare) p = out.meta.dtype;
-  else if (scalar_form) p = promote_with_scalar(a.meta.dtype, args.attrs.scalar_is_integral());
-  else p = promote(a.meta.dtype, in(args, 1).meta.dtype);
-  if (kOp == BinOp::kDiv && !is_floating(p))
-    return unimplemented("div: operand dtype {} is not floating", dtype_name(p));
+  const DType p = ops.p;
 
   DeviceTemp ta, tb;
   GT_ASSIGN_OR_RETURN(const void* pa, ctx.as_dtype(a, p, ta));
   BinaryArgs x{};
-  x.op = kOp;
+  x.op = args.op;
   x.p = code(p);
   x.a = pa;
-  x.out = out.storage->data();
-  x.n = n;
-  if (scalar_form) {
+  x.out = out_ptr(args);
+  x.n = ops.n;
+  if (ops.scalar_form) {
     x.mode = args.attrs.scalar_side() == ScalarSide::kLeft ? 2 : 1;
     x.scalar = args.attrs.scalar();
     // An exact integer scalar (when the client sent one) is used by int64 operands, like the
@@ -46,26 +39,21 @@ Status binary_kernel(const KernelArgs& args, OpContext& ctx) {
     x.b = pb;
     const Shape& sa = a.meta.shape;
     const Shape& sb = in(args, 1).meta.shape;
-    if (count(sa) == n && count(sb) == n) {
+    if (count(sa) == ops.n && count(sb) == ops.n) {
       x.mode = 0;
     } else {
       x.mode = 3;
-      x.nd = broadcast_desc(out.meta.shape, {&sa, &sb});
+      x.nd = broadcast_desc(args.out.meta.shape, {&sa, &sb});
     }
   }
   GT_LAUNCH(launch_binary(x, ctx.stream));
   return Status::ok();
 }
 
-template <UnOp kOp>
 Status unary_kernel(const KernelArgs& args, OpContext& ctx) {
+  GT_RETURN_IF_ERROR(check_unary_out(args));
   const Tensor& x = in(args, 0);
-  constexpr bool kSame = kOp == UnOp::kNeg || kOp == UnOp::kAbs || kOp == UnOp::kRelu;
-  const DType want = kSame || is_floating(x.meta.dtype) ? x.meta.dtype : DType::kFloat32;
-  if (args.out.meta.dtype != want)
-    return unimplemented("unary op: unexpected output dtype {} for input {}",
-                         dtype_name(args.out.meta.dtype), dtype_name(x.meta.dtype));
-  GT_LAUNCH(launch_unary(kOp, code(x.meta.dtype), x.storage->data(), out_ptr(args),
+  GT_LAUNCH(launch_unary(args.op, code(x.meta.dtype), x.storage->data(), out_ptr(args),
                          count(args.out.meta.shape), ctx.stream));
   return Status::ok();
 }
@@ -101,28 +89,21 @@ Status cast_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
-bool overlaps(const void* a, size_t na, const void* b, size_t nb) {
-  auto pa = reinterpret_cast<uintptr_t>(a), pb = reinterpret_cast<uintptr_t>(b);
-  return na > 0 && nb > 0 && pa < pb + nb && pb < pa + na;
-}
-
-// copy_(dst, src): src broadcast to dst's shape and converted to dst's dtype; a source sharing
-// dst's storage (a reshape alias) is read from a temporary copy.
+// copy_(dst, src): src broadcast to dst's shape and converted to dst's dtype (copy_source()).
 Status copy_kernel(const KernelArgs& args, OpContext& ctx) {
   Tensor& dst = args.out;
   const Tensor& src = in(args, 1);
+  const CopySource how = copy_source(args);
+  if (how == CopySource::kNothing) return Status::ok();
   const int64_t n = count(dst.meta.shape);
-  if (n == 0) return Status::ok();
-  const DType dt = dst.meta.dtype;
-  const size_t es = dtype_size(dt);
+  const size_t es = dtype_size(dst.meta.dtype);
   const void* sp = src.storage->data();
   void* dp = dst.storage->data();
-  const auto src_bytes = static_cast<size_t>(src.meta.nbytes());
   DeviceTemp tmp;
-  if (src.meta.dtype != dt) {
-    GT_ASSIGN_OR_RETURN(sp, ctx.as_dtype(src, dt, tmp));  // a fresh buffer: no aliasing left
-  } else if (overlaps(sp, src_bytes, dp, static_cast<size_t>(n) * es)) {
-    if (sp == dp && count(src.meta.shape) == n) return Status::ok();  // copy onto itself
+  if (how == CopySource::kConverted) {
+    GT_ASSIGN_OR_RETURN(sp, ctx.as_dtype(src, dst.meta.dtype, tmp));
+  } else if (how == CopySource::kStaged) {
+    const auto src_bytes = static_cast<size_t>(src.meta.nbytes());
     GT_ASSIGN_OR_RETURN(tmp, ctx.temp(src_bytes));
     GT_CUDA_CHECK(cudaMemcpyAsync(tmp.get(), sp, src_bytes, cudaMemcpyDeviceToDevice, ctx.stream));
     sp = tmp.get();
@@ -167,28 +148,13 @@ Status clamp_kernel(const KernelArgs& args, OpContext& ctx) {
 }  // namespace
 
 void register_elementwise(KernelTable& t) {
+  // Every unary and binary elementwise op of ops.def (the launchers dispatch on the op).
+  for_each_op([&](auto c) {
+    constexpr OpId op = decltype(c)::value;
+    if constexpr (is_unary_elementwise(op)) t[static_cast<size_t>(op)] = unary_kernel;
+    if constexpr (is_binary_elementwise(op)) t[static_cast<size_t>(op)] = binary_kernel;
+  });
   auto set = [&](OpId op, CudaKernel k) { t[static_cast<size_t>(op)] = k; };
-  set(OpId::k_add, binary_kernel<BinOp::kAdd>);
-  set(OpId::k_sub, binary_kernel<BinOp::kSub>);
-  set(OpId::k_mul, binary_kernel<BinOp::kMul>);
-  set(OpId::k_div, binary_kernel<BinOp::kDiv>);
-  set(OpId::k_pow, binary_kernel<BinOp::kPow>);
-  set(OpId::k_maximum, binary_kernel<BinOp::kMax>);
-  set(OpId::k_minimum, binary_kernel<BinOp::kMin>);
-  set(OpId::k_eq, binary_kernel<BinOp::kEq>);
-  set(OpId::k_ne, binary_kernel<BinOp::kNe>);
-  set(OpId::k_lt, binary_kernel<BinOp::kLt>);
-  set(OpId::k_le, binary_kernel<BinOp::kLe>);
-  set(OpId::k_gt, binary_kernel<BinOp::kGt>);
-  set(OpId::k_ge, binary_kernel<BinOp::kGe>);
-  set(OpId::k_neg, unary_kernel<UnOp::kNeg>);
-  set(OpId::k_abs, unary_kernel<UnOp::kAbs>);
-  set(OpId::k_relu, unary_kernel<UnOp::kRelu>);
-  set(OpId::k_exp, unary_kernel<UnOp::kExp>);
-  set(OpId::k_log, unary_kernel<UnOp::kLog>);
-  set(OpId::k_sqrt, unary_kernel<UnOp::kSqrt>);
-  set(OpId::k_sigmoid, unary_kernel<UnOp::kSigmoid>);
-  set(OpId::k_tanh, unary_kernel<UnOp::kTanh>);
   set(OpId::k_where, where_kernel);
   set(OpId::k_cast, cast_kernel);
   set(OpId::k_copy_, copy_kernel);

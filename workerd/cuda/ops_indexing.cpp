@@ -2,26 +2,24 @@
 // device before anything is written; the result comes back to the host (one stream
 // synchronization per indexing op -- the price of reporting OutOfRange on this instruction
 // rather than corrupting memory; a later step could defer the check to the next sync point).
-#include "workerd/cpu/nd_iter.h"
 #include "workerd/cuda/cuda_ops.h"
 #include "workerd/dim_split.h"
+#include "workerd/kernels/index_plan.h"
 
 namespace gt::worker::cuda {
 namespace {
 
-using Around = DimSplit;
-Around around(const Shape& s, int d) { return split_at(s, d); }
-
-Status check_index(const KernelArgs& args, OpContext& ctx, size_t i, int64_t n, int dim) {
-  const Tensor& idx = in(args, i);
+// The index tensor's values against the plan's extent (on the device; a host round trip).
+Status check_index(const KernelArgs& args, OpContext& ctx, const IndexPlan& p) {
+  const Tensor& idx = in(args, 1);
   if (idx.meta.dtype != DType::kInt32 && idx.meta.dtype != DType::kInt64)
     return invalid_argument("{}: index dtype {} is not int32/int64", op_name(args.op),
                             dtype_name(idx.meta.dtype));
-  GT_ASSIGN_OR_RETURN(int64_t bad, ctx.first_bad_index(idx, n));
+  GT_ASSIGN_OR_RETURN(int64_t bad, ctx.first_bad_index(idx, p.extent));
   if (bad < 0) return Status::ok();
   GT_ASSIGN_OR_RETURN(int64_t v, ctx.index_value(idx, bad));
   return out_of_range("{}: index {} is out of bounds for dimension {} with size {}",
-                      op_name(args.op), v, dim, n);
+                      op_name(args.op), v, p.dim, p.extent);
 }
 
 Status copy_x(const KernelArgs& args, OpContext& ctx) {
@@ -34,88 +32,66 @@ Status copy_x(const KernelArgs& args, OpContext& ctx) {
 }
 
 Status index_select_kernel(const KernelArgs& args, OpContext& ctx) {
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index(args, ctx, p));
   const Tensor& x = in(args, 0);
   const Tensor& index = in(args, 1);
-  const int d = normalized_dim(args.attrs.axis(), x.meta.shape.rank());
-  const Around a = around(x.meta.shape, d);
-  const int64_t k = count(index.meta.shape);
-  GT_RETURN_IF_ERROR(check_index(args, ctx, 1, a.n, d));
+  const DimSplit& a = p.around;
   GT_LAUNCH(launch_index_select(x.storage->data(), index.storage->data(), code(index.meta.dtype),
-                                out_ptr(args), a.outer, a.n, k, a.inner,
+                                out_ptr(args), a.outer, a.n, p.count, a.inner,
                                 static_cast<int>(dtype_size(x.meta.dtype)), ctx.stream));
   return Status::ok();
 }
 
-// The index's positions (contiguous) with another same-rank tensor's strides, 0 along `dim`.
-NdDesc index_desc(const Shape& index_shape, std::initializer_list<std::array<int64_t, kMaxRank>> st,
-                  int d) {
-  cpu::NdIter<3> it(index_shape);
-  it.stride[0] = contiguous_strides(index_shape);
-  int p = 1;
-  for (const auto& s : st) {
-    it.stride[p] = s;
-    if (index_shape.rank() > 0 && p == 1) it.stride[p][d] = 0;
-    ++p;
-  }
-  it.coalesce();
+// index_iter's positions as a launch descriptor: operand 0 of the NdDesc is x (or out), 1 src.
+template <int N>
+NdDesc index_desc(const NdIter<N>& it) {
   NdDesc desc;
   desc.rank = it.rank;
   for (int k = 0; k < it.rank; ++k) {
     desc.shape[k] = it.shape[k];
-    desc.stride[0][k] = it.stride[1][k];
-    desc.stride[1][k] = it.stride[2][k];
+    for (int q = 0; q + 1 < N; ++q) desc.stride[q][k] = it.stride[q + 1][k];
   }
   return desc;
 }
 
 Status gather_kernel(const KernelArgs& args, OpContext& ctx) {
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index(args, ctx, p));
+  if (p.count == 0) return Status::ok();
   const Tensor& x = in(args, 0);
   const Tensor& index = in(args, 1);
-  const Shape& xs = x.meta.shape;
-  const int d = normalized_dim(args.attrs.axis(), xs.rank());
-  const int64_t n = xs.rank() == 0 ? 1 : xs[d];
-  GT_RETURN_IF_ERROR(check_index(args, ctx, 1, n, d));
-  const int64_t cnt = count(index.meta.shape);
-  if (cnt == 0) return Status::ok();
-  const auto xst = contiguous_strides(xs);
-  const int64_t dim_stride = xs.rank() == 0 ? 0 : xst[d];
+  const NdDesc desc = index_desc(index_iter<2>(index.meta.shape, {p.x_strides}, p.dim));
   GT_LAUNCH(launch_gather_index(x.storage->data(), index.storage->data(), code(index.meta.dtype),
-                                out_ptr(args), cnt, static_cast<int>(dtype_size(x.meta.dtype)),
-                                dim_stride, index_desc(index.meta.shape, {xst}, d), ctx.stream));
+                                out_ptr(args), p.count, static_cast<int>(dtype_size(x.meta.dtype)),
+                                p.dim_stride, desc, ctx.stream));
   return Status::ok();
 }
 
 Status scatter_add_kernel(const KernelArgs& args, OpContext& ctx) {
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index(args, ctx, p));
+  GT_RETURN_IF_ERROR(copy_x(args, ctx));
+  if (p.count == 0) return Status::ok();
   const Tensor& x = in(args, 0);
   const Tensor& index = in(args, 1);
   const Tensor& src = in(args, 2);
-  const Shape& xs = x.meta.shape;
-  const int d = normalized_dim(args.attrs.axis(), xs.rank());
-  const int64_t n = xs.rank() == 0 ? 1 : xs[d];
-  GT_RETURN_IF_ERROR(check_index(args, ctx, 1, n, d));
-  GT_RETURN_IF_ERROR(copy_x(args, ctx));
-  const int64_t cnt = count(index.meta.shape);
-  if (cnt == 0) return Status::ok();
-  const auto xst = contiguous_strides(xs);
-  const auto sst = contiguous_strides(src.meta.shape);
-  const int64_t dim_stride = xs.rank() == 0 ? 0 : xst[d];
+  const NdDesc desc = index_desc(
+      index_iter<3>(index.meta.shape, {p.x_strides, contiguous_strides(src.meta.shape)}, p.dim));
   GT_LAUNCH(launch_scatter_add(out_ptr(args), index.storage->data(), code(index.meta.dtype),
-                               src.storage->data(), code(x.meta.dtype), cnt, dim_stride,
-                               index_desc(index.meta.shape, {xst, sst}, d), ctx.stream));
+                               src.storage->data(), code(x.meta.dtype), p.count, p.dim_stride,
+                               desc, ctx.stream));
   return Status::ok();
 }
 
 Status index_add_kernel(const KernelArgs& args, OpContext& ctx) {
-  const Tensor& x = in(args, 0);
-  const Tensor& index = in(args, 1);
-  const Tensor& src = in(args, 2);
-  const int d = normalized_dim(args.attrs.axis(), x.meta.shape.rank());
-  const Around a = around(x.meta.shape, d);
-  const int64_t k = count(index.meta.shape);
-  GT_RETURN_IF_ERROR(check_index(args, ctx, 1, a.n, d));
+  const IndexPlan p = plan_index(args);
+  GT_RETURN_IF_ERROR(check_index(args, ctx, p));
   GT_RETURN_IF_ERROR(copy_x(args, ctx));
-  GT_LAUNCH(launch_index_add(out_ptr(args), index.storage->data(), code(index.meta.dtype),
-                             src.storage->data(), code(x.meta.dtype), a.outer, a.n, k, a.inner,
+  const Tensor& x = in(args, 0);
+  const DimSplit& a = p.around;
+  GT_LAUNCH(launch_index_add(out_ptr(args), in_ptr(args, 1), code(in(args, 1).meta.dtype),
+                             in_ptr(args, 2), code(x.meta.dtype), a.outer, a.n, p.count, a.inner,
                              ctx.stream));
   return Status::ok();
 }

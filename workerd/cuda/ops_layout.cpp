@@ -4,8 +4,8 @@
 //   slice    strided gather with per-dim start/step (negative steps walk backwards)
 //   cat      one cudaMemcpy2DAsync per input (rows of `extent * inner` elements)
 //   expand   broadcasting gather
-#include "workerd/cpu/nd_iter.h"
 #include "workerd/cuda/cuda_ops.h"
+#include "workerd/kernels/layout_plan.h"
 
 namespace gt::worker::cuda {
 namespace {
@@ -19,16 +19,14 @@ Status reshape_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
-// Gathers over the output shape with `src_strides` (input elements per output dim), coalesced.
-Status gather(const KernelArgs& args, OpContext& ctx,
-              const std::array<int64_t, kMaxRank>& src_strides, int64_t base) {
+// permute and slice: gathers through their view (layout_plan.h).
+template <GatherView (*kView)(const Shape&, const OpAttrs&, int)>
+Status gather_kernel(const KernelArgs& args, OpContext& ctx) {
   const Shape& os = args.out.meta.shape;
   const int64_t n = count(os);
   if (n == 0) return Status::ok();
-  cpu::NdIter<2> it(os);
-  it.stride[0] = cpu::row_major_strides(os);
-  it.stride[1] = src_strides;
-  it.coalesce();
+  const NdIter<2> it = gather_iter(os, kView(in(args, 0).meta.shape, args.attrs, os.rank()));
+  const int64_t base = it.base[1];
   const int r = it.rank;
   const int elem = static_cast<int>(dtype_size(in(args, 0).meta.dtype));
   // A transposing gather (the input is contiguous along an output dim j before the last, as
@@ -61,29 +59,8 @@ Status gather(const KernelArgs& args, OpContext& ctx,
     d.stride[0][k] = it.stride[1][k];
   }
   d.base[0] = base;
-  GT_LAUNCH(launch_gather_nd(in_ptr(args, 0), out_ptr(args), n,
-                             static_cast<int>(dtype_size(in(args, 0).meta.dtype)), d, ctx.stream));
+  GT_LAUNCH(launch_gather_nd(in_ptr(args, 0), out_ptr(args), n, elem, d, ctx.stream));
   return Status::ok();
-}
-
-Status permute_kernel(const KernelArgs& args, OpContext& ctx) {
-  const Shape& os = args.out.meta.shape;
-  const auto xs = cpu::row_major_strides(in(args, 0).meta.shape);
-  std::array<int64_t, kMaxRank> st{};
-  for (int d = 0; d < os.rank(); ++d) st[d] = xs[args.attrs.ints[d]];
-  return gather(args, ctx, st, 0);
-}
-
-Status slice_kernel(const KernelArgs& args, OpContext& ctx) {
-  const Shape& os = args.out.meta.shape;
-  const auto xs = contiguous_strides(in(args, 0).meta.shape);
-  std::array<int64_t, kMaxRank> st{};
-  int64_t base = 0;
-  for (int d = 0; d < os.rank(); ++d) {
-    st[d] = xs[d] * args.attrs.slice_step(d);
-    base += xs[d] * args.attrs.slice_start(d);
-  }
-  return gather(args, ctx, st, base);
 }
 
 Status expand_kernel(const KernelArgs& args, OpContext& ctx) {
@@ -103,39 +80,29 @@ Status expand_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
+// cat: every input converted to the output dtype, then one 2-D copy per input (layout_plan.h's
+// blocks).
 Status cat_kernel(const KernelArgs& args, OpContext& ctx) {
-  const Tensor& out = args.out;
-  const Shape& os = out.meta.shape;
-  if (count(os) == 0) return Status::ok();
-  const int axis = normalized_dim(args.attrs.axis(), os.rank());
-  const DimSplit split = split_at(os, axis);
-  const int64_t outer = split.outer, inner = split.inner;
-  const DType dt = out.meta.dtype;
+  const DType dt = args.out.meta.dtype;
   const size_t es = dtype_size(dt);
-  const int64_t out_row = os[axis] * inner;
-  auto* dst = static_cast<unsigned char*>(out.storage->data());
-  int64_t at = 0;  // element offset of this input's block within an output row
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
-    const Tensor& t = in(args, i);
-    const int64_t row = t.meta.shape[axis] * inner;
-    if (row == 0) continue;
+  auto* dst = static_cast<unsigned char*>(out_ptr(args));
+  return for_each_cat_block(args, [&](const CatBlock& b) -> Status {
     DeviceTemp tmp;
-    GT_ASSIGN_OR_RETURN(const void* src, ctx.as_dtype(t, dt, tmp));
-    if (outer == 1) {  // one block: a plain copy (no 2-D pitch limits)
-      GT_CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<size_t>(at) * es, src,
-                                    static_cast<size_t>(row) * es, cudaMemcpyDeviceToDevice,
+    GT_ASSIGN_OR_RETURN(const void* src, ctx.as_dtype(*b.input, dt, tmp));
+    if (b.outer == 1) {  // one block: a plain copy (no 2-D pitch limits)
+      GT_CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<size_t>(b.at) * es, src,
+                                    static_cast<size_t>(b.row) * es, cudaMemcpyDeviceToDevice,
                                     ctx.stream));
-      at += row;
-      continue;
+      return Status::ok();
     }
-    GT_CUDA_CHECK(cudaMemcpy2DAsync(dst + static_cast<size_t>(at) * es,
-                                    static_cast<size_t>(out_row) * es, src,
-                                    static_cast<size_t>(row) * es, static_cast<size_t>(row) * es,
-                                    static_cast<size_t>(outer), cudaMemcpyDeviceToDevice,
+    GT_CUDA_CHECK(cudaMemcpy2DAsync(dst + static_cast<size_t>(b.at) * es,
+                                    static_cast<size_t>(b.out_row) * es, src,
+                                    static_cast<size_t>(b.row) * es,
+                                    static_cast<size_t>(b.row) * es,
+                                    static_cast<size_t>(b.outer), cudaMemcpyDeviceToDevice,
                                     ctx.stream));
-    at += row;
-  }
-  return Status::ok();
+    return Status::ok();
+  });
 }
 
 }  // namespace
@@ -143,8 +110,8 @@ Status cat_kernel(const KernelArgs& args, OpContext& ctx) {
 void register_layout(KernelTable& t) {
   auto set = [&](OpId op, CudaKernel k) { t[static_cast<size_t>(op)] = k; };
   set(OpId::k_reshape, reshape_kernel);
-  set(OpId::k_permute, permute_kernel);
-  set(OpId::k_slice, slice_kernel);
+  set(OpId::k_permute, gather_kernel<permute_view>);
+  set(OpId::k_slice, gather_kernel<slice_view>);
   set(OpId::k_cat, cat_kernel);
   set(OpId::k_expand, expand_kernel);
 }

@@ -10,37 +10,11 @@
 #include <climits>
 #include <vector>
 
-#include "workerd/cpu/nd_iter.h"
 #include "workerd/cuda/cuda_ops.h"
+#include "workerd/kernels/matmul_plan.h"
 
 namespace gt::worker::cuda {
 namespace {
-
-struct Plan {
-  int64_t m = 0, k = 0, n = 0;
-  std::vector<int64_t> a_off, b_off;  // element offsets of each batch entry's matrices
-};
-
-Plan make_plan(const Shape& a0, const Shape& b0) {
-  Plan p;
-  Shape a = a0.rank() == 1 ? Shape{1, a0[0]} : a0;
-  Shape b = b0.rank() == 1 ? Shape{b0[0], 1} : b0;
-  p.m = a[a.rank() - 2];
-  p.k = a[a.rank() - 1];
-  p.n = b[b.rank() - 1];
-  Shape ba, bb;
-  for (int i = 0; i < a.rank() - 2; ++i) ba.push_back(a[i]);
-  for (int i = 0; i < b.rank() - 2; ++i) bb.push_back(b[i]);
-  const Shape batch = broadcast_shapes(ba, bb).value();  // checked by the shape rule
-  cpu::NdIter<2> it(batch);
-  it.stride[0] = cpu::broadcast_strides(ba, batch);
-  it.stride[1] = cpu::broadcast_strides(bb, batch);
-  it.for_each_outer(batch.rank(), [&](const std::array<int64_t, 2>& off) {
-    p.a_off.push_back(off[0] * p.m * p.k);
-    p.b_off.push_back(off[1] * p.k * p.n);
-  });
-  return p;
-}
 
 // The common stride of offsets (off[i] == i * stride for all i), or -1.
 int64_t uniform_stride(const std::vector<int64_t>& off) {
@@ -53,7 +27,7 @@ int64_t uniform_stride(const std::vector<int64_t>& off) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-Status gemm_float(const Plan& p, DType dt, const void* a, const void* b, void* c,
+Status gemm_float(const MatmulPlan& p, DType dt, const void* a, const void* b, void* c,
                   const OpContext& ctx) {
   const cudaDataType_t ty = dt == DType::kFloat32   ? CUDA_R_32F
                             : dt == DType::kFloat16 ? CUDA_R_16F
@@ -79,7 +53,7 @@ Status gemm_float(const Plan& p, DType dt, const void* a, const void* b, void* c
   };
   const int64_t sa = uniform_stride(p.a_off), sb = uniform_stride(p.b_off);
   if (batches == 1) return gemm(a, b, c, p.m);
-  if (sb == 0 && sa == p.m * p.k) return gemm(a, b, c, batches * p.m);  // fold batch into M
+  if (p.folds_into_m) return gemm(a, b, c, batches * p.m);
   if (sa >= 0 && sb >= 0 && fits_int(batches) && fits_int(p.m) && fits_int(p.n) && fits_int(p.k)) {
     GT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m),
@@ -100,7 +74,7 @@ Status matmul_kernel(const KernelArgs& args, OpContext& ctx) {
   Tensor& out = args.out;
   const DType dt = out.meta.dtype;
   if (count(out.meta.shape) == 0) return Status::ok();
-  const Plan p = make_plan(ta.meta.shape, tb.meta.shape);
+  const MatmulPlan p = plan_matmul(ta.meta.shape, tb.meta.shape);
   if (p.k == 0) {
     GT_CUDA_CHECK(cudaMemsetAsync(out.storage->data(), 0, static_cast<size_t>(out.meta.nbytes()),
                                   ctx.stream));

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "libgtcore/dtype.h"
-#include "workerd/cuda/cuda_backend.h"
 #include "workerd/cuda/cuda_check.h"
 #include "workerd/peer/staged_peer_link.h"
 
@@ -173,11 +172,12 @@ struct NcclPeerLink::Impl {
     uint64_t gen;
   };
 
-  Impl(PeerLink& t, CudaBackend& d, NcclPeerLinkOptions o)
-      : tcp(t), device(d), staged(t, d), opts(o) {}
+  Impl(PeerLink& t, Backend& d, SessionStreams& st, NcclPeerLinkOptions o)
+      : tcp(t), device(d), streams(st), staged(t, d), opts(o) {}
 
   PeerLink& tcp;
-  CudaBackend& device;
+  Backend& device;
+  SessionStreams& streams;  // the device's session streams (the CUDA backend's)
   StagedPeerLink staged;
   NcclPeerLinkOptions opts;
   int64_t device_hash = 0;
@@ -210,16 +210,16 @@ struct NcclPeerLink::Impl {
 };
 
 Status NcclPeerLink::Impl::init() {
-  GT_CUDA_CHECK(cudaSetDevice(device.device()));
+  GT_CUDA_CHECK(cudaSetDevice(streams.device_ordinal()));
   char bus[64] = {};
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device.device()) != cudaSuccess)
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, streams.device_ordinal()) != cudaSuccess)
     return internal_error("NCCL link: cannot read the GPU's PCI bus id");
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   // Same host and bus id = same GPU (the header compares these between members).
   device_hash = static_cast<int64_t>(fnv1a(bus, std::strlen(bus), fnv1a(host, std::strlen(host))) >> 1);
   int pitch = 0;
-  cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, device.device());
+  cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, streams.device_ordinal());
   max_pitch = pitch > 0 ? static_cast<size_t>(pitch) : 0;
   if (cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess)
     return internal_error("NCCL link: cannot create a CUDA event");
@@ -509,7 +509,7 @@ Status NcclPeerLink::Impl::run(CommId c, const CommGroup& g, const Tensor* input
                        static_cast<int64_t>(held->second.print) != row(0, kCommPrint);
   // NCCL binds a communicator to the calling thread's current device: make it ours (the
   // executor thread may not have touched the GPU yet).
-  GT_RETURN_IF_ERROR(device.stream_of(session).status());
+  GT_RETURN_IF_ERROR(streams.native_stream(session).status());
   GT_ASSIGN_OR_RETURN(Comm * cm, communicator(key, rebuild, g.tag, session, cw));
   // 3. The data, over NCCL.
   return execute(c, g, key, *cm, input, out, session, cw);
@@ -521,12 +521,13 @@ Status NcclPeerLink::Impl::execute(CommId c, const CommGroup& g, const std::vect
   const Nccl& n = nccl();
   const char* name = comm_name(c);
   const ncclComm_t comm = cm.comm;  // `cm` dies with an abort: keep the handle
-  GT_ASSIGN_OR_RETURN(cudaStream_t s, device.stream_of(session));
+  GT_ASSIGN_OR_RETURN(void* native, streams.native_stream(session));
+  const auto s = static_cast<cudaStream_t>(native);
   if (input) {
-    GT_RETURN_IF_ERROR(device.use_on_session(input->storage->data(), session));
+    GT_RETURN_IF_ERROR(streams.use_on_session(input->storage->data(), session));
   }
   if (out && out->storage) {
-    GT_RETURN_IF_ERROR(device.use_on_session(out->storage->data(), session));
+    GT_RETURN_IF_ERROR(streams.use_on_session(out->storage->data(), session));
   }
   auto rank_of = [&](uint32_t w) {
     return static_cast<int>(std::find(key.begin(), key.end(), w) - key.begin());
@@ -536,7 +537,7 @@ Status NcclPeerLink::Impl::execute(CommId c, const CommGroup& g, const std::vect
   std::shared_ptr<Storage> temp;  // freed after the wait below, on this stream
   auto scratch = [&](uint64_t bytes) -> Result<char*> {
     GT_ASSIGN_OR_RETURN(temp, device.alloc(bytes));
-    GT_RETURN_IF_ERROR(device.use_on_session(temp->data(), session));
+    GT_RETURN_IF_ERROR(streams.use_on_session(temp->data(), session));
     return static_cast<char*>(temp->data());
   };
   auto call = [&](ncclResult_t r, const char* what) { return settle(key, comm, r, what, cw); };
@@ -668,11 +669,11 @@ bool NcclPeerLink::available() { return nccl().loaded; }
 
 Result<std::unique_ptr<NcclPeerLink>> NcclPeerLink::create(PeerLink& tcp, Backend& device,
                                                            NcclPeerLinkOptions opts) {
-  auto* cuda = dynamic_cast<CudaBackend*>(&device);
-  if (!cuda) return failed_precondition("the NCCL peer link needs a CUDA backend");
+  SessionStreams* streams = device.session_streams();
+  if (!streams) return failed_precondition("the NCCL peer link needs a CUDA backend");
   if (!available())
     return unavailable("NCCL is not available (libnccl.so.2 >= 2.14 not found on the library path)");
-  auto impl = std::make_unique<Impl>(tcp, *cuda, opts);
+  auto impl = std::make_unique<Impl>(tcp, device, *streams, opts);
   GT_RETURN_IF_ERROR(impl->init());
   spdlog::info("peer link: NCCL {} on {}", nccl().version, device.device_name());
   return std::unique_ptr<NcclPeerLink>(new NcclPeerLink(std::move(impl)));

@@ -40,8 +40,9 @@ class NcclPeerLink final : public PeerLink {
  public:
   // Whether libnccl.so.2 could be loaded (the first call tries; later calls are free).
   static bool available();
-  // `tcp`: the TCP link (headers, bootstrap, fallback); `device`: a CudaBackend. Both must
-  // outlive the link. Fails when NCCL cannot be loaded or the backend is not CUDA.
+  // `tcp`: the TCP link (headers, bootstrap, fallback); `device`: a backend with session
+  // streams (Backend::session_streams(): the CUDA backend). Both must outlive the link. Fails
+  // when NCCL cannot be loaded or the backend has no session streams.
   static Result<std::unique_ptr<NcclPeerLink>> create(PeerLink& tcp, Backend& device,
                                                       NcclPeerLinkOptions opts = {});
   ~NcclPeerLink() override;

@@ -63,13 +63,8 @@ Status StagedPeerLink::run(CommId comm, const CommGroup& group, const Tensor* in
     return Status::ok();
   }
   if (!out->storage || res.bytes.empty()) return Status::ok();  // send, or an empty tensor
-  // Upload through the backend's own host-chunk op, then wait: the bytes live in this frame.
-  OpAttrs up;
-  up.push_int(0);
-  up.data = std::string_view(reinterpret_cast<const char*>(res.bytes.data()), res.bytes.size());
-  const Tensor* ins[] = {out};
-  GT_RETURN_IF_ERROR(device_.run(KernelArgs{OpId::k_host_chunk, up,
-                                            std::span<const Tensor* const>(ins, 1), *out, session}));
+  // Upload (bool bytes from a peer normalized like any host bytes), then wait for it.
+  GT_RETURN_IF_ERROR(device_.copy_from_host(*out, 0, res.bytes.data(), res.bytes.size(), session));
   return device_.synchronize(session);
 }
 

@@ -1,4 +1,5 @@
-// The strided N-d iterator shared by the broadcasting and layout kernels.
+// The strided N-d iterator: broadcast strides and coalescing for the CPU kernels' loops and for
+// the CUDA backend's launch descriptors (the device walks what the host coalesced here).
 #pragma once
 
 #include <array>
@@ -7,7 +8,7 @@
 
 #include "libgtcore/shape.h"
 
-namespace gt::worker::cpu {
+namespace gt::worker {
 
 // Row-major contiguous element strides of `s` (0 for dims of extent 1, which is equivalent).
 std::array<int64_t, kMaxRank> row_major_strides(const Shape& s);
@@ -113,9 +114,4 @@ NdIter<N> broadcast_iter(const Shape& out, const std::array<const Shape*, N - 1>
   return it;
 }
 
-// Copies elements (of the unsigned type U of their size) from `src` broadcast to the
-// contiguous `dst` of shape `out` (src's shape must broadcast to out).
-void broadcast_copy(const void* src, const Shape& src_shape, void* dst, const Shape& out,
-                    size_t elem_size);
-
-}  // namespace gt::worker::cpu
+}  // namespace gt::worker

@@ -1,5 +1,7 @@
-// Element conversion for the CPU kernels: compute types, the cast rules (convert_value) and a
-// float16 conversion that matches half.h bit for bit but vectorizes.
+// Element conversion on the host: the cast rules (convert_value) and a float16 conversion that
+// matches half.h bit for bit but vectorizes. The CPU kernels convert with it; the CUDA backend's
+// host side uses it for fill values (its device side has cvt() in cuda/cuda_common.cuh, with the
+// same rules).
 #pragma once
 
 #include <cstdint>
@@ -8,13 +10,9 @@
 
 #include "libgtcore/dtype.h"
 #include "libgtcore/half.h"
+#include "workerd/kernels/numeric.h"
 
-namespace gt::worker::cpu {
-
-template <class T>
-inline constexpr bool is_half_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
-template <class T>
-inline constexpr bool is_float_like_v = std::is_floating_point_v<T> || is_half_v<T>;
+namespace gt::worker {
 
 // float16 <-> float32 with the same results as half.h (round to nearest even, NaN -> quiet
 // NaN, overflow -> inf) but with few branches, so conversion loops stay fast. They assume the
@@ -45,33 +43,6 @@ inline uint16_t float_to_half_bits(float value) {
   return static_cast<uint16_t>(o | sign);
 }
 
-// The type arithmetic runs in: float for the 16-bit floats, int32 for bool (converted back with
-// != 0, so add = or, mul = and, maximum = or, minimum = and), the type itself otherwise.
-template <class T> struct compute_type { using type = T; };
-template <> struct compute_type<half> { using type = float; };
-template <> struct compute_type<bfloat16> { using type = float; };
-template <> struct compute_type<bool> { using type = int32_t; };
-template <class T> using compute_t = typename compute_type<T>::type;
-
-// NaN test that is simply false for integer types (and vectorizes for floating ones).
-template <class C>
-inline bool is_nan(C v) {
-  if constexpr (std::is_floating_point_v<C>) return v != v;
-  else return false;
-}
-
-// Floating -> integer: truncates toward zero, saturates at the type's range, NaN gives 0 (C++
-// leaves these undefined; PyTorch's results are platform dependent).
-template <class To>
-inline To float_to_int(double v) {
-  if (!(v == v)) return 0;
-  constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
-  constexpr double hi = static_cast<double>(std::numeric_limits<To>::max());
-  if (v <= lo) return std::numeric_limits<To>::min();
-  if (v >= hi) return std::numeric_limits<To>::max();
-  return static_cast<To>(v);
-}
-
 // Value conversion between any two element/compute types (cast semantics: anything -> bool is
 // != 0; floating -> integer as float_to_int; 16-bit floats go through float32).
 template <class To, class From>
@@ -98,7 +69,4 @@ inline To convert_value(From v) {
   }
 }
 
-// Converts n contiguous elements between dtypes (same dtype: memcpy).
-void convert_n(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n);
-
-}  // namespace gt::worker::cpu
+}  // namespace gt::worker

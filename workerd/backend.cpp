@@ -1,0 +1,94 @@
+// The device-independent half of every Backend (backend.h).
+#include "workerd/backend.h"
+
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "workerd/bool_bytes.h"
+#include "workerd/kernel_args_check.h"
+
+namespace gt::worker {
+namespace {
+
+bool is_upload(OpId op) { return op == OpId::k_from_host || op == OpId::k_host_chunk; }
+
+// [offset, offset + n) must lie within t's contents (its meta's bytes, and its storage's).
+Status check_span(const char* what, const Tensor& t, uint64_t offset, uint64_t n) {
+  if (t.poison) return failed_precondition("{}: tensor is poisoned", what);
+  if (!t.storage) return invalid_argument("{}: tensor has no storage", what);
+  uint64_t nbytes = static_cast<uint64_t>(std::max<int64_t>(t.meta.nbytes(), 0));
+  nbytes = std::min<uint64_t>(nbytes, t.storage->bytes());
+  if (offset > nbytes || n > nbytes - offset)
+    return out_of_range("{}: {} bytes at offset {} overrun a tensor of {} bytes", what, n, offset,
+                        nbytes);
+  return Status::ok();
+}
+
+}  // namespace
+
+bool Backend::supports(OpId op) const {
+  if (static_cast<size_t>(op) >= static_cast<size_t>(kNumOps)) return false;
+  return is_upload(op) || has_kernel_[static_cast<size_t>(op)];
+}
+
+Status Backend::run(const KernelArgs& args) {
+  const auto i = static_cast<size_t>(args.op);
+  if (i >= static_cast<size_t>(kNumOps)) return invalid_argument("unknown op id {}", i);
+  if (!supports(args.op)) return unimplemented("{}: no {} kernel", op_name(args.op), device_kind());
+  try {
+    GT_RETURN_IF_ERROR(check_kernel_args(args));
+    if (is_upload(args.op)) return upload(args);
+    return run_kernel(args);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("{}: out of memory for temporaries", op_name(args.op));
+  } catch (const std::exception& e) {
+    return internal_error("{}: {}", op_name(args.op), e.what());
+  } catch (...) {
+    return internal_error("{}: unknown exception", op_name(args.op));
+  }
+}
+
+Status Backend::copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
+                             uint64_t session) {
+  GT_RETURN_IF_ERROR(check_span("copy_to_host", t, offset, n));
+  if (n == 0) return Status::ok();
+  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
+  return read_bytes(DeviceBytes{t.storage->data(), offset, n}, dst, session);
+}
+
+Status Backend::copy_from_host(Tensor& t, size_t offset, const void* src, size_t n,
+                               uint64_t session) {
+  GT_RETURN_IF_ERROR(check_span("copy_from_host", t, offset, n));
+  if (n == 0) return Status::ok();
+  if (src == nullptr) return invalid_argument("copy_from_host: null source");
+  const DeviceBytes bytes{t.storage->data(), offset, n};
+  if (t.meta.dtype != DType::kBool) return write_bytes(bytes, src, session);
+  std::string scratch;  // write_bytes is done with it when it returns
+  const std::string_view normalized =
+      normalized_bool_bytes(std::string_view(static_cast<const char*>(src), n), scratch);
+  return write_bytes(bytes, normalized.data(), session);
+}
+
+// from_host: attrs.data is the first bytes of the row-major contents, the rest is zero.
+// host_chunk: attrs.data written at byte attrs.chunk_offset() (checked by the shape rule, and
+// here again).
+Status Backend::upload(const KernelArgs& args) {
+  Tensor& t = args.out;
+  const std::string_view data = args.attrs.data;
+  if (args.op == OpId::k_host_chunk) {
+    const int64_t off = args.attrs.chunk_offset();
+    if (off < 0) return out_of_range("host_chunk: negative offset {}", off);
+    GT_RETURN_IF_ERROR(check_span("host_chunk", t, static_cast<uint64_t>(off), data.size()));
+    return copy_from_host(t, static_cast<size_t>(off), data.data(), data.size(), args.session);
+  }
+  const auto nbytes = static_cast<size_t>(t.meta.nbytes());
+  const size_t n = std::min(data.size(), nbytes);
+  GT_RETURN_IF_ERROR(copy_from_host(t, 0, data.data(), n, args.session));
+  if (nbytes > n) return zero_bytes(DeviceBytes{t.storage->data(), n, nbytes - n}, args.session);
+  return Status::ok();
+}
+
+}  // namespace gt::worker

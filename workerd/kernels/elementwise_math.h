@@ -1,0 +1,156 @@
+// The math of every elementwise op, written once for both devices: the CPU kernels (g++) and
+// the CUDA kernels (nvcc) instantiate these per op, and the op lists come from ops.def
+// (op_traits.h). Adding a unary or binary elementwise op to the worker = its row in ops.def
+// (rule kUnarySame / kUnaryFloat / kArith / kTrueDiv / kCompare) + one specialization here.
+//
+//   UnaryFn<op>::f(C)     C = compute_t<T> for kUnarySame ops, float for kUnaryFloat ops
+//   BinaryFn<op>::f(C, C) C = compute_t<P> of the operand dtype P; comparisons return bool
+//
+// Conventions (PyTorch's where it defines them):
+//   - integer neg/abs/add/sub/mul/pow wrap around (two's complement), so neg(INT_MIN) ==
+//     INT_MIN; integer pow with a negative exponent is 0 unless the base is 1 (-> 1) or -1
+//     (-> +-1 by parity)
+//   - relu and abs keep NaN; maximum/minimum propagate NaN like torch.maximum
+//   - sigmoid is 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) for x < 0, so it neither overflows nor
+//     loses the tiny tail for large |x|
+//   - bool arithmetic runs in int32 and is converted back with != 0 (add = or, mul = and)
+// Floating math calls the C float functions (expf, ...): the same as std::exp(float) on the
+// host, CUDA's own on the device.
+#pragma once
+
+#include <math.h>
+
+#include <type_traits>
+
+#include "libgtcore/ops.h"
+#include "workerd/kernels/numeric.h"
+
+namespace gt::worker {
+
+template <OpId kOp> struct UnaryFn;   // one specialization per unary elementwise op
+template <OpId kOp> struct BinaryFn;  // one specialization per binary elementwise op
+
+// ---- unary ----------------------------------------------------------------------------------
+
+template <> struct UnaryFn<OpId::k_neg> {
+  template <class C> GT_HOST_DEVICE static C f(C a) {
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(std::make_unsigned_t<C>(0) - static_cast<std::make_unsigned_t<C>>(a));
+    else return -a;
+  }
+};
+template <> struct UnaryFn<OpId::k_abs> {
+  template <class C> GT_HOST_DEVICE static C f(C a) {
+    if constexpr (std::is_integral_v<C>) return a < 0 ? UnaryFn<OpId::k_neg>::f(a) : a;
+    else return fabsf(a);
+  }
+};
+template <> struct UnaryFn<OpId::k_relu> {
+  template <class C> GT_HOST_DEVICE static C f(C a) { return a < C(0) ? C(0) : a; }
+};
+template <> struct UnaryFn<OpId::k_exp> {
+  GT_HOST_DEVICE static float f(float x) { return expf(x); }
+};
+template <> struct UnaryFn<OpId::k_log> {
+  GT_HOST_DEVICE static float f(float x) { return logf(x); }
+};
+template <> struct UnaryFn<OpId::k_sqrt> {
+  GT_HOST_DEVICE static float f(float x) { return sqrtf(x); }
+};
+template <> struct UnaryFn<OpId::k_tanh> {
+  GT_HOST_DEVICE static float f(float x) { return tanhf(x); }
+};
+template <> struct UnaryFn<OpId::k_sigmoid> {
+  GT_HOST_DEVICE static float f(float x) {
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    const float e = expf(x);
+    return e / (1.0f + e);
+  }
+};
+
+// ---- binary ---------------------------------------------------------------------------------
+
+namespace detail {
+template <class C>
+using unsigned_of = std::make_unsigned_t<C>;
+}  // namespace detail
+
+template <> struct BinaryFn<OpId::k_add> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) {
+    using detail::unsigned_of;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(static_cast<unsigned_of<C>>(a) + static_cast<unsigned_of<C>>(b));
+    else return a + b;
+  }
+};
+template <> struct BinaryFn<OpId::k_sub> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) {
+    using detail::unsigned_of;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(static_cast<unsigned_of<C>>(a) - static_cast<unsigned_of<C>>(b));
+    else return a - b;
+  }
+};
+template <> struct BinaryFn<OpId::k_mul> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) {
+    using detail::unsigned_of;
+    if constexpr (std::is_integral_v<C>)
+      return static_cast<C>(static_cast<unsigned_of<C>>(a) * static_cast<unsigned_of<C>>(b));
+    else return a * b;
+  }
+};
+// Only ever run with a floating operand dtype (the shape rule makes the output floating).
+template <> struct BinaryFn<OpId::k_div> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>)
+      return float_to_int<C>(static_cast<double>(a) / static_cast<double>(b));
+    else return a / b;
+  }
+};
+template <> struct BinaryFn<OpId::k_pow> {
+  template <class C> GT_HOST_DEVICE static C f(C base, C e) {
+    if constexpr (std::is_integral_v<C>) {
+      if (e < 0) return base == 1 ? C(1) : base == -1 ? ((e & 1) ? C(-1) : C(1)) : C(0);
+      using U = detail::unsigned_of<C>;
+      U r = 1, b = static_cast<U>(base);
+      for (; e != 0; e >>= 1) {
+        if (e & 1) r = static_cast<U>(r * b);
+        b = static_cast<U>(b * b);
+      }
+      return static_cast<C>(r);
+    } else {
+      return powf(base, e);
+    }
+  }
+};
+template <> struct BinaryFn<OpId::k_maximum> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) { return (a > b || is_nan(a)) ? a : b; }
+};
+template <> struct BinaryFn<OpId::k_minimum> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) { return (a < b || is_nan(a)) ? a : b; }
+};
+#define GT_COMPARISON(name, expr)                                          \
+  template <> struct BinaryFn<OpId::k_##name> {                            \
+    template <class C> GT_HOST_DEVICE static bool f(C a, C b) { return expr; } \
+  };
+GT_COMPARISON(eq, a == b)
+GT_COMPARISON(ne, a != b)
+GT_COMPARISON(lt, a < b)
+GT_COMPARISON(le, a <= b)
+GT_COMPARISON(gt, a > b)
+GT_COMPARISON(ge, a >= b)
+#undef GT_COMPARISON
+
+// ---- clamp ----------------------------------------------------------------------------------
+
+// min(max(v, lo), hi) with either bound optional: lo > hi gives hi, a NaN v stays NaN and a
+// NaN bound gives NaN (torch.clamp). lo_nan/hi_nan are is_nan(lo)/is_nan(hi), hoisted.
+template <class C>
+GT_HOST_DEVICE C clamp_value(C v, bool has_lo, C lo, bool lo_nan, bool has_hi, C hi,
+                             bool hi_nan) {
+  if (has_lo && (v < lo || lo_nan)) v = lo;
+  if (has_hi && (v > hi || hi_nan)) v = hi;
+  return v;
+}
+
+}  // namespace gt::worker

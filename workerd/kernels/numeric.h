@@ -1,0 +1,66 @@
+// Element-type facts shared by the CPU kernels (g++) and the CUDA kernels (nvcc): which type
+// arithmetic runs in, NaN tests and the saturating float -> integer rule. Everything here is
+// usable in host and device code (GT_HOST_DEVICE), so a rule is written once for both devices.
+// The CUDA half types add their own specializations in workerd/cuda/cuda_common.cuh.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "libgtcore/half.h"
+
+#ifdef __CUDACC__
+#define GT_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define GT_HOST_DEVICE inline
+#endif
+
+namespace gt::worker {
+
+// The 16-bit float storage types (gt::half and gt::bfloat16 here, __half and __nv_bfloat16 on
+// the device side).
+template <class T> struct is_half_type : std::false_type {};
+template <> struct is_half_type<half> : std::true_type {};
+template <> struct is_half_type<bfloat16> : std::true_type {};
+template <class T>
+inline constexpr bool is_half_v = is_half_type<T>::value;
+template <class T>
+inline constexpr bool is_float_like_v = std::is_floating_point_v<T> || is_half_v<T>;
+
+// The type arithmetic runs in: float for the 16-bit floats, int32 for bool (converted back with
+// != 0, so add = or, mul = and, maximum = or, minimum = and), the type itself otherwise.
+template <class T> struct compute_type { using type = T; };
+template <> struct compute_type<half> { using type = float; };
+template <> struct compute_type<bfloat16> { using type = float; };
+template <> struct compute_type<bool> { using type = int32_t; };
+template <class T> using compute_t = typename compute_type<T>::type;
+
+// NaN test that is simply false for integer types (and vectorizes for floating ones).
+template <class C>
+GT_HOST_DEVICE bool is_nan(C v) {
+  if constexpr (std::is_floating_point_v<C>) return v != v;
+  else return false;
+}
+
+// Floating -> integer: truncates toward zero, saturates at the type's range, NaN gives 0 (C++
+// leaves these undefined; PyTorch's results are platform dependent).
+template <class To>
+GT_HOST_DEVICE To float_to_int(double v) {
+  if (!(v == v)) return 0;
+  constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<To>::max());
+  if (v <= lo) return std::numeric_limits<To>::min();
+  if (v >= hi) return std::numeric_limits<To>::max();
+  return static_cast<To>(v);
+}
+
+// A double attribute (a bound, a scalar) in compute type C: integers saturate like
+// float_to_int, floating types round like a cast.
+template <class C>
+GT_HOST_DEVICE C value_as(double v) {
+  if constexpr (std::is_integral_v<C>) return float_to_int<C>(v);
+  else return static_cast<C>(v);
+}
+
+}  // namespace gt::worker
