@@ -161,7 +161,8 @@ bool Config::was_set(const std::string& n) const { return find(n).set; }
 
 std::string Config::help() const {
   std::string out;
-  for (const auto& [name, o] : options_) out += option_help_line(name, o.dflt, o.min, o.max, o.help);
+  for (const auto& [name, o] : options_)
+    out += option_help_line(name, o.dflt, o.min, o.max, o.help);
   return out;
 }
 

@@ -13,7 +13,8 @@ namespace {
 constexpr size_t kWidth = 97;  // longest comment line of a rendered YAML file
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // "67108864 (64 MiB)" for byte counts from 64 KiB, "2^30" for large power-of-two bounds, else

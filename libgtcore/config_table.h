@@ -62,8 +62,8 @@ constexpr bool int_option_fits(long double dflt, long double min, long double ma
 
 template <class S>
 struct OptionRow {
-  using Member =
-      std::variant<bool S::*, int S::*, uint32_t S::*, int64_t S::*, uint64_t S::*, std::string S::*>;
+  using Member = std::variant<bool S::*, int S::*, uint32_t S::*, int64_t S::*, uint64_t S::*,
+                              std::string S::*>;
   const char* section;
   const char* name;
   Member member;

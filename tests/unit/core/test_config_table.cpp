@@ -82,7 +82,8 @@ TEST_CASE("the generated struct has the rows' defaults", "[config_table]") {
   }
   // Filling from an untouched Config gives the defaults back, member by member.
   const TestOptions back = filled(c);
-  for (const auto& r : rows) CHECK(OptionTable<TestOptions>::value_in(r, back) == OptionTable<TestOptions>::value_in(r, o));
+  for (const auto& r : rows)
+    CHECK(OptionTable<TestOptions>::value_in(r, back) == OptionTable<TestOptions>::value_in(r, o));
 }
 
 TEST_CASE("integer rows enforce their bounds and the bounds fit the members", "[config_table]") {
@@ -135,9 +136,9 @@ TEST_CASE("flags and YAML fill the members", "[config_table]") {
 
 TEST_CASE("--help lists the rows in order under their sections", "[config_table]") {
   const std::string h = table().help();
-  const std::vector<std::string> in_order = {"Network:", "--listen-address", "--port",
-                                             "--max-frame-bytes", "Other:", "--window",
-                                             "--offset", "--exit-when-idle", "--log-level", "--odd"};
+  const std::vector<std::string> in_order = {
+      "Network:", "--listen-address", "--port",       "--max-frame-bytes", "Other:",
+      "--window", "--offset",         "--exit-when-idle", "--log-level",   "--odd"};
   size_t at = 0;
   for (const auto& s : in_order) {
     INFO(s << "\n" << h);
@@ -191,8 +192,8 @@ TEST_CASE("a daemon's command line: options, actions, errors", "[config_table]")
     std::vector<std::string> args = {"prog", "--port", "9", "--log-level=warn"};
     std::vector<char*> argv = argv_of(args);
     TestOptions o;
-    CHECK_FALSE(parse_daemon_command_line(d, table(), static_cast<int>(argv.size()), argv.data(), &o)
-                    .has_value());
+    const int argc = static_cast<int>(argv.size());
+    CHECK_FALSE(parse_daemon_command_line(d, table(), argc, argv.data(), &o).has_value());
     CHECK(o.port == 9);
     CHECK(o.log_level == "warn");
   }
@@ -208,8 +209,8 @@ TEST_CASE("a daemon's command line: options, actions, errors", "[config_table]")
     std::vector<char*> argv = argv_of(args);
     std::vector<char*> rest;
     bool print = false;
-    CHECK_FALSE(take_daemon_actions(d, "", static_cast<int>(argv.size()), argv.data(), &rest, &print)
-                    .has_value());
+    const int argc = static_cast<int>(argv.size());
+    CHECK_FALSE(take_daemon_actions(d, "", argc, argv.data(), &rest, &print).has_value());
     CHECK(print);
     REQUIRE(rest.size() == 3);  // argv[0], --port, 9
     CHECK(std::string(rest[1]) == "--port");

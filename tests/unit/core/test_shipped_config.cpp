@@ -52,7 +52,8 @@ std::string regenerate_command(const std::string& program, const std::string& fi
 
 // The options as the shipped file should set them: the defaults, with the deployment values.
 template <class S>
-S expected_options(const OptionTable<S>& table, const std::map<std::string, std::string>& deployment) {
+S expected_options(const OptionTable<S>& table,
+                   const std::map<std::string, std::string>& deployment) {
   Config cfg;
   table.declare(cfg);
   for (const auto& [key, value] : deployment) {
@@ -104,7 +105,8 @@ void check_shipped(const OptionTable<S>& table, const std::string& file,
 
 template <class S>
 void check_rendering(const OptionTable<S>& table, const std::string& program,
-                     const std::string& file, const std::map<std::string, std::string>& deployment) {
+                     const std::string& file,
+                     const std::map<std::string, std::string>& deployment) {
   const std::string path = std::string(GT_SOURCE_DIR) + "/etc/gt/" + file;
   const std::string rendered = table.yaml(expected_options(table, deployment));
   const bool same = read_text(path) == rendered;
