@@ -1,7 +1,7 @@
 // gt-bench-gpu: the CUDA worker's benchmarks (issue 4), timed through client -> dispatcher ->
 // worker between sync points, each beside a baseline measured in the same run:
 //   gemm      8192^3 float32 / bfloat16 (TF32 with --tf32, the worker started with
-//             GT_CUDA_ALLOW_TF32=1) vs cuBLAS called directly in this process
+//             --allow-tf32) vs cuBLAS called directly in this process
 //   add       two 1 GiB float32 tensors vs cudaMemcpy device-to-device bandwidth
 //   smallops  a pipelined stream of tiny adds: ops/s
 //   clients   8 client processes each running independent GEMMs on one worker vs 1 client
@@ -88,7 +88,7 @@ void on_signal(int sig) {
 struct Daemons {
   std::string dir, address;
   pid_t dispatcher = -1, worker = -1;
-  explicit Daemons(const std::string& device) {
+  Daemons(const std::string& device, bool allow_tf32) {
     char tmpl[] = "/tmp/gt-bench-gpu-XXXXXX";
     dir = mkdtemp(tmpl);
     const std::string bin = self_dir();
@@ -111,9 +111,10 @@ struct Daemons {
       std::exit(2);
     }
     address = "127.0.0.1:" + port;
-    worker = spawn(bin + "/gt-workerd",
-                   {"--dispatcher", "unix:" + sock, "--device", device, "--log-level", "warn"},
-                   dir + "/worker.log");
+    std::vector<std::string> worker_args = {"--dispatcher", "unix:" + sock, "--device", device,
+                                            "--log-level", "warn"};
+    if (allow_tf32) worker_args.push_back("--allow-tf32");
+    worker = spawn(bin + "/gt-workerd", worker_args, dir + "/worker.log");
     g_children[0] = dispatcher;
     g_children[1] = worker;
   }
@@ -379,7 +380,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gt-bench-gpu: no CUDA device\n");
     return 2;
   }
-  Daemons d(cpu_smoke ? "cpu" : "0");
+  Daemons d(cpu_smoke ? "cpu" : "0", tf32);
   try {
     gt::connect(d.address);
     for (int i = 0; i < 600 && gt::worker_stats().empty(); ++i)

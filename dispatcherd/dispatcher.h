@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dispatcherd/dispatcher_options.h"
 #include "dispatcherd/error_ledger.h"
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/placement.h"
@@ -33,37 +34,6 @@
 #include "proto/gt.pb.h"
 
 namespace gt::dispatcher {
-
-struct DispatcherOptions {
-  uint64_t max_frame_bytes = kDefaultMaxFrameBytes;
-  uint64_t session_window = 65536;   // queued + in flight, per session
-  uint64_t user_window = 262144;     // default per-user window (users file may override)
-  uint64_t worker_window = 16384;    // in flight on one worker (the rest waits, fairly, here)
-  // Estimated work (microseconds, dispatcherd/cost_model.h) one session may have in flight on
-  // one worker; more waits here in fair order (a batch always goes when none is in flight).
-  uint64_t session_inflight_us = 20000;
-  int worker_wait_ms = 10000;
-  int min_workers = 1;  // new sessions wait (up to worker_wait_ms) for this many workers
-  int handshake_timeout_ms = 10000;
-  int heartbeat_interval_ms = 1000;
-  int heartbeat_timeout_ms = 5000;
-  // Outstanding work and no Ack/Reply for this long: the worker is declared dead (0: never).
-  int progress_timeout_ms = 600000;
-  uint64_t max_client_backlog_bytes = 1ull << 31;  // replies a client has not read yet
-  // Replies unread by all clients together; over it, the clients with the most are dropped.
-  // 0: a quarter of physical memory.
-  uint64_t max_total_client_backlog_bytes = 0;
-  // Largest frame before a successful Hello (a Hello is small); max_frame_bytes after it.
-  uint64_t max_handshake_frame_bytes = 64 << 10;
-  // Connections that have not sent their Hello yet: in all, and from one peer address (a TCP
-  // client's IP, a Unix-socket user's uid). More are refused with a reason.
-  uint32_t max_pending_connections = 1024;
-  uint32_t max_pending_per_address = 128;
-  bool exit_when_idle = false;
-  bool auto_shard = false;           // creations shard on axis 0 over all workers when divisible
-  std::string worker_secret;         // empty: only our own user (or root) over the Unix socket
-  SignalConfigMap signal_configs;    // server-wide signal configs
-};
 
 // Lets a repeated warning through at most `burst` times per interval and counts the ones held
 // back, so a flood of bad peers cannot flood the log.

@@ -1,5 +1,6 @@
 #include "libgtcore/config.h"
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -160,32 +161,36 @@ bool Config::was_set(const std::string& n) const { return find(n).set; }
 
 std::string Config::help() const {
   std::string out;
-  for (const auto& [name, o] : options_) {
-    std::string type, dflt;
-    std::visit(
-        [&](const auto& v) {
-          using V = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<V, int64_t>) {
-            type = "int";
-            dflt = std::to_string(v);
-          } else if constexpr (std::is_same_v<V, double>) {
-            type = "number";
-            dflt = fmt::format("{}", v);
-          } else if constexpr (std::is_same_v<V, bool>) {
-            type = "bool";
-            dflt = v ? "true" : "false";
-          } else {
-            type = "string";
-            dflt = "'" + v + "'";
-          }
-        },
-        o.dflt);
-    std::string flag = name;
-    for (char& c : flag)
-      if (c == '_') c = '-';
-    out += fmt::format("  --{:<26} {} (default {}): {}\n", flag, type, dflt, o.help);
-  }
+  for (const auto& [name, o] : options_)
+    out += option_help_line(name, o.dflt, o.min, o.max, o.help);
   return out;
+}
+
+std::string option_help_line(const std::string& name, const Config::Value& dflt, double min,
+                             double max, const std::string& help) {
+  std::string type, value;
+  std::visit(
+      [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, int64_t>) {
+          type = fmt::format("int {}..{}", static_cast<int64_t>(min), static_cast<int64_t>(max));
+          value = std::to_string(v);
+        } else if constexpr (std::is_same_v<V, double>) {
+          type = fmt::format("number {}..{}", min, max);
+          value = fmt::format("{}", v);
+        } else if constexpr (std::is_same_v<V, bool>) {
+          type = "bool";
+          value = v ? "true" : "false";
+        } else {
+          type = "string";
+          value = "'" + v + "'";
+        }
+      },
+      dflt);
+  std::string flag = name;
+  for (char& c : flag)
+    if (c == '_') c = '-';
+  return fmt::format("  --{:<30} {} (default {}): {}\n", flag, type, value, help);
 }
 
 }  // namespace gt

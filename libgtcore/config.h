@@ -39,7 +39,7 @@ class Config {
   const std::string& get_string(const std::string& name) const;
   bool was_set(const std::string& name) const;
 
-  std::string help() const;  // one line per option: --name (type, default): help
+  std::string help() const;  // one line per option (option_help_line), by name
 
  private:
   struct Option {
@@ -55,5 +55,10 @@ class Config {
 
 // "max-frame-bytes" -> "max_frame_bytes".
 std::string normalize_option_name(std::string name);
+
+// One line of --help: "  --max-frame-bytes   int 1024..1073741824 (default 67108864): help".
+// `min`/`max` are shown for numbers only.
+std::string option_help_line(const std::string& name, const Config::Value& dflt, double min,
+                             double max, const std::string& help);
 
 }  // namespace gt

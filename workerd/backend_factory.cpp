@@ -12,17 +12,22 @@
 
 namespace gt::worker {
 
-Result<std::unique_ptr<Backend>> make_backend(const std::string& device, const Config& cfg) {
-  // "auto": a CPU worker takes the host's memory less headroom (the CUDA backend reads the
-  // option itself: its "auto" is the device's memory).
-  GT_ASSIGN_OR_RETURN(std::optional<uint64_t> limit,
-                      parse_max_memory_bytes(cfg.get_string("max_memory_bytes")));
+Result<std::unique_ptr<Backend>> make_backend(const WorkerOptions& opts) {
+  const std::string& device = opts.device;
+  // "auto" (nullopt): a CPU worker takes the host's memory less headroom, a CUDA worker the
+  // device's memory (0 in CudaBackendOptions).
+  GT_ASSIGN_OR_RETURN(std::optional<uint64_t> limit, parse_max_memory_bytes(opts.max_memory_bytes));
   auto make_cpu = [&]() -> std::unique_ptr<Backend> {
     CpuBackendOptions o;
     o.max_memory_bytes = limit ? *limit : auto_cpu_memory_limit();
-    o.blas_threads = static_cast<int>(cfg.get_int("blas_threads"));
+    o.blas_threads = opts.blas_threads;
     return std::make_unique<CpuBackend>(o);
   };
+#ifdef GT_HAVE_CUDA
+  CudaBackendOptions cuda;
+  cuda.max_memory_bytes = limit.value_or(0);
+  cuda.allow_tf32 = opts.allow_tf32;
+#endif
   if (device == "cpu") return make_cpu();
   int index = -1;
   std::string dev = device;
@@ -30,7 +35,7 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& device, const C
     dev = device.substr(5);
 #ifdef GT_HAVE_CUDA
     int i = std::atoi(dev.c_str());
-    if (i >= 0 && i < cuda_device_count()) return make_cuda_backend(i, cfg);
+    if (i >= 0 && i < cuda_device_count()) return make_cuda_backend(i, cuda);
 #endif
     return make_cpu();
   }
@@ -44,7 +49,7 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& device, const C
     if (cuda_device_count() > 0) index = 0;
     else return make_cpu();
   }
-  return make_cuda_backend(index, cfg);
+  return make_cuda_backend(index, cuda);
 #else
   if (device == "auto") return make_cpu();
   return unavailable("device {}: this gt-workerd was built without CUDA", device);

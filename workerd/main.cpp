@@ -6,9 +6,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "libgtcore/asio.h"
-#include "libgtcore/config.h"
+#include "libgtcore/config_table.h"
 #include "libgtcore/logging.h"
 #include "libgtcore/secret_file.h"
 #include "libgtcore/version.h"
@@ -19,67 +20,40 @@
 #include "workerd/peer/staged_peer_link.h"
 #include "workerd/peer/tcp_peer_link.h"
 #include "workerd/worker_link.h"
+#include "workerd/worker_options.h"
 
 namespace {
 
-void declare_options(gt::Config& c) {
-  c.declare_string("dispatcher", "127.0.0.1:29500", "dispatcher address: host:port or unix:/path");
-  c.declare_string("device", "auto", "cpu, a CUDA device index, or auto (GPU 0 if present)");
-  c.declare_string("max_memory_bytes", "auto",
-                   "memory limit for tensors on this worker, in bytes, or auto: the GPU's "
-                   "memory, or for a CPU worker the host's (RAM or cgroup limit) less "
-                   "max(1 GiB, 10%)");
-  c.declare_int("max_frame_bytes", 64ll << 20, 1024, 1ll << 30, "largest frame accepted");
-  c.declare_int("blas_threads", 0, 0, 1024, "OpenBLAS threads (0 = OpenBLAS default)");
-  c.declare_int("turn_us", 2000, 1, 600ll * 1000 * 1000,
-                "a session's turn on the executor (microseconds) while other sessions wait");
-  c.declare_int("reconnect_ms", 1000, 10, 600000,
-                "delay before reconnecting to the dispatcher (doubles up to 30 s)");
-  c.declare_bool("exit_on_disconnect", false,
-                 "exit when the dispatcher goes away (the embedded default uses this)");
-  c.declare_string("worker_secret_file", "", "file holding the worker registration secret");
-  c.declare_string("peer_listen_address", "127.0.0.1",
-                   "address the TCP peer link listens on and other workers connect to");
-  c.declare_int("peer_port", 0, 0, 65535, "TCP peer link port (0 = ephemeral)");
-  c.declare_int("peer_timeout_ms", 60000, 100, 3600000,
-                "deadline of one worker-to-worker communication instruction");
-  c.declare_bool("peer_staging", false,
-                 "stage shard exchange through host buffers even on a CPU worker (GPU workers "
-                 "do whenever they do not use NCCL; this exercises that path without a GPU)");
-  c.declare_string("peer_transport", "auto",
-                   "how a CUDA worker exchanges shards: nccl, tcp (host-staged), or auto (NCCL "
-                   "when libnccl.so.2 loads, else tcp); CPU workers always use tcp");
-  c.declare_string("log_level", "info", "trace, debug, info, warn, error, off");
-}
+const gt::DaemonCommand kCommand = {
+    "gt-workerd",
+    "usage: gt-workerd [--config FILE] [--option value ...]\n"
+    "       gt-workerd [--config FILE] [--option value ...] --print-config\n"
+    "\n"
+    "--print-config prints every option as documented YAML with the values in effect\n"
+    "(etc/gt/worker.yaml is its output). Options (also keys of --config FILE):"};
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  gt::Config cfg;
-  declare_options(cfg);
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::printf("usage: gt-workerd [--config FILE] [--option value ...]\n\n%s",
-                  cfg.help().c_str());
-      return 0;
-    }
-    if (a == "--version") {
-      std::printf("gt-workerd %s\n", gt::kVersion);
-      return 0;
-    }
-  }
-  if (gt::Status st = cfg.parse_args(argc, argv); !st.is_ok()) {
+  // Every option is a row of worker_options.def; the rows fill `o`.
+  gt::worker::WorkerOptions o;
+  if (auto done = gt::parse_daemon_command_line(kCommand, gt::worker::worker_option_table(), argc,
+                                                argv, &o))
+    return *done;
+  if (gt::Status st = gt::init_logging("gt-workerd", o.log_level); !st.is_ok()) {
     std::fprintf(stderr, "gt-workerd: %s\n", st.message().c_str());
     return 2;
   }
-  if (gt::Status st = gt::init_logging("gt-workerd", cfg.get_string("log_level")); !st.is_ok()) {
-    std::fprintf(stderr, "gt-workerd: %s\n", st.message().c_str());
-    return 2;
+  if (o.exit_on_disconnect) prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The environment variable that set allow_tf32 before it was an option: honoured for one
+  // release, with a warning. TODO(next release): drop it.
+  if (const char* tf32 = std::getenv("GT_CUDA_ALLOW_TF32"); tf32 != nullptr) {
+    spdlog::warn("GT_CUDA_ALLOW_TF32 is deprecated and will be ignored in a later release: use "
+                 "--allow-tf32 (allow_tf32: true in worker.yaml)");
+    if (std::strcmp(tf32, "1") == 0) o.allow_tf32 = true;
   }
-  if (cfg.get_bool("exit_on_disconnect")) prctl(PR_SET_PDEATHSIG, SIGTERM);
 
-  auto backend = gt::worker::make_backend(cfg.get_string("device"), cfg);
+  auto backend = gt::worker::make_backend(o);
   if (!backend.is_ok()) {
     spdlog::critical("{}", backend.status().message());
     return 1;
@@ -88,13 +62,14 @@ int main(int argc, char** argv) {
                (*backend)->device_name(), (*backend)->memory_bytes() >> 20);
 
   gt::worker::WorkerLinkOptions lo;
-  lo.dispatcher = cfg.get_string("dispatcher");
-  lo.max_frame_bytes = static_cast<uint64_t>(cfg.get_int("max_frame_bytes"));
-  lo.reconnect_ms = static_cast<int>(cfg.get_int("reconnect_ms"));
-  lo.turn_us = cfg.get_int("turn_us");
-  lo.exit_on_disconnect = cfg.get_bool("exit_on_disconnect");
-  if (std::string f = cfg.get_string("worker_secret_file"); !f.empty()) {
-    auto secret = gt::read_secret_file(f);
+  lo.dispatcher = o.dispatcher;
+  lo.max_frame_bytes = o.max_frame_bytes;
+  lo.reconnect_ms = o.reconnect_ms;
+  lo.turn_us = o.turn_us;
+  lo.exit_on_disconnect = o.exit_on_disconnect;
+  // Derived: the row names a file, the link needs the secret in it (read once, now).
+  if (!o.worker_secret_file.empty()) {
+    auto secret = gt::read_secret_file(o.worker_secret_file);
     if (!secret.is_ok()) {
       spdlog::critical("worker_secret_file: {}", secret.status().message());
       return 1;
@@ -107,16 +82,16 @@ int main(int argc, char** argv) {
   // link's headers and bootstrap), else stages its tensors through host buffers.
   std::unique_ptr<gt::worker::TcpPeerLink> peer;
   std::unique_ptr<gt::worker::PeerLink> device_link;  // NCCL or staged, on top of `peer`
-  const std::string transport = cfg.get_string("peer_transport");
+  const std::string& transport = o.peer_transport;
   if (transport != "auto" && transport != "tcp" && transport != "nccl") {
     spdlog::critical("peer_transport: '{}' is not one of auto, tcp, nccl", transport);
     return 2;
   }
   {
     gt::worker::TcpPeerLinkOptions po;
-    po.listen_address = cfg.get_string("peer_listen_address");
-    po.port = static_cast<uint16_t>(cfg.get_int("peer_port"));
-    po.timeout_ms = static_cast<int>(cfg.get_int("peer_timeout_ms"));
+    po.listen_address = o.peer_listen_address;
+    po.port = static_cast<uint16_t>(o.peer_port);
+    po.timeout_ms = o.peer_timeout_ms;
     po.secret = lo.worker_secret;  // peers are workers: the same secret admits them
     auto created = gt::worker::TcpPeerLink::create(po);
     if (!created.is_ok()) {
@@ -151,7 +126,7 @@ int main(int argc, char** argv) {
       return 1;
     }
 #endif
-    if (!device_link && ((*backend)->device_kind() != "cpu" || cfg.get_bool("peer_staging"))) {
+    if (!device_link && ((*backend)->device_kind() != "cpu" || o.peer_staging)) {
       device_link = std::make_unique<gt::worker::StagedPeerLink>(*peer, **backend);
       spdlog::info("peer link: staging {} tensors through host buffers",
                    (*backend)->device_kind());

@@ -2,14 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <new>
-#include <optional>
 #include <string>
 #include <vector>
-
-#include "workerd/cpu/host_memory.h"
 
 namespace gt::worker {
 
@@ -24,20 +19,8 @@ int cuda_device_count() {
   return n;
 }
 
-Result<std::unique_ptr<Backend>> make_cuda_backend(int index, const Config& cfg) {
-  CudaBackendOptions o;
-  std::string limit_text = "auto";
-  try {
-    limit_text = cfg.get_string("max_memory_bytes");
-  } catch (const std::exception&) {
-    // A config without the option (tests, tools): auto.
-  }
-  // "auto" (0 here): whatever the GPU has; an explicit byte count caps live tensors.
-  GT_ASSIGN_OR_RETURN(std::optional<uint64_t> limit, parse_max_memory_bytes(limit_text));
-  o.max_memory_bytes = limit.value_or(0);
-  const char* tf32 = std::getenv("GT_CUDA_ALLOW_TF32");
-  o.allow_tf32 = tf32 != nullptr && std::strcmp(tf32, "1") == 0;
-  GT_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> b, CudaBackend::create(index, o));
+Result<std::unique_ptr<Backend>> make_cuda_backend(int index, const CudaBackendOptions& opts) {
+  GT_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> b, CudaBackend::create(index, opts));
   return std::unique_ptr<Backend>(std::move(b));
 }
 

@@ -26,7 +26,6 @@
 #include <string>
 #include <unordered_map>
 
-#include "libgtcore/config.h"
 #include "workerd/backend.h"
 #include "workerd/cuda/cuda_ops.h"
 
@@ -34,16 +33,16 @@ namespace gt::worker {
 
 struct CudaBackendOptions {
   uint64_t max_memory_bytes = 0;  // 0 = whatever the GPU has
-  // float32 matmul on TF32 tensor cores (PyTorch's allow_tf32). No instruction attribute carries
-  // it yet, so it is backend-wide; off by default (exact float32).
+  // float32 matmul on TF32 tensor cores (PyTorch's allow_tf32; the worker option allow_tf32).
+  // No instruction attribute carries it yet, so it is backend-wide; off by default (exact float32).
   bool allow_tf32 = false;
 };
 
 // Visible CUDA devices (0 when there is no driver or no GPU).
 int cuda_device_count();
-// A backend on visible device `index`, options from the worker config (max_memory_bytes) and the
-// environment (GT_CUDA_ALLOW_TF32=1).
-Result<std::unique_ptr<Backend>> make_cuda_backend(int index, const Config& cfg);
+// A backend on visible device `index` (workerd/backend_factory.cpp fills the options from the
+// worker's options).
+Result<std::unique_ptr<Backend>> make_cuda_backend(int index, const CudaBackendOptions& opts);
 
 class CudaBackend final : public Backend, public SessionStreams {
  public:
