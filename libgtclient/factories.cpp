@@ -5,6 +5,7 @@
 #include "gt/tensor.h"
 #include "libgtcore/shape_rules.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/session.h"
 
 namespace gt {
 namespace {
