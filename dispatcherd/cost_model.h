@@ -9,7 +9,7 @@
 #include <span>
 #include <string>
 
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/shape.h"
 
 namespace gt::dispatcher {

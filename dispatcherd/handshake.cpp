@@ -11,7 +11,7 @@
 #include "dispatcherd/client_session.h"
 #include "dispatcherd/dispatcher.h"
 #include "dispatcherd/peer_uid.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/version.h"
 
 namespace gt::dispatcher {

@@ -11,7 +11,7 @@
 #include "dispatcherd/placement.h"
 #include "libgtcore/comm.h"
 #include "libgtcore/op_attrs.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/signal_config.h"
 
 namespace gt::dispatcher {

@@ -521,7 +521,7 @@ std::array<GradRule, kNumOps> build_table() {
   std::array<GradRule, kNumOps> t{};
 #define GT_OP(name, wire, arity, attrs, rule) \
   t[static_cast<size_t>(OpId::k_##name)] = rule_of<OpId::k_##name>();
-#include "libgtcore/ops.def"
+#include "gt/core/ops.def"
 #undef GT_OP
   return t;
 }

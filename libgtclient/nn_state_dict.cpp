@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gt/nn.h"
+#include "libgtcore/shape.h"
 
 namespace gt::nn {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "gt/tensor.h"
 #include "libgtcore/op_attrs.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/shape.h"
 
 namespace gt::detail {

@@ -1,4 +1,4 @@
-#include "libgtcore/dtype.h"
+#include "gt/core/dtype.h"
 
 namespace gt {
 

@@ -4,7 +4,7 @@
 
 #include "libgtcore/comm.h"
 #include "libgtcore/op_attrs.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "proto/gt.pb.h"
 
 namespace gt {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-#include "libgtcore/dtype.h"
+#include "gt/core/dtype.h"
 #include "libgtcore/shape.h"
 
 namespace gt {

@@ -1,4 +1,4 @@
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 
 #include <string>
 #include <unordered_map>
@@ -9,7 +9,7 @@ namespace {
 constexpr std::array<OpInfo, kNumOps> kOps = {{
 #define GT_OP(name, wire, arity, attrs, rule) \
   {OpId::k_##name, #name, wire, arity, AttrKind::attrs, ShapeRule::rule},
-#include "libgtcore/ops.def"
+#include "gt/core/ops.def"
 #undef GT_OP
 }};
 

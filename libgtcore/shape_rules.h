@@ -6,7 +6,7 @@
 #include <span>
 
 #include "libgtcore/op_attrs.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/shape.h"
 
 namespace gt {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "libgtcore/op_attrs.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/shape.h"
 #include "libgtcore/status.h"
 

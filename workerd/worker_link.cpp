@@ -4,7 +4,7 @@
 
 #include <unistd.h>
 
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
 

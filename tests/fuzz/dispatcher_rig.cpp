@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <fstream>
 
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/version.h"
 #include "tests/fuzz/harness.h"
 

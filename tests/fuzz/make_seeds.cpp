@@ -12,7 +12,7 @@
 
 #include "libgtcore/frame_codec.h"
 #include "libgtcore/instr_codec.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/version.h"
 #include "proto/gt.pb.h"
 #include "tests/fuzz/dispatcher_rig.h"

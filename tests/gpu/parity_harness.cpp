@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "libgtcore/half.h"
+#include "gt/core/half.h"
 #include "libgtcore/shape_rules.h"
 
 namespace gt::gpu_test {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "libgtcore/op_attrs.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/shape.h"
 #include "workerd/cpu/cpu_backend.h"
 #include "workerd/cuda/cuda_backend.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "libgtcore/instr_codec.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/version.h"
 #include "proto/gt.pb.h"
 

@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #include "libgtcore/frame_codec.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/version.h"
 
 namespace gt::testing {

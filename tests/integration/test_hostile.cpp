@@ -29,7 +29,7 @@
 #include "daemons.h"
 #include "instr_builder.h"
 #include "libgtcore/frame_codec.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/version.h"
 #include "raw_client.h"
 

@@ -30,7 +30,7 @@
 #include "instr_builder.h"
 #include "libgtclient/session_remote.h"
 #include "libgtcore/frame_codec.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
 #include "raw_client.h"

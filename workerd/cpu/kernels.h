@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "libgtcore/dtype.h"
-#include "libgtcore/half.h"
+#include "gt/core/dtype.h"
+#include "gt/core/half.h"
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/shape.h"
 #include "workerd/backend.h"

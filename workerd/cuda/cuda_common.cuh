@@ -28,7 +28,7 @@ namespace gt::worker::cuda {
 using f16 = __half;
 using bf16 = __nv_bfloat16;
 
-// gt::DType values (libgtcore/dtype.h; a static_assert in cuda_ops.h keeps them in step).
+// gt::DType values (gt/core/dtype.h; a static_assert in cuda_ops.h keeps them in step).
 enum : int { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3, kI64 = 4, kBool = 5 };
 
 // convert_value of convert.h on the device: anything -> bool is != 0, floating -> integer as

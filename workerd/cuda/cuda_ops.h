@@ -11,7 +11,7 @@
 #include <array>
 #include <cstdint>
 
-#include "libgtcore/dtype.h"
+#include "gt/core/dtype.h"
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/shape.h"
 #include "workerd/backend.h"

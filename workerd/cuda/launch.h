@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 
 namespace gt::worker::cuda {
 

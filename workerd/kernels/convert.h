@@ -8,8 +8,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "libgtcore/dtype.h"
-#include "libgtcore/half.h"
+#include "gt/core/dtype.h"
+#include "gt/core/half.h"
 #include "workerd/kernels/numeric.h"
 
 namespace gt::worker {

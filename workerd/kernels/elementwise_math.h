@@ -22,7 +22,7 @@
 
 #include <type_traits>
 
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "workerd/kernels/numeric.h"
 
 namespace gt::worker {

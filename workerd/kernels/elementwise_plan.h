@@ -2,7 +2,7 @@
 // it launches anything (the math itself is elementwise_math.h).
 #pragma once
 
-#include "libgtcore/dtype.h"
+#include "gt/core/dtype.h"
 #include "libgtcore/status.h"
 #include "workerd/backend.h"
 #include "workerd/kernels/kernel_util.h"

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "libgtcore/dtype.h"
-#include "libgtcore/half.h"
+#include "gt/core/dtype.h"
+#include "gt/core/half.h"
 #include "libgtcore/shape.h"
 #include "workerd/backend.h"
 

@@ -8,7 +8,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "libgtcore/half.h"
+#include "gt/core/half.h"
 
 #ifdef __CUDACC__
 #define GT_HOST_DEVICE __host__ __device__ __forceinline__

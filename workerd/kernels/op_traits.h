@@ -1,4 +1,4 @@
-// Which kernel family an op belongs to, derived from its shape rule in libgtcore/ops.def (never
+// Which kernel family an op belongs to, derived from its shape rule in libgtcore/include/gt/core/ops.def (never
 // from a hand-kept list), and for_each_op() to register or dispatch over every op at compile
 // time. Compiled by g++ and by nvcc (C++17), host side; the device code only uses it in
 // constant expressions.
@@ -8,23 +8,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 
 namespace gt::worker {
 
-namespace detail {
-inline constexpr ShapeRule kOpRules[] = {
-#define GT_OP(name, wire, arity, attrs, rule) ShapeRule::rule,
-#include "libgtcore/ops.def"
-#undef GT_OP
-};
-static_assert(sizeof(kOpRules) / sizeof(kOpRules[0]) == static_cast<size_t>(kNumOps));
-}  // namespace detail
-
-// An op's shape rule as a constant expression (op_info(op).rule, which is not one): kernels
-// choose their code and registration from it at compile time. Generated from ops.def like
-// op_info, so nothing here is a second list.
-constexpr ShapeRule op_rule(OpId op) { return detail::kOpRules[static_cast<size_t>(op)]; }
+using gt::op_rule;  // gt/core/ops.h: an op's shape rule as a constant expression
 
 // Unary elementwise: kUnarySame keeps the dtype (computed in compute_t), kUnaryFloat computes in
 // float32 and gives a floating input's dtype, else float32.

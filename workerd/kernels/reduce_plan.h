@@ -2,7 +2,7 @@
 // device kernels differ; the geometry is dim_split.h's [outer, n, inner]).
 #pragma once
 
-#include "libgtcore/dtype.h"
+#include "gt/core/dtype.h"
 #include "libgtcore/status.h"
 #include "workerd/backend.h"
 #include "workerd/dim_split.h"

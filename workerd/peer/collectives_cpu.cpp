@@ -5,7 +5,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "libgtcore/dtype.h"
+#include "gt/core/dtype.h"
 
 namespace gt::worker::peer {
 

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "libgtcore/dtype.h"
+#include "gt/core/dtype.h"
 #include "workerd/cuda/cuda_check.h"
 #include "workerd/peer/staged_peer_link.h"
 

@@ -2,8 +2,8 @@
 // aliases of its values, so gt::kFloat32 == gt::DType::kFloat32.
 #pragma once
 
-#include "libgtcore/dtype.h"
-#include "libgtcore/half.h"
+#include "gt/core/dtype.h"
+#include "gt/core/half.h"
 
 namespace gt {
 

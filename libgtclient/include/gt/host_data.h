@@ -11,7 +11,7 @@
 
 #include "gt/dtype.h"
 #include "gt/error.h"
-#include "libgtcore/shape.h"
+#include "gt/core/shape.h"
 
 namespace gt::detail {
 

@@ -23,8 +23,8 @@
 #include "gt/error.h"
 #include "gt/host_data.h"
 #include "gt/indexing.h"
-#include "libgtcore/ops.h"
-#include "libgtcore/shape.h"
+#include "gt/core/ops.h"
+#include "gt/core/shape.h"
 
 namespace gt {
 

@@ -1,4 +1,4 @@
-// Every op in libgtcore/ops.def must have a test in this suite: each test file declares the ops
+// Every op in libgtcore/include/gt/core/ops.def must have a test in this suite: each test file declares the ops
 // it covers with GT_OPS_COVERED (registered at static-init time, so this check holds whichever
 // test cases run, e.g. one per process under ctest). Adding an op without a test fails here.
 #include <string>

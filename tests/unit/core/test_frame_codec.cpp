@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "libgtcore/frame_codec.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "proto/gt.pb.h"
 
 using namespace gt;

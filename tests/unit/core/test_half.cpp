@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "libgtcore/half.h"
+#include "gt/core/half.h"
 
 using gt::bfloat16;
 using gt::bits_float;

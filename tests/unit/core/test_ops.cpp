@@ -4,8 +4,8 @@
 #include <set>
 #include <string>
 
-#include "libgtcore/dtype.h"
-#include "libgtcore/ops.h"
+#include "gt/core/dtype.h"
+#include "gt/core/ops.h"
 
 using namespace gt;
 

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "libgtcore/half.h"
+#include "gt/core/half.h"
 
 namespace gt::test {
 

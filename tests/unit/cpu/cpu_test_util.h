@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "libgtcore/op_attrs.h"
-#include "libgtcore/ops.h"
+#include "gt/core/ops.h"
 #include "libgtcore/shape_rules.h"
 #include "workerd/cpu/cpu_backend.h"
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "libgtcore/half.h"
+#include "gt/core/half.h"
 #include "libgtcore/philox.h"
 #include "tests/unit/cpu/cpu_test_util.h"
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <random>
 
-#include "libgtcore/half.h"
+#include "gt/core/half.h"
 #include "workerd/cpu/kernels.h"
 
 namespace gt::worker::cpu {

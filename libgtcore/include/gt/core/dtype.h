@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-#include "libgtcore/half.h"
+#include "gt/core/half.h"
 
 namespace gt {
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -49,13 +50,13 @@ enum class ShapeRule : uint8_t {
 
 enum class OpId : uint16_t {
 #define GT_OP(name, wire, arity, attrs, rule) k_##name,
-#include "libgtcore/ops.def"
+#include "gt/core/ops.def"
 #undef GT_OP
 };
 
 inline constexpr int kNumOps = 0
 #define GT_OP(name, wire, arity, attrs, rule) +1
-#include "libgtcore/ops.def"
+#include "gt/core/ops.def"
 #undef GT_OP
     ;
 
@@ -76,6 +77,18 @@ std::optional<OpId> op_from_name(std::string_view name);
 inline uint32_t op_wire_id(OpId op) { return op_info(op).wire_id; }
 // FNV-1a over every row of ops.def: builds that disagree on the table refuse each other.
 uint64_t op_table_hash();
+
+namespace detail {
+inline constexpr ShapeRule kOpRules[] = {
+#define GT_OP(name, wire, arity, attrs, rule) ShapeRule::rule,
+#include "gt/core/ops.def"
+#undef GT_OP
+};
+}  // namespace detail
+
+// An op's shape rule as a constant expression (op_info(op).rule is not one): kernels and
+// tests choose their code from it at compile time. Generated from ops.def like op_info.
+constexpr ShapeRule op_rule(OpId op) { return detail::kOpRules[static_cast<size_t>(op)]; }
 
 // Op families used by backends and the dispatcher.
 bool is_creation(OpId op);
