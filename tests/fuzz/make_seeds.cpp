@@ -128,9 +128,11 @@ std::vector<uint64_t> every_op(Prog& p, DType dt) {
   keep.push_back(p.op(OpId::k_sum, {p.op(OpId::k_exp, {big})}, make_reduce(1, false)));
   uint64_t cond = p.op(OpId::k_lt, {g, c});
   keep.push_back(p.op(OpId::k_where, {cond, g, c}));
-  for (OpId op : {OpId::k_neg, OpId::k_exp, OpId::k_log, OpId::k_sqrt, OpId::k_abs, OpId::k_relu,
-                  OpId::k_sigmoid, OpId::k_tanh})
-    keep.push_back(p.op(op, {g}));
+  for (int i = 0; i < kNumOps; ++i) {  // every unary elementwise op of the table
+    const auto op = static_cast<OpId>(i);
+    if (op_rule(op) == ShapeRule::kUnarySame || op_rule(op) == ShapeRule::kUnaryFloat)
+      keep.push_back(p.op(op, {g}));
+  }
   const int64_t perm[] = {1, 0};
   uint64_t t = p.op(OpId::k_permute, {c}, make_permute(perm));
   keep.push_back(p.op(OpId::k_matmul, {g, t}));                       // [2,3] @ [3,2]

@@ -2,11 +2,14 @@
 // differentiable (then it needs at least one case below, and each case's graph must contain it)
 // or explicitly not differentiable (then a result built from inputs that require grad must not
 // require grad). Plus gradients of the composites (functional.h) against finite differences.
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "ag_test_util.h"
+#include "tests/reference/unary_methods.h"
+#include "tests/reference/unary_reference.h"
 
 using agt::GradCase;
 using agt::GradInput;
@@ -102,6 +105,19 @@ std::map<OpId, std::vector<GradCase>> op_cases() {
   add(OpId::k_relu, {"relu", {V({2, 3}, 53)}, [](const In& x) { return x[0].relu(); }});
   add(OpId::k_sigmoid, {"sigmoid", {V({2, 3}, 54)}, [](const In& x) { return x[0].sigmoid(); }});
   add(OpId::k_tanh, {"tanh", {V({2, 3}, 55)}, [](const In& x) { return x[0].tanh(); }});
+  // Every unary op of the table through its public method, on inputs inside its reference
+  // domain (tests/reference/unary_reference.h), so a new unary op is checked with no new case.
+  uint32_t family_seed = 900;
+  for (OpId op : gt::reference::unary_ops()) {
+    auto ref = gt::reference::unary_reference(op);
+    auto method = gt::reference::unary_methods().find(gt::op_name(op));
+    if (!ref || method == gt::reference::unary_methods().end()) continue;  // test_unary_where fails
+    const auto fn = method->second;
+    GradInput in = ref->lo >= 0 ? P({2, 3}, family_seed++, std::max(ref->lo, 0.5), std::min(ref->hi, 2.0))
+                                : V({2, 3}, family_seed++);
+    add(op, {std::string(gt::op_name(op)) + " (unary family)", {in},
+             [fn](const In& x) { return fn(x[0]); }});
+  }
 
   // ---- matmul ----
   auto mm = [](const In& x) { return gt::matmul(x[0], x[1]); };

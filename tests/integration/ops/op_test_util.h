@@ -48,6 +48,9 @@ struct CoverOps {
   CoverOps(std::initializer_list<const char*> names) {
     for (const char* n : names) covered_ops().insert(n);
   }
+  explicit CoverOps(const std::vector<gt::OpId>& ops) {  // a family taken from the op table
+    for (gt::OpId op : ops) covered_ops().insert(gt::op_name(op));
+  }
 };
 #define GTT_CAT2(a, b) a##b
 #define GTT_CAT(a, b) GTT_CAT2(a, b)

@@ -136,6 +136,15 @@ std::vector<Case> success_cases() {
   add(O::k_relu, {M({1, 2}, BF16)}, {}, M({1, 2}, BF16), "relu bf16");
   add(O::k_sigmoid, {M({4}, I32)}, {}, M({4}, F32), "sigmoid int");
   add(O::k_tanh, {M({}, F32)}, {}, M({}, F32), "tanh 0-d");
+  // Every unary elementwise op of the table (a new one included): same shape; float32 from
+  // integers when it computes in floating point (kUnaryFloat), else the input's dtype.
+  for (int i = 0; i < kNumOps; ++i) {
+    const auto op = static_cast<OpId>(i);
+    if (op_rule(op) != ShapeRule::kUnarySame && op_rule(op) != ShapeRule::kUnaryFloat) continue;
+    const DType want = op_rule(op) == ShapeRule::kUnaryFloat ? F32 : I32;
+    add(op, {M({2, 3}, I32)}, {}, M({2, 3}, want), "unary family on int32");
+    add(op, {M({0, 3}, BF16)}, {}, M({0, 3}, BF16), "unary family on empty bf16");
+  }
 
   // Matmul: 2-D, 1-D operands, batched with broadcasting
   add(O::k_matmul, {M({2, 3}), M({3, 4})}, {}, M({2, 4}), "matmul 2-D");

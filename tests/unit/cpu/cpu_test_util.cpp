@@ -15,6 +15,9 @@ std::set<std::string>& claimed_ops() {
 ClaimOps::ClaimOps(std::initializer_list<const char*> ops) {
   for (const char* o : ops) claimed_ops().insert(o);
 }
+ClaimOps::ClaimOps(const std::vector<OpId>& ops) {
+  for (OpId o : ops) claimed_ops().insert(op_name(o));
+}
 
 double quantize(double v, DType dt) {
   switch (dt) {

@@ -27,6 +27,7 @@ using worker::Tensor;
 std::set<std::string>& claimed_ops();
 struct ClaimOps {
   ClaimOps(std::initializer_list<const char*> ops);
+  explicit ClaimOps(const std::vector<OpId>& ops);  // a family taken from the op table
 };
 #define GT_CLAIM_OPS_CAT2(a, b) a##b
 #define GT_CLAIM_OPS_CAT(a, b) GT_CLAIM_OPS_CAT2(a, b)
