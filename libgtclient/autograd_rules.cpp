@@ -257,6 +257,10 @@ GRAD(sigmoid, save_out) {
   Tensor gs = G * s;
   OUT(0) = gs - gs * s;  // g s (1 - s)
 }
+GRAD(erf, save_in0) {  // 2/sqrt(pi) exp(-x^2)
+  Tensor x = N.saved_input(0);
+  OUT(0) = G * ((x * x).neg().exp() * M_2_SQRTPI);
+}
 GRAD(tanh, save_out) {
   Tensor t = N.output();
   OUT(0) = G * (1.0 - t * t);

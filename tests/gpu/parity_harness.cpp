@@ -10,6 +10,7 @@
 
 #include "gt/core/half.h"
 #include "libgtcore/shape_rules.h"
+#include "require_ok.h"
 
 namespace gt::gpu_test {
 
@@ -112,17 +113,17 @@ Pair upload(const Shape& s, DType dt, const std::vector<double>& vals, uint64_t 
   const std::vector<unsigned char> raw = encode(vals, dt);
   Pair p;
   auto cs = b->cpu.alloc(static_cast<size_t>(m.nbytes()));
-  REQUIRE(cs.is_ok());
+  GT_REQUIRE_OK(cs);
   p.c = Tensor{m, *cs, nullptr};
   if (!raw.empty()) std::memcpy(p.c.storage->data(), raw.data(), raw.size());
   auto gs = b->gpu->alloc(static_cast<size_t>(m.nbytes()));
-  REQUIRE(gs.is_ok());
+  GT_REQUIRE_OK(gs);
   p.g = Tensor{m, *gs, nullptr};
   OpAttrs a = make_shape_dtype(s, dt);
   a.data = std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size());
   Status st = b->gpu->run(KernelArgs{OpId::k_from_host, a, {}, p.g, session});
   INFO(st.message());
-  REQUIRE(st.is_ok());
+  GT_REQUIRE_OK(st);
   return p;
 }
 
@@ -149,14 +150,14 @@ RunResult run_both(OpId op, const OpAttrs& attrs, const std::vector<const Pair*>
   const size_t nbytes = static_cast<size_t>(meta->nbytes());
   auto cs = b->cpu.alloc(nbytes);
   auto gs = b->gpu->alloc(nbytes);
-  REQUIRE(cs.is_ok());
-  REQUIRE(gs.is_ok());
+  GT_REQUIRE_OK(cs);
+  GT_REQUIRE_OK(gs);
   r.out.c = Tensor{*meta, *cs, nullptr};
   r.out.g = Tensor{*meta, *gs, nullptr};
   if (nbytes > 0) {
     std::memset(r.out.c.storage->data(), 0xff, nbytes);
     auto stream = b->gpu->stream_of(session);
-    REQUIRE(stream.is_ok());
+    GT_REQUIRE_OK(stream);
     REQUIRE(cudaMemsetAsync(r.out.g.storage->data(), 0xff, nbytes, *stream) == cudaSuccess);
   }
   r.cpu = b->cpu.run(KernelArgs{op, attrs, cin, r.out.c, session});
@@ -174,7 +175,7 @@ std::vector<double> fetch_gpu(const Tensor& t, uint64_t session) {
   std::vector<unsigned char> raw(static_cast<size_t>(t.meta.nbytes()));
   Status st = backends()->gpu->copy_to_host(t, 0, raw.data(), raw.size(), session);
   INFO(st.message());
-  REQUIRE(st.is_ok());
+  GT_REQUIRE_OK(st);
   return decode(raw, t.meta.dtype);
 }
 

@@ -6,6 +6,7 @@
 
 #include "libgtcore/shape_rules.h"
 #include "tests/gpu/parity_harness.h"
+#include "require_ok.h"
 
 namespace gt::gpu_test {
 namespace {
@@ -28,21 +29,21 @@ TEST_CASE("cuda backend: uploaded bool bytes are stored as 0/1", "[.gpu]") {
   const std::string wire("\x00\x01\x02\xff\x80", 5);  // any nonzero byte from the wire is true
   const TensorMeta m{Shape{5}, DType::kBool};
   auto st = g.alloc(5);
-  REQUIRE(st.is_ok());
+  GT_REQUIRE_OK(st);
   Tensor t{m, *st, nullptr};
   OpAttrs a = make_shape_dtype(m.shape, DType::kBool);
   a.data = wire;
-  REQUIRE(g.run(KernelArgs{OpId::k_from_host, a, {}, t, 1}).is_ok());
+  GT_REQUIRE_OK(g.run(KernelArgs{OpId::k_from_host, a, {}, t, 1}));
   unsigned char raw[5] = {9, 9, 9, 9, 9};
-  REQUIRE(g.copy_to_host(t, 0, raw, 5, 1).is_ok());
+  GT_REQUIRE_OK(g.copy_to_host(t, 0, raw, 5, 1));
   CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 1, 1});
   const std::string chunk("\x00\x07", 2);
   OpAttrs c;
   c.push_int(3);
   c.data = chunk;
   const Tensor* ins[] = {&t};
-  REQUIRE(g.run(KernelArgs{OpId::k_host_chunk, c, std::span<const Tensor* const>(ins, 1), t, 1}).is_ok());
-  REQUIRE(g.copy_to_host(t, 0, raw, 5, 1).is_ok());
+  GT_REQUIRE_OK(g.run(KernelArgs{OpId::k_host_chunk, c, std::span<const Tensor* const>(ins, 1), t, 1}));
+  GT_REQUIRE_OK(g.copy_to_host(t, 0, raw, 5, 1));
   CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 0, 1});
 }
 
@@ -53,12 +54,12 @@ TEST_CASE("cuda backend: caching allocator reuses blocks and keeps stats", "[.gp
   void* first = nullptr;
   {
     auto s = g.alloc(3 << 20);
-    REQUIRE(s.is_ok());
+    GT_REQUIRE_OK(s);
     first = (*s)->data();
     CHECK(g.stats().allocated_bytes >= before.allocated_bytes + (3u << 20));
   }
   auto again = g.alloc((3 << 20) - 100);  // same size class
-  REQUIRE(again.is_ok());
+  GT_REQUIRE_OK(again);
   CHECK((*again)->data() == first);
   CHECK(g.stats().peak_bytes >= g.stats().allocated_bytes);
   CHECK(g.stats().reserved_bytes >= g.stats().allocated_bytes);
@@ -86,7 +87,7 @@ TEST_CASE("cuda backend: out of memory is an error, and memory comes back", "[.g
   // After the tensors are freed the same sizes allocate again (from the cache).
   for (int i = 0; i < 4; ++i) {
     auto s = g.alloc(chunk);
-    REQUIRE(s.is_ok());
+    GT_REQUIRE_OK(s);
     held.push_back(*s);
   }
   held.clear();
@@ -102,9 +103,9 @@ TEST_CASE("cuda backend: a tiny memory limit gives ResourceExhausted on the op's
   CudaBackendOptions o;
   o.max_memory_bytes = 1 << 20;
   auto small = CudaBackend::create(0, o);
-  REQUIRE(small.is_ok());
+  GT_REQUIRE_OK(small);
   auto ok = (*small)->alloc(1000);
-  REQUIRE(ok.is_ok());
+  GT_REQUIRE_OK(ok);
   auto too_big = (*small)->alloc(2 << 20);
   CHECK(too_big.status().code() == Code::kResourceExhausted);
 }
@@ -128,8 +129,8 @@ TEST_CASE("cuda backend: two sessions on two streams run concurrently and correc
   for (int step = 0; step < 6; ++step) {
     chain1.push_back(run_both(OpId::k_matmul, OpAttrs{}, {x1, &a1}, s1));
     chain2.push_back(run_both(OpId::k_matmul, OpAttrs{}, {x2, &a2}, s2));
-    REQUIRE(chain1.back().gpu.is_ok());
-    REQUIRE(chain2.back().gpu.is_ok());
+    GT_REQUIRE_OK(chain1.back().gpu);
+    GT_REQUIRE_OK(chain2.back().gpu);
     x1 = &chain1.back().out;
     x2 = &chain2.back().out;
     // Keep values bounded: tanh after every product.
@@ -144,12 +145,12 @@ TEST_CASE("cuda backend: two sessions on two streams run concurrently and correc
       chain2[chain2.size() - 3].out = Pair{};
     }
   }
-  REQUIRE(be->gpu->synchronize(s1).is_ok());
+  GT_REQUIRE_OK(be->gpu->synchronize(s1));
   expect_close(*x1, {1e-3, 2e-4}, "session 1 chain", s1);
   expect_close(*x2, {1e-3, 2e-4}, "session 2 chain", s2);
   be->gpu->end_session(s1);
   be->gpu->end_session(s2);
-  CHECK(be->gpu->synchronize(s1).is_ok());  // an ended session has nothing queued
+  GT_CHECK_OK(be->gpu->synchronize(s1));  // an ended session has nothing queued
 }
 
 }  // namespace

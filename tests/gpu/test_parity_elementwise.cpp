@@ -6,6 +6,7 @@
 
 #include "tests/gpu/parity_harness.h"
 #include "tests/reference/unary_reference.h"
+#include "require_ok.h"
 
 namespace gt::gpu_test {
 namespace {
@@ -185,8 +186,8 @@ TEST_CASE("cuda parity: cast and copy_", "[.gpu]") {
       // In place: the kernel writes `dst` itself.
       Backends* b = backends();
       std::vector<const Tensor*> ci{&dst.c, &row.c}, gi{&dst.g, &row.g};
-      REQUIRE(b->cpu.run(KernelArgs{OpId::k_copy_, OpAttrs{}, ci, dst.c, 1}).is_ok());
-      REQUIRE(b->gpu->run(KernelArgs{OpId::k_copy_, OpAttrs{}, gi, dst.g, 1}).is_ok());
+      GT_REQUIRE_OK(b->cpu.run(KernelArgs{OpId::k_copy_, OpAttrs{}, ci, dst.c, 1}));
+      GT_REQUIRE_OK(b->gpu->run(KernelArgs{OpId::k_copy_, OpAttrs{}, gi, dst.g, 1}));
       expect_close(dst, default_tol(dt), "copy_ broadcast row " + describe(Shape{4, 1023}, dt));
     }
   }

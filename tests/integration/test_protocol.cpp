@@ -9,6 +9,7 @@
 #include "instr_builder.h"
 #include "libgtcore/frame_codec.h"
 #include "raw_client.h"
+#include "require_ok.h"
 
 using namespace gt;
 using namespace gt::testing;
@@ -34,7 +35,7 @@ void expect_healthy(const std::string& address) {
 
 std::string frame_bytes(const v1::ClientMessage& m) {
   std::string out;
-  REQUIRE(append_frame(&out, m).is_ok());
+  GT_REQUIRE_OK(append_frame(&out, m));
   return out;
 }
 

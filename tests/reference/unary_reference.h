@@ -32,6 +32,7 @@ inline std::optional<UnaryReference> unary_reference(OpId op) {
     case OpId::k_sigmoid:
       return UnaryReference{[](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -5, 5, 1e-5};
     case OpId::k_tanh: return UnaryReference{[](double x) { return std::tanh(x); }, -5, 5, 1e-5};
+    case OpId::k_erf: return UnaryReference{[](double x) { return std::erf(x); }, -4, 4, 1e-6};
     default: return std::nullopt;
   }
 }

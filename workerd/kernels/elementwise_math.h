@@ -60,6 +60,9 @@ template <> struct UnaryFn<OpId::k_sqrt> {
 template <> struct UnaryFn<OpId::k_tanh> {
   GT_HOST_DEVICE static float f(float x) { return tanhf(x); }
 };
+template <> struct UnaryFn<OpId::k_erf> {
+  GT_HOST_DEVICE static float f(float x) { return erff(x); }
+};
 template <> struct UnaryFn<OpId::k_sigmoid> {
   GT_HOST_DEVICE static float f(float x) {
     if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "libgtcore/config.h"
+#include "require_ok.h"
 
 using namespace gt;
 
@@ -75,13 +76,13 @@ TEST_CASE("declared options have their defaults", "[config]") {
 
 TEST_CASE("YAML strings set options", "[config]") {
   Config c = make();
-  REQUIRE(c.load_yaml_string("port: 1234\n"
+  GT_REQUIRE_OK(c.load_yaml_string("port: 1234\n"
                              "listen_address: 0.0.0.0\n"
                              "ratio: 0.25\n"
                              "exit_when_idle: true\n"
                              "log_level: \"debug\"\n",
                              "test.yaml")
-              .is_ok());
+              );
   CHECK(c.get_int("port") == 1234);
   CHECK(c.get_string("listen_address") == "0.0.0.0");
   CHECK(c.get_double("ratio") == 0.25);
@@ -90,14 +91,14 @@ TEST_CASE("YAML strings set options", "[config]") {
   CHECK(c.was_set("port"));
   CHECK_FALSE(c.was_set("max_frame_bytes"));
   // empty documents and comment-only files are fine
-  CHECK(c.load_yaml_string("", "empty.yaml").is_ok());
-  CHECK(c.load_yaml_string("# only a comment\n", "c.yaml").is_ok());
+  GT_CHECK_OK(c.load_yaml_string("", "empty.yaml"));
+  GT_CHECK_OK(c.load_yaml_string("# only a comment\n", "c.yaml"));
   CHECK(c.get_int("port") == 1234);
   // dashes in keys are accepted like flags
-  REQUIRE(c.load_yaml_string("max-frame-bytes: 2048", "t").is_ok());
+  GT_REQUIRE_OK(c.load_yaml_string("max-frame-bytes: 2048", "t"));
   CHECK(c.get_int("max_frame_bytes") == 2048);
   // an empty string value for a string option
-  REQUIRE(c.load_yaml_string("log_level: ''", "t").is_ok());
+  GT_REQUIRE_OK(c.load_yaml_string("log_level: ''", "t"));
   CHECK(c.get_string("log_level").empty());
 }
 
@@ -142,11 +143,11 @@ TEST_CASE("out-of-range and wrongly typed values name the key", "[config]") {
     CHECK(c.get_int("port") == 29500);  // nothing changed
   }
   Config c = make();
-  CHECK(c.load_yaml_string("port: 0", "f").is_ok());
-  CHECK(c.load_yaml_string("port: 65535", "f").is_ok());
+  GT_CHECK_OK(c.load_yaml_string("port: 0", "f"));
+  GT_CHECK_OK(c.load_yaml_string("port: 65535", "f"));
   CHECK(c.get_int("port") == 65535);
-  CHECK(c.load_yaml_string("max_frame_bytes: 1024", "f").is_ok());
-  CHECK(c.load_yaml_string("max_frame_bytes: 1073741824", "f").is_ok());
+  GT_CHECK_OK(c.load_yaml_string("max_frame_bytes: 1024", "f"));
+  GT_CHECK_OK(c.load_yaml_string("max_frame_bytes: 1073741824", "f"));
 }
 
 TEST_CASE("malformed YAML documents are errors naming the source", "[config]") {
@@ -162,15 +163,15 @@ TEST_CASE("malformed YAML documents are errors naming the source", "[config]") {
 TEST_CASE("bool spellings", "[config]") {
   for (const std::string t : {"true", "yes", "on", "1"}) {
     Config c = make();
-    REQUIRE(c.set("exit_when_idle", t, "x").is_ok());
+    GT_REQUIRE_OK(c.set("exit_when_idle", t, "x"));
     CHECK(c.get_bool("exit_when_idle"));
-    REQUIRE(c.load_yaml_string("exit_when_idle: " + t, "y").is_ok());
+    GT_REQUIRE_OK(c.load_yaml_string("exit_when_idle: " + t, "y"));
     CHECK(c.get_bool("exit_when_idle"));
   }
   for (const std::string f : {"false", "no", "off", "0"}) {
     Config c = make();
-    REQUIRE(c.set("exit_when_idle", "true", "x").is_ok());
-    REQUIRE(c.set("exit_when_idle", f, "x").is_ok());
+    GT_REQUIRE_OK(c.set("exit_when_idle", "true", "x"));
+    GT_REQUIRE_OK(c.set("exit_when_idle", f, "x"));
     CHECK_FALSE(c.get_bool("exit_when_idle"));
   }
   Config c = make();
@@ -182,7 +183,7 @@ TEST_CASE("parse_args", "[config]") {
     Config c = make();
     Argv a({"--port=1234", "--listen-address", "10.0.0.1", "--exit-when-idle",
             "--max_frame_bytes=4096", "--ratio", "0.75"});
-    REQUIRE(c.parse_args(a.argc(), a.argv()).is_ok());
+    GT_REQUIRE_OK(c.parse_args(a.argc(), a.argv()));
     CHECK(c.get_int("port") == 1234);
     CHECK(c.get_string("listen_address") == "10.0.0.1");
     CHECK(c.get_bool("exit_when_idle"));
@@ -192,14 +193,14 @@ TEST_CASE("parse_args", "[config]") {
   SECTION("--flag=false") {
     Config c = make();
     Argv a({"--exit-when-idle", "--exit-when-idle=false"});
-    REQUIRE(c.parse_args(a.argc(), a.argv()).is_ok());
+    GT_REQUIRE_OK(c.parse_args(a.argc(), a.argv()));
     CHECK_FALSE(c.get_bool("exit_when_idle"));
   }
   SECTION("positional arguments") {
     Config c = make();
     Argv a({"first", "--port", "7", "second", "-x"});
     std::vector<std::string> pos;
-    REQUIRE(c.parse_args(a.argc(), a.argv(), &pos).is_ok());
+    GT_REQUIRE_OK(c.parse_args(a.argc(), a.argv(), &pos));
     CHECK(pos == std::vector<std::string>{"first", "second", "-x"});
     CHECK(c.get_int("port") == 7);
     Config c2 = make();
@@ -235,7 +236,7 @@ TEST_CASE("a config file given by --config is loaded in place and later flags ov
   {
     Config c = make();
     Argv a({"--port=1", "--config", file, "--log-level=error"});
-    REQUIRE(c.parse_args(a.argc(), a.argv()).is_ok());
+    GT_REQUIRE_OK(c.parse_args(a.argc(), a.argv()));
     CHECK(c.get_int("port") == 4000);              // the file overrides the earlier flag
     CHECK(c.get_string("log_level") == "error");   // the later flag overrides the file
     CHECK(c.get_bool("exit_when_idle"));
@@ -243,13 +244,13 @@ TEST_CASE("a config file given by --config is loaded in place and later flags ov
   {
     Config c = make();
     Argv a({"--config=" + file, "--port", "5"});
-    REQUIRE(c.parse_args(a.argc(), a.argv()).is_ok());
+    GT_REQUIRE_OK(c.parse_args(a.argc(), a.argv()));
     CHECK(c.get_int("port") == 5);
     CHECK(c.get_string("log_level") == "warn");
   }
   {
     Config c = make();
-    REQUIRE(c.load_yaml_file(file).is_ok());
+    GT_REQUIRE_OK(c.load_yaml_file(file));
     CHECK(c.get_int("port") == 4000);
   }
   SECTION("errors in a file name the file and the key") {
@@ -262,7 +263,7 @@ TEST_CASE("a config file given by --config is loaded in place and later flags ov
   }
   SECTION("comment-only and missing files") {
     Config c = make();
-    CHECK(c.load_yaml_file(dir.write("empty.yaml", "# nothing here\n")).is_ok());
+    GT_CHECK_OK(c.load_yaml_file(dir.write("empty.yaml", "# nothing here\n")));
     Status st = c.load_yaml_file((dir.path / "missing.yaml").string());
     REQUIRE_FALSE(st.is_ok());
     CHECK(st.code() == Code::kNotFound);

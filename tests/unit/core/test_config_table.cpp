@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "require_ok.h"
 #include "libgtcore/config_table.h"
 
 using namespace gt;
@@ -100,7 +101,7 @@ TEST_CASE("integer rows enforce their bounds and the bounds fit the members", "[
     }
     for (int64_t good : {lo, hi}) {
       Config c = declared();
-      REQUIRE(c.set(r.name, std::to_string(good), "t.yaml").is_ok());
+      GT_REQUIRE_OK(c.set(r.name, std::to_string(good), "t.yaml"));
       // The member holds the bound exactly (no narrowing on the way in).
       CHECK(OptionTable<TestOptions>::value_in(r, filled(c)) == Config::Value(good));
     }
@@ -122,8 +123,8 @@ TEST_CASE("flags and YAML fill the members", "[config_table]") {
   std::vector<std::string> args = {"prog", "--port=7", "--exit-when-idle", "--listen-address",
                                    "0.0.0.0", "--window", "32"};
   std::vector<char*> argv = argv_of(args);
-  REQUIRE(c.parse_args(static_cast<int>(argv.size()), argv.data()).is_ok());
-  REQUIRE(c.load_yaml_string("log_level: debug\noffset: -100\n", "t.yaml").is_ok());
+  GT_REQUIRE_OK(c.parse_args(static_cast<int>(argv.size()), argv.data()));
+  GT_REQUIRE_OK(c.load_yaml_string("log_level: debug\noffset: -100\n", "t.yaml"));
   const TestOptions o = filled(c);
   CHECK(o.port == 7);
   CHECK(o.exit_when_idle);
@@ -159,7 +160,7 @@ TEST_CASE("the documented YAML loads back to the values it was rendered from", "
   const std::string yaml = table().yaml(o);
   INFO(yaml);
   Config c = declared();
-  REQUIRE(c.load_yaml_string(yaml, "rendered.yaml").is_ok());
+  GT_REQUIRE_OK(c.load_yaml_string(yaml, "rendered.yaml"));
   const TestOptions back = filled(c);
   for (const auto& r : table().rows()) {
     INFO(r.name);

@@ -12,6 +12,7 @@
 #include "libgtcore/frame_codec.h"
 #include "gt/core/ops.h"
 #include "proto/gt.pb.h"
+#include "require_ok.h"
 
 using namespace gt;
 
@@ -104,7 +105,7 @@ Stream make_stream() {
   static const auto m5 = dispatch_msg();
   for (const google::protobuf::MessageLite* m :
        std::vector<const google::protobuf::MessageLite*>{&m1, &m2, &empty, &m3, &m4, &empty, &m5}) {
-    REQUIRE(append_frame(&s.bytes, *m).is_ok());
+    GT_REQUIRE_OK(append_frame(&s.bytes, *m));
     s.bodies.push_back(m->SerializeAsString());
   }
   return s;
@@ -114,7 +115,7 @@ Stream make_stream() {
 void drain(FrameDecoder& d, std::vector<std::string>* out) {
   for (;;) {
     auto r = d.next();
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     if (!r->has_value()) return;
     out->emplace_back(**r);
   }
@@ -125,7 +126,7 @@ void drain(FrameDecoder& d, std::vector<std::string>* out) {
 TEST_CASE("append_frame writes a little-endian length and the serialized message", "[frame]") {
   auto m = reply_msg(1000);
   std::string out = "prefix";
-  REQUIRE(append_frame(&out, m).is_ok());
+  GT_REQUIRE_OK(append_frame(&out, m));
   REQUIRE(out.size() == 6 + 4 + m.ByteSizeLong());
   const auto* p = reinterpret_cast<const uint8_t*>(out.data() + 6);
   uint32_t len = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
@@ -148,12 +149,12 @@ TEST_CASE("frames round-trip through the decoder", "[frame]") {
   v1::ServerMessage reply;
   v1::WorkerMessage ack;
   v1::DispatchMessage disp;
-  REQUIRE(parse_frame(got[0], &hello).is_ok());
-  REQUIRE(parse_frame(got[1], &batch).is_ok());
-  REQUIRE(parse_frame(got[2], &empty).is_ok());
-  REQUIRE(parse_frame(got[3], &reply).is_ok());
-  REQUIRE(parse_frame(got[4], &ack).is_ok());
-  REQUIRE(parse_frame(got[6], &disp).is_ok());
+  GT_REQUIRE_OK(parse_frame(got[0], &hello));
+  GT_REQUIRE_OK(parse_frame(got[1], &batch));
+  GT_REQUIRE_OK(parse_frame(got[2], &empty));
+  GT_REQUIRE_OK(parse_frame(got[3], &reply));
+  GT_REQUIRE_OK(parse_frame(got[4], &ack));
+  GT_REQUIRE_OK(parse_frame(got[6], &disp));
   CHECK(hello.hello().credentials().user() == "alice");
   CHECK(hello.hello().op_table_hash() == op_table_hash());
   CHECK(hello.hello().role() == v1::ROLE_CLIENT);
@@ -214,7 +215,7 @@ TEST_CASE("large frames in random-sized reads", "[frame]") {
   std::vector<std::string> bodies;
   for (size_t n : {300000u, 10u, 70000u}) {
     auto m = reply_msg(n);
-    REQUIRE(append_frame(&bytes, m).is_ok());
+    GT_REQUIRE_OK(append_frame(&bytes, m));
     bodies.push_back(m.SerializeAsString());
   }
   std::mt19937 rng(7);
@@ -234,11 +235,11 @@ TEST_CASE("large frames in random-sized reads", "[frame]") {
 
 TEST_CASE("zero-length frames", "[frame]") {
   std::string bytes;
-  REQUIRE(append_frame(&bytes, v1::ClientMessage{}).is_ok());
+  GT_REQUIRE_OK(append_frame(&bytes, v1::ClientMessage{}));
   CHECK(bytes == std::string(4, '\0'));
   bytes += std::string(4, '\0');  // a second empty frame written by hand
   auto m = ack_msg();
-  REQUIRE(append_frame(&bytes, m).is_ok());
+  GT_REQUIRE_OK(append_frame(&bytes, m));
   FrameDecoder d;
   d.append(bytes);
   std::vector<std::string> got;
@@ -247,9 +248,9 @@ TEST_CASE("zero-length frames", "[frame]") {
   CHECK(got[0].empty());
   CHECK(got[1].empty());
   v1::WorkerMessage w;
-  REQUIRE(parse_frame(got[0], &w).is_ok());
+  GT_REQUIRE_OK(parse_frame(got[0], &w));
   CHECK(w.kind_case() == v1::WorkerMessage::KIND_NOT_SET);
-  REQUIRE(parse_frame(got[2], &w).is_ok());
+  GT_REQUIRE_OK(parse_frame(got[2], &w));
   CHECK(w.ack().executed_seq() == m.ack().executed_seq());
 }
 
@@ -286,13 +287,13 @@ TEST_CASE("an oversized length is refused before anything is allocated", "[frame
                  static_cast<char>(len >> 24)};
     d.append(std::string_view(h, 4));
     auto r = d.next();
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     CHECK_FALSE(r->has_value());
     d.prepare(1024);
     CHECK(d.capacity() < 8 * 1024);  // the declared length alone reserves nothing
     d.append(std::string(max, 'x'));
     r = d.next();
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     REQUIRE(r->has_value());
     CHECK((*r)->size() == max);
   }
@@ -302,14 +303,14 @@ TEST_CASE("an oversized length is refused before anything is allocated", "[frame
     Status st = append_frame(&out, m, 1024);
     CHECK(st.code() == Code::kResourceExhausted);
     CHECK(out == "abc");
-    CHECK(append_frame(&out, m, m.ByteSizeLong()).is_ok());
+    GT_CHECK_OK(append_frame(&out, m, m.ByteSizeLong()));
   }
   SECTION("the maximum can be lowered on a live decoder") {
     FrameDecoder d;
     CHECK(d.max_frame_bytes() == kDefaultMaxFrameBytes);
     d.set_max_frame_bytes(16);
     std::string bytes;
-    REQUIRE(append_frame(&bytes, hello_msg()).is_ok());  // > 16 bytes
+    GT_REQUIRE_OK(append_frame(&bytes, hello_msg()));  // > 16 bytes
     d.append(bytes);
     CHECK_FALSE(d.next().is_ok());
   }
@@ -333,18 +334,18 @@ TEST_CASE("garbage bodies are a parse_frame error, not a crash", "[frame]") {
   }
   // A garbage frame in the middle of a stream does not disturb the frames around it.
   std::string bytes;
-  REQUIRE(append_frame(&bytes, ack_msg()).is_ok());
+  GT_REQUIRE_OK(append_frame(&bytes, ack_msg()));
   bytes += std::string("\x02\x00\x00\x00\x0a\x05", 6);
-  REQUIRE(append_frame(&bytes, ack_msg()).is_ok());
+  GT_REQUIRE_OK(append_frame(&bytes, ack_msg()));
   FrameDecoder d;
   d.append(bytes);
   std::vector<std::string> got;
   drain(d, &got);
   REQUIRE(got.size() == 3);
   v1::WorkerMessage w;
-  CHECK(parse_frame(got[0], &w).is_ok());
+  GT_CHECK_OK(parse_frame(got[0], &w));
   CHECK_FALSE(parse_frame(got[1], &w).is_ok());
-  CHECK(parse_frame(got[2], &w).is_ok());
+  GT_CHECK_OK(parse_frame(got[2], &w));
   CHECK(w.ack().executed_seq() == 0x123456789abcull);
 }
 
@@ -362,7 +363,7 @@ TEST_CASE("the decoder's buffer follows the bytes received, not the declared len
   FrameDecoder d(len);
   d.set_retain_bytes(0);  // as a dispatcher's client connection
   d.append(header_for(len));
-  REQUIRE(d.next().is_ok());
+  GT_REQUIRE_OK(d.next());
   SECTION("a header alone costs a few KiB however often room is asked for") {
     for (int i = 0; i < 100; ++i) d.prepare(4096);
     CHECK(d.capacity() < 16 * 1024);
@@ -383,7 +384,7 @@ TEST_CASE("the decoder's buffer follows the bytes received, not the declared len
       sent += n;
       ++reads;
       auto r = d.next();
-      REQUIRE(r.is_ok());
+      GT_REQUIRE_OK(r);
       if (r->has_value()) body = (*r)->size();
     }
     CHECK(*body == len);
@@ -396,9 +397,9 @@ TEST_CASE("the decoder's buffer follows the bytes received, not the declared len
     d.append(std::string(len, 'z'));
     d.append(header_for(len));
     auto r = d.next();
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     REQUIRE(r->has_value());
-    REQUIRE(d.next().is_ok());  // sees the second header
+    GT_REQUIRE_OK(d.next());  // sees the second header
     const size_t cap = d.capacity();
     d.prepare(4096);
     CHECK(d.capacity() == cap);
@@ -410,7 +411,7 @@ TEST_CASE("a decoder retains up to retain_bytes between large frames", "[frame][
   auto one_frame = [&](uint32_t len) {
     d.append(header_for(len) + std::string(len, 'r'));
     auto r = d.next();
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     REQUIRE(r->has_value());
     CHECK((*r)->size() == len);
     d.prepare(64 * 1024);

@@ -7,6 +7,7 @@
 #include "libgtcore/frame_codec.h"
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/shape_rules.h"
+#include "require_ok.h"
 
 using namespace gt;
 
@@ -83,12 +84,12 @@ TEST_CASE("encode/decode round trip", "[instr_codec]") {
     v1::ClientMessage msg;
     *msg.mutable_batch()->add_instrs() = in;
     std::string frame;
-    REQUIRE(append_frame(&frame, msg).is_ok());
+    GT_REQUIRE_OK(append_frame(&frame, msg));
     v1::ClientMessage back;
-    REQUIRE(parse_frame(std::string_view(frame).substr(4), &back).is_ok());
+    GT_REQUIRE_OK(parse_frame(std::string_view(frame).substr(4), &back));
     auto d = decode_instr(back.batch().instrs(0));
     INFO(d.status().to_string());
-    REQUIRE(d.is_ok());
+    GT_REQUIRE_OK(d);
     CHECK(d->op == c.op);
     check_same(d->attrs, c.attrs);
   }
@@ -101,7 +102,7 @@ TEST_CASE("every op's wire id decodes to that op", "[instr_codec]") {
     in.set_op(op_wire_id(op));
     auto d = decode_instr(in);
     INFO(op_name(op));
-    REQUIRE(d.is_ok());
+    GT_REQUIRE_OK(d);
     CHECK(d->op == op);
   }
 }
@@ -122,7 +123,7 @@ TEST_CASE("decode refuses bad shapes", "[instr_codec]") {
   expect_refused(in, "rank 9");
   in.clear_shape();
   for (int i = 0; i < 8; ++i) in.add_shape(1);
-  CHECK(decode_instr(in).is_ok());  // rank 8 is the maximum
+  GT_CHECK_OK(decode_instr(in));  // rank 8 is the maximum
 
   in = zeros_instr();
   in.set_shape(1, -3);
@@ -138,14 +139,14 @@ TEST_CASE("decode refuses too many attributes", "[instr_codec]") {
   v1::Instr in;
   in.set_op(op_wire_id(OpId::k_permute));
   for (int i = 0; i < kMaxInts; ++i) in.add_ints(i);
-  CHECK(decode_instr(in).is_ok());
+  GT_CHECK_OK(decode_instr(in));
   in.add_ints(0);
   expect_refused(in, "integer attributes");
 
   v1::Instr ar;
   encode_instr(OpId::k_arange, make_arange(0, 1, 1, DType::kFloat32), &ar);
   ar.add_reals(0);
-  CHECK(decode_instr(ar).is_ok());  // 4 reals
+  GT_CHECK_OK(decode_instr(ar));  // 4 reals
   ar.add_reals(0);
   expect_refused(ar, "real attributes");
 }
@@ -170,7 +171,7 @@ TEST_CASE("decoded attributes are re-checked by the shape rules", "[instr_codec]
   v1::Instr in;
   encode_instr(OpId::k_reshape, make_reshape({5}), &in);
   auto d = decode_instr(in);
-  REQUIRE(d.is_ok());
+  GT_REQUIRE_OK(d);
   std::vector<TensorMeta> x = {TensorMeta{Shape{2, 3}, DType::kFloat32}};
   CHECK_FALSE(infer_meta(d->op, x, d->attrs).is_ok());
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "libgtcore/shape_rules.h"
+#include "require_ok.h"
 
 using namespace gt;
 
@@ -410,7 +411,7 @@ TEST_CASE("infer_meta success cases give the expected shape and dtype", "[shape_
     INFO(op_name(c.op) << ": " << c.what);
     auto r = infer(c.op, c.in, c.attrs);
     INFO("status: " << r.status().to_string());
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     CHECK(meta_str(*r) == meta_str(c.want));
   }
 }
@@ -524,23 +525,23 @@ TEST_CASE("dtype promotion table (tensor, tensor)", "[shape_rules][dtype]") {
       INFO(dtype_name(a) << " with " << dtype_name(b));
       CHECK(dtype_name(promote(a, b)) == std::string(dtype_name(want)));
       auto add = infer(OpId::k_add, {M({2}, a), M({2}, b)});
-      REQUIRE(add.is_ok());
+      GT_REQUIRE_OK(add);
       CHECK(dtype_name(add->dtype) == std::string(dtype_name(want)));
       // true division: integral/bool results become float32
       auto div = infer(OpId::k_div, {M({2}, a), M({2}, b)});
-      REQUIRE(div.is_ok());
+      GT_REQUIRE_OK(div);
       DType want_div = is_floating(want) ? want : F32;
       CHECK(dtype_name(div->dtype) == std::string(dtype_name(want_div)));
       // comparisons are bool whatever the inputs
       auto lt = infer(OpId::k_lt, {M({2}, a), M({2}, b)});
-      REQUIRE(lt.is_ok());
+      GT_REQUIRE_OK(lt);
       CHECK(lt->dtype == BOOL);
       // sub/pow refuse bool results only
       auto sub = infer(OpId::k_sub, {M({2}, a), M({2}, b)});
       CHECK(sub.is_ok() == (want != BOOL));
       // where promotes its two value operands the same way
       auto wh = infer(OpId::k_where, {M({2}, BOOL), M({2}, a), M({2}, b)});
-      REQUIRE(wh.is_ok());
+      GT_REQUIRE_OK(wh);
       CHECK(wh->dtype == want);
     }
 }
@@ -554,14 +555,14 @@ TEST_CASE("dtype promotion with a Python scalar", "[shape_rules][dtype]") {
       for (ScalarSide side : {ScalarSide::kRight, ScalarSide::kLeft}) {
         auto r = infer(OpId::k_mul, {M({3, 1}, t)},
                        make_binary_scalar(side, integral ? 2.0 : 2.5, integral));
-        REQUIRE(r.is_ok());
+        GT_REQUIRE_OK(r);
         CHECK(r->shape == Shape({3, 1}));
         CHECK(r->dtype == want);
         auto d = infer(OpId::k_div, {M({3}, t)}, make_binary_scalar(side, 2.0, integral));
-        REQUIRE(d.is_ok());
+        GT_REQUIRE_OK(d);
         CHECK(d->dtype == (is_floating(want) ? want : F32));
         auto e = infer(OpId::k_ge, {M({3}, t)}, make_binary_scalar(side, 2.0, integral));
-        REQUIRE(e.is_ok());
+        GT_REQUIRE_OK(e);
         CHECK(e->dtype == BOOL);
       }
     }
@@ -600,7 +601,7 @@ TEST_CASE("reductions over every dim of a rank-4 tensor", "[shape_rules]") {
       }
       auto r = infer(OpId::k_max, {M(x)}, make_reduce(dim, keep));
       INFO("dim " << dim << " keepdim " << keep);
-      REQUIRE(r.is_ok());
+      GT_REQUIRE_OK(r);
       CHECK(r->shape.str() == want.str());
     }
   CHECK_FALSE(infer(OpId::k_max, {M(x)}, make_reduce(4, false)).is_ok());
@@ -632,7 +633,7 @@ TEST_CASE("broadcast_shapes, normalize_dim and Shape::from", "[shape]") {
   CHECK_FALSE(Shape::from(neg).is_ok());
   CHECK_FALSE(Shape::from(big).is_ok());  // 2^49 > kMaxNumel
   auto s = Shape::from(ok);
-  REQUIRE(s.is_ok());
+  GT_REQUIRE_OK(s);
   CHECK(s->numel() == 0);
   CHECK(Shape({2, 3, 4}).numel() == 24);
   CHECK(Shape({}).numel() == 1);
@@ -682,8 +683,8 @@ TEST_CASE("Shape::numel is 0 whenever a dim is 0", "[shape]") {
   CHECK(Shape({big, 0, big}).numel() == 0);
   CHECK(Shape({big, big, 0}).numel() == 0);
   std::vector<int64_t> dims = {big, big, 0};
-  CHECK(Shape::from(dims).is_ok());
-  CHECK(infer(OpId::k_zeros, {}, make_shape_dtype({big, big, 0}, F32)).is_ok());
+  GT_CHECK_OK(Shape::from(dims));
+  GT_CHECK_OK(infer(OpId::k_zeros, {}, make_shape_dtype({big, big, 0}, F32)));
 }
 
 // Issue item 11: empty tensors with huge dims are empty in either order; integer ** negative
@@ -693,14 +694,14 @@ TEST_CASE("empty shapes with huge dims: numel, nbytes and strides in either orde
     INFO(s.str());
     CHECK(s.numel() == 0);
     CHECK(TensorMeta{s, I64}.nbytes() == 0);
-    CHECK(check_shape_size(s, I64).is_ok());
-    CHECK(infer(OpId::k_zeros, {}, make_shape_dtype(s, F32)).is_ok());
+    GT_CHECK_OK(check_shape_size(s, I64));
+    GT_CHECK_OK(infer(OpId::k_zeros, {}, make_shape_dtype(s, F32)));
     (void)contiguous_strides(s);  // no signed overflow (UBSan builds check)
   }
   // Reducing the empty dim away would leave 2^63-1 elements: refused, whichever dim it is.
   CHECK_FALSE(infer(OpId::k_sum, {M({kI64Max, 0})}, make_reduce(1, false)).is_ok());
   CHECK_FALSE(infer(OpId::k_sum, {M({0, kI64Max})}, make_reduce(0, false)).is_ok());
-  CHECK(infer(OpId::k_sum, {M({kI64Max, 0})}, make_reduce(kAllDims, false)).is_ok());
+  GT_CHECK_OK(infer(OpId::k_sum, {M({kI64Max, 0})}, make_reduce(kAllDims, false)));
 }
 
 TEST_CASE("integer ** negative integer scalar is refused like PyTorch", "[shape_rules][pow]") {
@@ -714,17 +715,17 @@ TEST_CASE("integer ** negative integer scalar is refused like PyTorch", "[shape_
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().message() == "Integers to negative integer powers are not allowed.");
     CHECK_FALSE(pw(M({3}, d), ScalarSide::kRight, -2, true).is_ok());
-    CHECK(pw(M({3}, d), ScalarSide::kRight, 0, true).is_ok());
-    CHECK(pw(M({3}, d), ScalarSide::kRight, 2, true).is_ok());
+    GT_CHECK_OK(pw(M({3}, d), ScalarSide::kRight, 0, true));
+    GT_CHECK_OK(pw(M({3}, d), ScalarSide::kRight, 2, true));
     CHECK(pw(M({3}, d), ScalarSide::kRight, -1, false)->dtype == F32);  // float exponent
-    CHECK(pw(M({3}, d), ScalarSide::kLeft, -2, true).is_ok());          // (-2) ** x
+    GT_CHECK_OK(pw(M({3}, d), ScalarSide::kLeft, -2, true));          // (-2) ** x
   }
-  CHECK(pw(M({3}, F32), ScalarSide::kRight, -1, true).is_ok());
+  GT_CHECK_OK(pw(M({3}, F32), ScalarSide::kRight, -1, true));
   // Without the exact integer (an older client): the double decides.
   CHECK_FALSE(infer(OpId::k_pow, {M({3}, I64)},
                     make_binary_scalar(ScalarSide::kRight, -3, true)).is_ok());
   // Tensor exponents are computed (torch gives 0 for 2 ** -1 there too).
-  CHECK(infer(OpId::k_pow, {M({3}, I64), M({3}, I64)}).is_ok());
+  GT_CHECK_OK(infer(OpId::k_pow, {M({3}, I64), M({3}, I64)}));
 }
 
 TEST_CASE("fill values an integer dtype cannot hold are refused", "[shape_rules][full]") {
@@ -740,21 +741,21 @@ TEST_CASE("fill values an integer dtype cannot hold are refused", "[shape_rules]
       REQUIRE_FALSE(r.is_ok());
       CHECK_THAT(r.status().message(), Catch::Contains("full") && Catch::Contains(dtype_name(d)));
     }
-    CHECK(full(2.7, d).is_ok());
-    CHECK(full(-2.7, d).is_ok());
+    GT_CHECK_OK(full(2.7, d));
+    GT_CHECK_OK(full(-2.7, d));
     auto mf = infer(OpId::k_masked_fill, {M({3}, d), M({3}, BOOL)}, make_fill_value(nan));
     REQUIRE_FALSE(mf.is_ok());
     CHECK_THAT(mf.status().message(), Catch::Contains("masked_fill"));
-    CHECK(infer(OpId::k_masked_fill, {M({3}, d), M({3}, BOOL)}, make_fill_value(-5)).is_ok());
+    GT_CHECK_OK(infer(OpId::k_masked_fill, {M({3}, d), M({3}, BOOL)}, make_fill_value(-5)));
   }
-  CHECK(full(nan, F32).is_ok());
-  CHECK(full(inf, BF16).is_ok());
-  CHECK(full(nan, BOOL).is_ok());  // torch: True
-  CHECK(full(-9223372036854775808.0, I64).is_ok());
+  GT_CHECK_OK(full(nan, F32));
+  GT_CHECK_OK(full(inf, BF16));
+  GT_CHECK_OK(full(nan, BOOL));  // torch: True
+  GT_CHECK_OK(full(-9223372036854775808.0, I64));
   CHECK_FALSE(full(9223372036854775808.0, I64).is_ok());
-  CHECK(full(2147483647.0, I32).is_ok());
+  GT_CHECK_OK(full(2147483647.0, I32));
   CHECK_FALSE(full(2147483648.0, I32).is_ok());
-  CHECK(full(0, I64, kI64Max).is_ok());  // exact integers: int64 holds any
+  GT_CHECK_OK(full(0, I64, kI64Max));  // exact integers: int64 holds any
   CHECK_FALSE(full(0, I32, int64_t{1} << 40).is_ok());
-  CHECK(infer(OpId::k_masked_fill, {M({3}, F32), M({3}, BOOL)}, make_fill_value(nan)).is_ok());
+  GT_CHECK_OK(infer(OpId::k_masked_fill, {M({3}, F32), M({3}, BOOL)}, make_fill_value(nan)));
 }

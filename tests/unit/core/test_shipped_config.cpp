@@ -15,6 +15,7 @@
 #include "dispatcherd/dispatcher_options.h"
 #include "libgtcore/config_table.h"
 #include "workerd/worker_options.h"
+#include "require_ok.h"
 
 using namespace gt;
 
@@ -58,7 +59,7 @@ S expected_options(const OptionTable<S>& table,
   table.declare(cfg);
   for (const auto& [key, value] : deployment) {
     INFO("deployment value " << key << ": " << value);
-    REQUIRE(cfg.set(key, value, "kDeployment").is_ok());  // an option, and a valid value
+    GT_REQUIRE_OK(cfg.set(key, value, "kDeployment"));  // an option, and a valid value
   }
   S out;
   table.fill(cfg, &out);
@@ -85,7 +86,7 @@ void check_shipped(const OptionTable<S>& table, const std::string& file,
   // Every option a key, at its default or its listed deployment value.
   Config cfg;
   table.declare(cfg);
-  REQUIRE(cfg.load_yaml_file(path).is_ok());
+  GT_REQUIRE_OK(cfg.load_yaml_file(path));
   S shipped;
   table.fill(cfg, &shipped);
   const S want = expected_options(table, deployment);
@@ -129,7 +130,7 @@ void check_rows(const OptionTable<S>& table) {
     for (double bound : {r.min, r.max}) {
       Config cfg;
       table.declare(cfg);
-      REQUIRE(cfg.set(r.name, std::to_string(static_cast<int64_t>(bound)), "t").is_ok());
+      GT_REQUIRE_OK(cfg.set(r.name, std::to_string(static_cast<int64_t>(bound)), "t"));
       S s;
       table.fill(cfg, &s);
       CHECK(OptionTable<S>::value_in(r, s) == Config::Value(static_cast<int64_t>(bound)));

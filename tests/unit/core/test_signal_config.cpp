@@ -5,6 +5,7 @@
 
 #include "libgtcore/comm.h"
 #include "libgtcore/signal_config.h"
+#include "require_ok.h"
 
 using namespace gt;
 
@@ -21,7 +22,7 @@ replicas:
 plain:
 )",
                                 "t.yaml");
-  REQUIRE(r.is_ok());
+  GT_REQUIRE_OK(r);
   const auto& m = *r;
   REQUIRE(m.size() == 4);
   REQUIRE(m.at("dp").shard);
@@ -50,24 +51,24 @@ TEST_CASE("signal config errors name the file and the key", "[signal_config]") {
   CHECK_THAT(bad("dp: {shard: {axis: x}}"), Catch::Contains("axis"));
   CHECK_THAT(bad("- just\n- a list"), Catch::Contains("mapping"));
   auto ok = parse_signal_configs("dp: {shard: {workers: [0, 5]}}", "cfg.yaml");
-  REQUIRE(ok.is_ok());
+  GT_REQUIRE_OK(ok);
   CHECK_THAT(check_signal_workers(*ok, {0, 1, 2}, "cfg.yaml").message(),
              Catch::Contains("no worker 5") && Catch::Contains("cfg.yaml"));
-  CHECK(check_signal_workers(*ok, {0, 5}, "cfg.yaml").is_ok());
+  GT_CHECK_OK(check_signal_workers(*ok, {0, 5}, "cfg.yaml"));
 }
 
 TEST_CASE("the shipped sharding examples load", "[signal_config]") {
   const std::string dir = std::string(GT_SOURCE_DIR) + "/etc/gt/sharding/";
   auto dp = load_signal_configs(dir + "data_parallel.yaml");
-  REQUIRE(dp.is_ok());
+  GT_REQUIRE_OK(dp);
   CHECK(dp->at("data").shard->axis == 0);
   auto mp = load_signal_configs(dir + "model_parallel.yaml");
-  REQUIRE(mp.is_ok());
+  GT_REQUIRE_OK(mp);
   CHECK(mp->at("column").shard->axis == 1);
   CHECK(mp->at("row").shard->axis == 0);
   CHECK(mp->at("replicated").shard->replicated);
   auto pp = load_signal_configs(dir + "pipeline.yaml");
-  REQUIRE(pp.is_ok());
+  GT_REQUIRE_OK(pp);
   CHECK(pp->at("stage1").shard->workers == std::vector<uint32_t>{1});
   CHECK(pp->at("stage1").backward == "stage1");
 }
@@ -77,7 +78,7 @@ TEST_CASE("communication attributes round-trip and are validated", "[comm]") {
   std::vector<int64_t> ext = {2, 3, 1};
   OpAttrs a = make_all_gather(77, 1, g, ext);
   auto d = decode_comm(CommId::k_all_gather, a, 1);
-  REQUIRE(d.is_ok());
+  GT_REQUIRE_OK(d);
   CHECK(d->tag == 77);
   CHECK(d->axis == 1);
   CHECK(d->workers == g);
@@ -85,7 +86,7 @@ TEST_CASE("communication attributes round-trip and are validated", "[comm]") {
   CHECK(d->self_index == 1);
   TensorMeta in{Shape{5, 3, 2}, DType::kFloat32};
   auto m = infer_comm_meta(CommId::k_all_gather, std::span<const TensorMeta>(&in, 1), a, *d);
-  REQUIRE(m.is_ok());
+  GT_REQUIRE_OK(m);
   CHECK(m->shape == Shape{5, 6, 2});
   auto rs = infer_comm_meta(CommId::k_reduce_scatter, std::span<const TensorMeta>(&in, 1), a, *d);
   CHECK_FALSE(rs.is_ok());  // reduce_scatter needs the whole extent (6) as input
@@ -94,5 +95,5 @@ TEST_CASE("communication attributes round-trip and are validated", "[comm]") {
   CHECK_FALSE(decode_comm(CommId::k_all_reduce, dup, 2).is_ok());
   OpAttrs send = make_send(4, 5);
   CHECK_FALSE(decode_comm(CommId::k_send, send, 4).is_ok());  // to itself
-  CHECK(decode_comm(CommId::k_send, send, 0).is_ok());
+  GT_CHECK_OK(decode_comm(CommId::k_send, send, 0));
 }

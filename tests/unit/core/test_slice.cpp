@@ -9,6 +9,7 @@
 
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/shape_rules.h"
+#include "require_ok.h"
 
 using namespace gt;
 
@@ -110,7 +111,7 @@ TEST_CASE("resolve_slice matches Python slicing", "[slice]") {
   for (const auto& c : kCases) {
     INFO(describe(c));
     auto r = resolve_slice(c.n, c.start, c.stop, c.step);
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     CHECK(expand(*r) == c.want);
     CHECK(r->count == static_cast<int64_t>(c.want.size()));
     CHECK(r->step == c.step);
@@ -138,7 +139,7 @@ TEST_CASE("resolved slices pass the slice shape rule", "[slice]") {
     if (c.want.empty()) continue;
     INFO(describe(c));
     auto r = resolve_slice(c.n, c.start, c.stop, c.step);
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     OpAttrs a;
     a.shape = Shape{r->count};
     a.has_shape = true;
@@ -147,7 +148,7 @@ TEST_CASE("resolved slices pass the slice shape rule", "[slice]") {
     std::vector<TensorMeta> in = {TensorMeta{Shape{c.n}, DType::kFloat32}};
     auto m = infer_meta(OpId::k_slice, in, a);
     INFO(m.status().to_string());
-    CHECK(m.is_ok());
+    GT_CHECK_OK(m);
     // One more element is accepted exactly when it still lies inside [0, n).
     int64_t next = r->start + r->count * r->step;
     a.shape = Shape{r->count + 1};
@@ -172,7 +173,7 @@ TEST_CASE("resolve_slice with huge steps", "[slice]") {
   for (const auto& c : huge) {
     INFO(describe(c));
     auto r = resolve_slice(c.n, c.start, c.stop, c.step);
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(r);
     CHECK(r->count == static_cast<int64_t>(c.want.size()));
     CHECK(expand(*r) == c.want);
   }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gt/core/half.h"
+#include "require_ok.h"
 
 namespace gt::test {
 
@@ -37,7 +38,7 @@ Tensor make_tensor(CpuBackend& be, const Shape& s, DType dt, const std::vector<d
   TensorMeta m{s, dt};
   REQUIRE(static_cast<int64_t>(vals.size()) == s.numel());
   auto st = be.alloc(static_cast<size_t>(m.nbytes()));
-  REQUIRE(st.is_ok());
+  GT_REQUIRE_OK(st);
   Tensor t{m, *st, nullptr};
   void* p = t.storage->data();
   for (size_t i = 0; i < vals.size(); ++i) {
@@ -58,7 +59,7 @@ std::vector<double> to_doubles(CpuBackend& be, const Tensor& t) {
   const int64_t n = t.meta.shape.numel();
   const size_t es = dtype_size(t.meta.dtype);
   std::vector<unsigned char> raw(static_cast<size_t>(n) * es);
-  if (n > 0) REQUIRE(be.copy_to_host(t, 0, raw.data(), raw.size(), 0).is_ok());
+  if (n > 0) GT_REQUIRE_OK(be.copy_to_host(t, 0, raw.data(), raw.size(), 0));
   std::vector<double> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const unsigned char* p = raw.data() + static_cast<size_t>(i) * es;
@@ -129,7 +130,7 @@ Tensor run_op(CpuBackend& be, OpId op, const std::vector<const Tensor*>& ins,
   REQUIRE(claimed_ops().count(op_name(op)) == 1);  // every op a test runs is in the registry
   auto r = try_run(be, op, ins, attrs);
   INFO(r.status().to_string());
-  REQUIRE(r.is_ok());
+  GT_REQUIRE_OK(r);
   return std::move(r).value();
 }
 
@@ -142,12 +143,12 @@ void run_in_place(CpuBackend& be, OpId op, Tensor& dst, const std::vector<const 
   for (const Tensor* t : ins) metas.push_back(t->meta);
   auto m = infer_meta(op, metas, attrs);
   INFO(m.status().to_string());
-  REQUIRE(m.is_ok());
+  GT_REQUIRE_OK(m);
   REQUIRE(*m == dst.meta);
   worker::KernelArgs args{op, attrs, ins, dst, 0};
   Status s = be.run(args);
   INFO(s.to_string());
-  REQUIRE(s.is_ok());
+  GT_REQUIRE_OK(s);
 }
 
 std::vector<int64_t> unravel(int64_t flat, const Shape& s) {

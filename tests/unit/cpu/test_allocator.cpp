@@ -12,6 +12,7 @@
 #include "workerd/cpu/cpu_allocator.h"
 #include "libgtcore/shape_rules.h"
 #include "workerd/cpu/cpu_backend.h"
+#include "require_ok.h"
 
 namespace gt::worker {
 namespace {
@@ -45,7 +46,7 @@ TEST_CASE("cpu freed blocks are reused: reserved memory stays flat", "[cpu][allo
   void* first = nullptr;
   {
     auto s = be.alloc(1000);
-    REQUIRE(s.is_ok());
+    GT_REQUIRE_OK(s);
     first = (*s)->data();
     CHECK((*s)->bytes() == 1000);
     CHECK((*s)->capacity() == 1024);
@@ -57,7 +58,7 @@ TEST_CASE("cpu freed blocks are reused: reserved memory stays flat", "[cpu][allo
   CHECK(reserved == 1024);
   for (int i = 0; i < 1000; ++i) {
     auto s = be.alloc(900 + i % 100);  // the same size class
-    REQUIRE(s.is_ok());
+    GT_REQUIRE_OK(s);
     CHECK((*s)->data() == first);
     std::memset((*s)->data(), 0xab, (*s)->bytes());
   }
@@ -82,16 +83,16 @@ TEST_CASE("cpu zero-byte allocations are valid", "[cpu][allocator]") {
   CpuBackend be;
   {
     auto s = be.alloc(0);
-    REQUIRE(s.is_ok());
+    GT_REQUIRE_OK(s);
     CHECK((*s)->bytes() == 0);
     Tensor t{TensorMeta{Shape{0, 5}, DType::kFloat32}, *s, nullptr};
-    CHECK(be.copy_to_host(t, 0, nullptr, 0, 0).is_ok());
+    GT_CHECK_OK(be.copy_to_host(t, 0, nullptr, 0, 0));
     // Kernels on empty tensors leave it alone.
     Tensor out{TensorMeta{Shape{0, 5}, DType::kFloat32}, *be.alloc(0), nullptr};
     std::vector<const Tensor*> ins = {&t};
     OpAttrs none;
     KernelArgs args{OpId::k_exp, none, ins, out, 0};
-    CHECK(be.run(args).is_ok());
+    GT_CHECK_OK(be.run(args));
   }
   CHECK(be.stats().allocated_bytes == 0);
 }
@@ -127,11 +128,11 @@ TEST_CASE("cpu out of memory is a status, and the backend keeps working", "[cpu]
   a.reset();  // free the first block
   {
     auto c = be.alloc(600 << 10);  // fits again: the freed block is reused
-    REQUIRE(c.is_ok());
+    GT_REQUIRE_OK(c);
   }
   // Cached blocks of another size are given back to make room under the limit.
   auto d = be.alloc(300 << 10);  // 512 KiB class: 1 MiB cached + 512 KiB > limit
-  REQUIRE(d.is_ok());
+  GT_REQUIRE_OK(d);
   CHECK(be.stats().reserved_bytes <= o.max_memory_bytes);
 
   // An op whose output does not fit fails the allocation; ops that fit still run.
@@ -140,15 +141,15 @@ TEST_CASE("cpu out of memory is a status, and the backend keeps working", "[cpu]
   std::memcpy(x.storage->data(), xs, 16);
   OpAttrs at = make_shape_dtype(Shape{1 << 20}, DType::kFloat32);  // 4 MiB
   auto m = infer_meta(OpId::k_zeros, {}, at);
-  REQUIRE(m.is_ok());
+  GT_REQUIRE_OK(m);
   CHECK(be.alloc(static_cast<size_t>(m->nbytes())).status().code() == Code::kResourceExhausted);
   Tensor y{TensorMeta{Shape{4}, DType::kFloat32}, *be.alloc(16), nullptr};
   std::vector<const Tensor*> ins = {&x};
   OpAttrs none;
   KernelArgs args{OpId::k_neg, none, ins, y, 0};
-  REQUIRE(be.run(args).is_ok());
+  GT_REQUIRE_OK(be.run(args));
   float ys[4];
-  REQUIRE(be.copy_to_host(y, 0, ys, 16, 0).is_ok());
+  GT_REQUIRE_OK(be.copy_to_host(y, 0, ys, 16, 0));
   CHECK(ys[3] == -4.0f);
 }
 
@@ -205,25 +206,25 @@ TEST_CASE("cpu allocator: large requests the host cannot hold are refused up fro
   CHECK(a.stats().reserved_bytes == 0);
   // 1.5 MiB fits: allocated, its pages committed (and writable).
   auto mid = a.allocate(3 << 19);
-  REQUIRE(mid.is_ok());
+  GT_REQUIRE_OK(mid);
   std::memset(mid->data, 7, mid->capacity);
   // Small requests never ask the host.
   probes = 0;
   auto small = a.allocate(1000);
-  REQUIRE(small.is_ok());
+  GT_REQUIRE_OK(small);
   CHECK(probes == 0);
   a.deallocate(small->data, small->capacity);
   // With the 1.5 MiB block cached, 2 MiB fits only once the cache is given back: it is.
   a.deallocate(mid->data, mid->capacity);
   REQUIRE(a.cached_blocks() >= 1);
   auto two = a.allocate(2 << 20);
-  REQUIRE(two.is_ok());
+  GT_REQUIRE_OK(two);
   CHECK(a.stats().reserved_bytes == 2u << 20);
   a.deallocate(two->data, two->capacity);
   // Without a probe there is no guard: nothing is asked.
   CpuAllocator b(0, 64 << 20, HostMemoryGuard{});
   auto unguarded = b.allocate(4 << 20);
-  REQUIRE(unguarded.is_ok());
+  GT_REQUIRE_OK(unguarded);
   b.deallocate(unguarded->data, unguarded->capacity);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tests/unit/cpu/cpu_test_util.h"
+#include "require_ok.h"
 
 namespace gt::test {
 namespace {
@@ -38,7 +39,7 @@ TEST_CASE("cpu device description", "[cpu][backend]") {
   o.max_memory_bytes = 12345678;
   o.blas_threads = 1;
   CHECK(CpuBackend(o).memory_bytes() == 12345678);
-  CHECK(be.synchronize(1).is_ok());
+  GT_CHECK_OK(be.synchronize(1));
 }
 
 TEST_CASE("cpu run() rejects inconsistent arguments with a status", "[cpu][backend]") {
@@ -54,7 +55,7 @@ TEST_CASE("cpu run() rejects inconsistent arguments with a status", "[cpu][backe
 
   // A correct call works.
   Tensor ok{TensorMeta{Shape{2, 3}, DType::kFloat32}, alloc(24), nullptr};
-  REQUIRE(run(OpId::k_add, {&a, &b}, ok, none).is_ok());
+  GT_REQUIRE_OK(run(OpId::k_add, {&a, &b}, ok, none));
   CHECK(to_doubles(be, ok) == std::vector<double>{2, 3, 4, 5, 6, 7});
 
   // Output storage smaller than its meta.
@@ -100,17 +101,17 @@ TEST_CASE("cpu run() rejects inconsistent arguments with a status", "[cpu][backe
   // Nothing above wrote into a or b, and the backend still works.
   CHECK(to_doubles(be, a) == std::vector<double>{1, 2, 3, 4, 5, 6});
   CHECK(to_doubles(be, b) == std::vector<double>{1, 1, 1});
-  REQUIRE(run(OpId::k_add, {&a, &b}, ok, none).is_ok());
+  GT_REQUIRE_OK(run(OpId::k_add, {&a, &b}, ok, none));
 }
 
 TEST_CASE("cpu copy_to_host checks bounds", "[cpu][backend]") {
   CpuBackend be;
   Tensor a = make_tensor(be, Shape{4}, DType::kInt32, {1, 2, 3, 4});
   int32_t buf[4] = {};
-  CHECK(be.copy_to_host(a, 4, buf, 8, 0).is_ok());
+  GT_CHECK_OK(be.copy_to_host(a, 4, buf, 8, 0));
   CHECK(buf[0] == 2);
   CHECK(buf[1] == 3);
-  CHECK(be.copy_to_host(a, 16, buf, 0, 0).is_ok());
+  GT_CHECK_OK(be.copy_to_host(a, 16, buf, 0, 0));
   CHECK_FALSE(be.copy_to_host(a, 12, buf, 8, 0).is_ok());
   CHECK_FALSE(be.copy_to_host(a, 17, buf, 0, 0).is_ok());
   CHECK_FALSE(be.copy_to_host(a, SIZE_MAX - 2, buf, 4, 0).is_ok());

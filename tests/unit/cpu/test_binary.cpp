@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "tests/unit/cpu/cpu_test_util.h"
+#include "require_ok.h"
 
 namespace gt::test {
 namespace {
@@ -208,7 +209,7 @@ TEST_CASE("cpu binary ops: integer pow conventions", "[cpu][binary]") {
   uint64_t want = 1;
   for (int i = 0; i < 40; ++i) want *= 3;
   int64_t got = 0;
-  REQUIRE(be.copy_to_host(out, 0, &got, 8, 0).is_ok());
+  GT_REQUIRE_OK(be.copy_to_host(out, 0, &got, 8, 0));
   CHECK(got == static_cast<int64_t>(want));
 }
 

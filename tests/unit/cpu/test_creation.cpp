@@ -6,6 +6,7 @@
 #include "gt/core/half.h"
 #include "libgtcore/philox.h"
 #include "tests/unit/cpu/cpu_test_util.h"
+#include "require_ok.h"
 
 namespace gt::test {
 namespace {
@@ -206,14 +207,14 @@ TEST_CASE("cpu from_host and host_chunk store bool bytes as 0/1", "[cpu][creatio
   a.data = wire;
   Tensor t = run_op(be, OpId::k_from_host, {}, a);
   unsigned char raw[5] = {9, 9, 9, 9, 9};
-  REQUIRE(be.copy_to_host(t, 0, raw, 5, 0).is_ok());
+  GT_REQUIRE_OK(be.copy_to_host(t, 0, raw, 5, 0));
   CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 1, 1});
   OpAttrs c;
   c.push_int(3);
   const std::string chunk("\x00\x07", 2);  // attrs.data is a view: keep the bytes alive
   c.data = chunk;
   run_in_place(be, OpId::k_host_chunk, t, {&t}, c);
-  REQUIRE(be.copy_to_host(t, 0, raw, 5, 0).is_ok());
+  GT_REQUIRE_OK(be.copy_to_host(t, 0, raw, 5, 0));
   CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 0, 1});
 }
 

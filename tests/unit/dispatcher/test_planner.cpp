@@ -5,6 +5,7 @@
 
 #include "dispatcherd/planner.h"
 #include "libgtcore/shape_rules.h"
+#include "require_ok.h"
 
 using namespace gt;
 using namespace gt::dispatcher;
@@ -26,7 +27,7 @@ OpPlan plan(OpId op, const OpAttrs& a, std::vector<PlanInput> in, const PlanCont
   std::vector<TensorMeta> metas;
   for (const auto& i : in) metas.push_back(i.meta);
   auto m = infer_meta(op, metas, a);
-  REQUIRE(m.is_ok());
+  GT_REQUIRE_OK(m);
   return plan_op(op, a, in, *m, c);
 }
 
@@ -118,7 +119,7 @@ TEST_CASE("every op has a plan for sharded inputs (rule or explicit fallback)", 
     for (const auto& x : in) metas.push_back(x.meta);
     auto out = infer_meta(op, metas, a);
     // Every op gets valid sharded inputs here: a new op without a case fails the test.
-    REQUIRE(out.is_ok());
+    GT_REQUIRE_OK(out);
     OpPlan p = plan_op(op, a, in, *out, ctx());
     if (op == OpId::k_host_chunk) {
       CHECK(p.fallback);  // uploads into a spread tensor are refused

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include "require_ok.h"
 
 namespace gt::test {
 
@@ -25,7 +26,7 @@ Tensor poisoned(const std::string& op, const std::string& message, const std::st
 Cluster::Cluster(int n, TcpPeerLinkOptions opts, std::vector<uint32_t> want_ids) {
   for (int i = 0; i < n; ++i) {
     auto l = TcpPeerLink::create(opts);
-    REQUIRE(l.is_ok());
+    GT_REQUIRE_OK(l);
     links.push_back(std::move(*l));
     ids.push_back(want_ids.empty() ? 10 + static_cast<uint32_t>(i) : want_ids[static_cast<size_t>(i)]);
   }

@@ -6,6 +6,7 @@
 
 #include <random>
 #include <type_traits>
+#include "require_ok.h"
 
 using namespace gt;
 using namespace gt::test;
@@ -82,7 +83,7 @@ void run_all(Cluster& c, const std::vector<int>& members, CommId op, const OpAtt
   });
   for (int k = 0; k < n; ++k) {
     INFO(comm_name(op) << " member " << k << ": " << st[k].to_string());
-    REQUIRE(st[k].is_ok());
+    GT_REQUIRE_OK(st[k]);
     REQUIRE_FALSE(out[k].poison);
   }
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <numeric>
 #include <thread>
+#include "require_ok.h"
 
 using namespace gt;
 using namespace gt::test;
@@ -42,8 +43,8 @@ TEST_CASE("send/recv both ways at once with 16 MiB payloads does not deadlock", 
   });
   for (int i = 0; i < 2; ++i) {
     INFO(send_st[i].to_string() << " / " << recv_st[i].to_string());
-    REQUIRE(send_st[i].is_ok());
-    REQUIRE(recv_st[i].is_ok());
+    GT_REQUIRE_OK(send_st[i]);
+    GT_REQUIRE_OK(recv_st[i]);
     CHECK(!dst[i].poison);
     CHECK(equal_bytes(dst[i], src[1 - i]));
     CHECK(c[i].stats().bytes_sent == static_cast<uint64_t>(n * 4));
@@ -77,9 +78,9 @@ TEST_CASE("messages for later instructions queue up, tags and sessions keep them
     }
   });
   for (int i = 0; i < 3; ++i) {
-    REQUIRE(send_st[i].is_ok());
+    GT_REQUIRE_OK(send_st[i]);
     INFO(st[i].to_string());
-    REQUIRE(st[i].is_ok());
+    GT_REQUIRE_OK(st[i]);
   }
   CHECK(equal_bytes(out[0], d));
   CHECK(equal_bytes(out[1], a));
@@ -107,8 +108,8 @@ TEST_CASE("a small buffer budget applies backpressure instead of failing", "[pee
                    &dst, 1);
     }
   });
-  REQUIRE(s.is_ok());
-  REQUIRE(r.is_ok());
+  GT_REQUIRE_OK(s);
+  GT_REQUIRE_OK(r);
   CHECK_FALSE(sent_before_recv);  // the sender waited for the receiver to make room
   CHECK(equal_bytes(src, dst));
 }
@@ -124,7 +125,7 @@ TEST_CASE("recv of the wrong size is an error naming both sizes", "[peer]") {
       r = c[1].run(CommId::k_recv, group_for(CommId::k_recv, make_recv(10, 1, dst.meta), 11), nullptr,
                    &dst, 1);
   });
-  CHECK(s.is_ok());
+  GT_CHECK_OK(s);
   CHECK_FALSE(r.is_ok());
   CHECK_THAT(r.message(), Catch::Contains("64") && Catch::Contains("32"));
 }
@@ -158,8 +159,8 @@ TEST_CASE("reset drops connections and ends waits, the link serves again after",
                    &dst, 1);
   });
   INFO(s.to_string() << " / " << r.to_string());
-  CHECK(s.is_ok());
-  CHECK(r.is_ok());
+  GT_CHECK_OK(s);
+  GT_CHECK_OK(r);
   CHECK(equal_bytes(src, dst));
 }
 
@@ -167,13 +168,13 @@ TEST_CASE("a peer that is still starting is retried until it listens", "[peer]")
   uint16_t port;
   {
     auto probe = TcpPeerLink::create({});
-    REQUIRE(probe.is_ok());
+    GT_REQUIRE_OK(probe);
     port = (*probe)->port();
   }  // nothing listens on `port` until the late peer starts
   TcpPeerLinkOptions o;
   o.timeout_ms = 5000;
   auto early = TcpPeerLink::create(o);
-  REQUIRE(early.is_ok());
+  GT_REQUIRE_OK(early);
   TcpPeerLink& a = **early;
   a.set_self(10);
   a.set_peers({{11, "127.0.0.1:" + std::to_string(port)}});
@@ -197,10 +198,10 @@ TEST_CASE("a peer that is still starting is retried until it listens", "[peer]")
   auto t0 = std::chrono::steady_clock::now();
   s = a.run(CommId::k_send, sg, &src, nullptr, 1);
   starter.join();
-  REQUIRE(created.is_ok());
+  GT_REQUIRE_OK(created);
   INFO(s.to_string() << " / " << r.to_string());
-  CHECK(s.is_ok());
-  CHECK(r.is_ok());
+  GT_CHECK_OK(s);
+  GT_CHECK_OK(r);
   CHECK(seconds_since(t0) >= 0.25);
   CHECK(equal_bytes(src, dst));
 }

@@ -8,6 +8,7 @@
 #include "libgtcore/instr_codec.h"
 #include "workerd/cpu/cpu_backend.h"
 #include "workerd/executor.h"
+#include "require_ok.h"
 
 using namespace gt;
 using namespace gt::test;
@@ -56,7 +57,7 @@ struct Workers {
     for (int i = 0; i < n; ++i) {
       auto w = std::make_unique<Member>();
       auto l = TcpPeerLink::create(o);
-      REQUIRE(l.is_ok());
+      GT_REQUIRE_OK(l);
       w->link = std::move(*l);
       const uint32_t id = 5 + static_cast<uint32_t>(i);
       ids.push_back(id);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "workerd/peer/peer_wire.h"
+#include "require_ok.h"
 
 using namespace gt;
 using namespace gt::test;
@@ -73,8 +74,8 @@ void check_still_serving(Cluster& c, uint64_t tag) {
     else rs = c[0].run(CommId::k_recv, r, nullptr, &dst, 1);
   });
   INFO(ss.to_string() << " / " << rs.to_string());
-  REQUIRE(ss.is_ok());
-  REQUIRE(rs.is_ok());
+  GT_REQUIRE_OK(ss);
+  GT_REQUIRE_OK(rs);
   CHECK(std::memcmp(src.storage->data(), dst.storage->data(), 4000) == 0);
 }
 
@@ -111,7 +112,7 @@ TEST_CASE("a peer nobody listens for fails the send at the deadline", "[peer][fa
   std::string dead_address;
   {
     auto gone = TcpPeerLink::create({});
-    REQUIRE(gone.is_ok());
+    GT_REQUIRE_OK(gone);
     dead_address = (*gone)->address();
   }  // closed: nothing listens there now
   c[0].set_peers({{10, c[0].address()}, {11, dead_address}});
@@ -181,7 +182,7 @@ TEST_CASE("a poisoned input sends markers: every member's result carries the ori
     CHECK(seconds_since(t0) < 2);
     for (int k = 0; k < 3; ++k) {
       INFO(k << ": " << st[k].to_string());
-      REQUIRE(st[k].is_ok());
+      GT_REQUIRE_OK(st[k]);
       REQUIRE(out[k].poison);
       CHECK(out[k].poison->op == origin_rec.op);
       CHECK(out[k].poison->message == origin_rec.message);
@@ -209,7 +210,7 @@ TEST_CASE("a poisoned input sends markers: every member's result carries the ori
       run_parallel(3, [&](int k) { st[k] = c[static_cast<size_t>(k)].run(op, gs[k], &in[k], &out[k], 1); });
       for (int k = 0; k < 3; ++k) {
         INFO(comm_name(op) << " " << k << ": " << st[k].to_string());
-        REQUIRE(st[k].is_ok());
+        GT_REQUIRE_OK(st[k]);
         REQUIRE(out[k].poison);
         CHECK(out[k].poison->message == origin_rec.message);
       }
@@ -225,8 +226,8 @@ TEST_CASE("a poisoned input sends markers: every member's result carries the ori
       if (k == 0) s = c[0].run(CommId::k_send, group_for(CommId::k_send, make_send(11, 6), 10), &in, &send_out, 1);
       else r = c[1].run(CommId::k_recv, group_for(CommId::k_recv, make_recv(10, 6, dst.meta), 11), nullptr, &dst, 1);
     });
-    REQUIRE(s.is_ok());
-    REQUIRE(r.is_ok());
+    GT_REQUIRE_OK(s);
+    GT_REQUIRE_OK(r);
     REQUIRE(dst.poison);
     CHECK(dst.poison->op == "matmul");
     CHECK(dst.poison->origin == "worker 11");
@@ -315,7 +316,7 @@ TEST_CASE("hostile bytes on the peer port: that connection is refused, the link 
     TcpPeerLinkOptions other = o;
     other.secret = "something else";
     auto stranger = TcpPeerLink::create(other);
-    REQUIRE(stranger.is_ok());
+    GT_REQUIRE_OK(stranger);
     (*stranger)->set_self(11);
     (*stranger)->set_peers(c.table());
     Tensor src = filled(4, 0);

@@ -8,6 +8,7 @@
 
 #include "workerd/peer/mailbox.h"
 #include "workerd/peer/peer_wire.h"
+#include "require_ok.h"
 
 using namespace gt;
 using namespace gt::worker::peer;
@@ -18,7 +19,7 @@ TEST_CASE("peer frame headers round trip and refuse malformed fields", "[peer][w
   char buf[kHeaderBytes];
   encode_header(h, buf);
   auto d = decode_header(buf);
-  REQUIRE(d.is_ok());
+  GT_REQUIRE_OK(d);
   CHECK(d->kind == MsgKind::kData);
   CHECK(d->sender == 7);
   CHECK(d->step == 1);
@@ -47,7 +48,7 @@ TEST_CASE("peer frame headers round trip and refuse malformed fields", "[peer][w
 TEST_CASE("peer hellos validate magic, version, sender and secret length", "[peer][wire]") {
   std::string h = encode_hello(5, "s3cret");
   auto d = decode_hello_fixed(h.data());
-  REQUIRE(d.is_ok());
+  GT_REQUIRE_OK(d);
   CHECK(d->sender == 5);
   CHECK(d->secret_len == 6);
   CHECK(h.substr(kHelloFixedBytes) == "s3cret");
@@ -66,7 +67,7 @@ TEST_CASE("poison markers carry the error record, bounded", "[peer][wire]") {
                   gt::Code::kResourceExhausted};
   std::string m = encode_poison(rec);
   auto d = decode_poison(m);
-  REQUIRE(d.is_ok());
+  GT_REQUIRE_OK(d);
   CHECK(d->op == rec.op);
   CHECK(d->message == rec.message);
   CHECK(d->origin == rec.origin);
@@ -74,7 +75,7 @@ TEST_CASE("poison markers carry the error record, bounded", "[peer][wire]") {
   ErrorRecord huge{std::string(10000, 'o'), std::string(100000, 'm'), std::string(10000, 'w')};
   std::string hm = encode_poison(huge);
   CHECK(hm.size() <= kMaxPoisonBytes);
-  REQUIRE(decode_poison(hm).is_ok());
+  GT_REQUIRE_OK(decode_poison(hm));
   CHECK_FALSE(decode_poison(m.substr(0, m.size() - 1)).is_ok());
   CHECK_FALSE(decode_poison(m + "x").is_ok());
   CHECK_FALSE(decode_poison("\xff\xff\xff\xff").is_ok());
@@ -96,7 +97,7 @@ TEST_CASE("mailbox: expected sizes are checked before admitting, the budget boun
   m.data.reset(new char[4000]);
   box.deliver(k, std::move(m), gen);
   auto got = box.take(k, 4000, std::chrono::steady_clock::now());
-  REQUIRE(got.is_ok());
+  GT_REQUIRE_OK(got);
   CHECK(got->size == 4000);
   CHECK(box.buffered_bytes() == 0);
 
@@ -145,7 +146,7 @@ TEST_CASE("mailbox: a failed peer ends a wait at once, a deadline ends it later"
   m.data.reset(new char[8]);
   box.deliver(MsgKey{3, 0, 1, 9}, std::move(m), gen);
   box.peer_failed(3, unavailable("gone"), gen);
-  CHECK(box.take(MsgKey{3, 0, 1, 9}, 8, std::chrono::steady_clock::now()).is_ok());
+  GT_CHECK_OK(box.take(MsgKey{3, 0, 1, 9}, 8, std::chrono::steady_clock::now()));
   // A wrong size is a clear error for the instruction.
   REQUIRE(box.admit(MsgKey{3, 0, 1, 10}, MsgKind::kData, 8, gen, &why) == Mailbox::Admit::kStore);
   Message m2;
