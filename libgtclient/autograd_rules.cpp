@@ -354,6 +354,20 @@ GRAD(logsumexp, save_in0_out) {
   OUT(0) = unreduce(G, N) * (N.saved_input(0) - out).exp();
 }
 
+// cumsum: each x[k] feeds every result from k on, so g_x is g's reverse cumulative sum along
+// dim: flip, cumsum, flip (slices with step -1; exact, where sum(g) - cumsum(g) + g would cancel).
+GRAD(cumsum, save_none) {
+  const Shape& in = N.in_meta[0].shape;
+  const int d = static_cast<int>(N.attrs.axis());
+  if (in.rank() == 0 || in[d] <= 1 || in.numel() == 0) {
+    OUT(0) = G;
+    return;
+  }
+  const int64_t n = in[d];
+  Tensor flipped = slice_dim(G, d, n - 1, -1, n);
+  OUT(0) = slice_dim(flipped.cumsum(d), d, n - 1, -1, n);
+}
+
 GRAD(reshape, save_none) { OUT(0) = reshape_to(G, N.in_meta[0].shape); }
 
 GRAD(permute, save_none) {

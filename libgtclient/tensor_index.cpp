@@ -1,6 +1,6 @@
 // Indexing and related primitives: index_select, gather, scatter_add, index_add, masked_fill,
-// clamp, expand, var and logsumexp (methods and free forms). Dims are normalized here, so the
-// instruction (and the autograd node) always carries a non-negative dim.
+// clamp, expand, var, logsumexp and cumsum (methods and free forms). Dims are normalized here,
+// so the instruction (and the autograd node) always carries a non-negative dim.
 #include <string>
 
 #include "gt/tensor.h"
@@ -84,7 +84,7 @@ Tensor Tensor::expand(Dims shape) const {
 
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.shape()); }
 
-// ---- var, logsumexp -----------------------------------------------------------------------------
+// ---- var, logsumexp, cumsum ---------------------------------------------------------------------
 Tensor Tensor::var(std::optional<int64_t> dim, double correction, bool keepdim) const {
   const int64_t d = dim ? dim_for(*this, *dim, OpId::k_var) : kAllDims;
   return run_op(OpId::k_var, make_var(d, keepdim, correction), {this});
@@ -98,5 +98,11 @@ Tensor Tensor::logsumexp(int64_t dim, bool keepdim) const {
   return run_op(OpId::k_logsumexp, make_reduce(dim_for(*this, dim, OpId::k_logsumexp), keepdim),
                 {this});
 }
+
+Tensor Tensor::cumsum(int64_t dim) const {
+  return run_op(OpId::k_cumsum, make_axis(dim_for(*this, dim, OpId::k_cumsum)), {this});
+}
+
+Tensor cumsum(const Tensor& x, int64_t dim) { return x.cumsum(dim); }
 
 }  // namespace gt

@@ -162,6 +162,14 @@ Result<TensorMeta> rule_reduce(OpId op, const TensorMeta& x, const OpAttrs& a) {
   return TensorMeta{out, dt};
 }
 
+// cumsum: the input's shape, scanned along a valid dim (a 0-d input takes 0 or -1, like
+// torch.cumsum); floating inputs keep their dtype, integer and bool ones give int64 (as sum).
+Result<TensorMeta> rule_cumsum(const TensorMeta& x, const OpAttrs& a) {
+  if (a.n_ints < 1) return invalid_argument("cumsum: missing dim");
+  GT_RETURN_IF_ERROR(normalize_dim(a.axis(), x.shape.rank(), "cumsum").status());
+  return TensorMeta{x.shape, is_floating(x.dtype) ? x.dtype : DType::kInt64};
+}
+
 Result<TensorMeta> rule_reshape(const TensorMeta& x, const OpAttrs& a) {
   GT_RETURN_IF_ERROR(need_shape(OpId::k_reshape, a));
   if (a.shape.numel() != x.shape.numel())
@@ -440,6 +448,7 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
     case ShapeRule::kGather:
     case ShapeRule::kScatterAdd: return rule_gather(op, in, a);
     case ShapeRule::kOneHot: return rule_one_hot(in[0], a);
+    case ShapeRule::kCumsum: return rule_cumsum(in[0], a);
   }
   return internal_error("{}: no shape rule", info.name);
 }

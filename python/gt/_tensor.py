@@ -201,6 +201,7 @@ del _name
 softmax = _method("softmax")
 log_softmax = _method("log_softmax")
 var = _method("var")
+cumsum = _method("cumsum")
 matmul = _method("matmul")
 reshape = _method("reshape")
 transpose = _method("transpose")
@@ -213,5 +214,5 @@ chunk = _method("chunk")
 clamp = _method("clamp")
 
 FREE_FUNCTIONS = _TABLE_FUNCTIONS + (
-    "softmax", "log_softmax", "var", "matmul", "reshape", "transpose", "permute", "unsqueeze",
-    "squeeze", "flatten", "split", "chunk", "clamp")
+    "softmax", "log_softmax", "var", "cumsum", "matmul", "reshape", "transpose", "permute",
+    "unsqueeze", "squeeze", "flatten", "split", "chunk", "clamp")

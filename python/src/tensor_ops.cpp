@@ -168,6 +168,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
         return gt::nn::functional::var(a, d, unbiased, keepdims);
       },
       "axis"_a = py::none(), "unbiased"_a = true, "keepdims"_a = false);
+  cls.def("cumsum", &T::cumsum, "dim"_a, "Running sums along dim (torch.cumsum).");
 
   // ---- layout -------------------------------------------------------------------------------------
   cls.def("reshape", [](const T& a, py::args shape) { return a.reshape(dims_from_args(shape, "reshape")); })

@@ -147,6 +147,8 @@ std::vector<uint64_t> every_op(Prog& p, DType dt) {
     keep.push_back(p.op(op, {g}, make_reduce(1, true)));
     keep.push_back(p.op(op, {g}, make_reduce(-2, false)));
   }
+  keep.push_back(p.op(OpId::k_cumsum, {g}, make_axis(1)));
+  keep.push_back(p.op(OpId::k_cumsum, {g}, make_axis(-2)));
   OpAttrs sl = make_reshape(Shape{1, 2});
   for (int64_t x : {1, 1, 0, 2}) sl.push_int(x);
   keep.push_back(p.op(OpId::k_slice, {g}, sl));

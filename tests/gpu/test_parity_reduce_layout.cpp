@@ -1,5 +1,5 @@
 // CUDA vs CPU parity: reductions (all elements / one dim, keepdim, long rows that the CUDA side
-// splits over blocks) and layout ops (reshape, permute, slice with steps, cat, expand).
+// splits over blocks), cumsum and layout ops (reshape, permute, slice with steps, cat, expand).
 #include <fmt/format.h>
 
 #include <array>
@@ -75,6 +75,28 @@ TEST_CASE("cuda parity: reductions of long rows, NaN and infinities", "[.gpu]") 
   const Pair empty = upload(Shape{0, 4}, DType::kFloat32, {});
   for (OpId op : kReduce)
     check_op(op, reduce_attrs(op, 0, false), {&empty}, "empty " + std::string(op_name(op)));
+}
+
+TEST_CASE("cuda parity: cumsum along each dim, long scans, NaN", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  for (int64_t n : sizes())
+    for (DType dt : dtypes()) {
+      const std::array<Shape, 3> shapes{Shape{n}, Shape{3, n}, Shape{n, 5}};
+      for (const Shape& s : shapes) {
+        const Pair x = random_pair(s, dt, rng, -3, 3);
+        for (int64_t dim : {int64_t{0}, int64_t{-1}})
+          check_op(OpId::k_cumsum, make_axis(dim), {&x},
+                   fmt::format("cumsum dim {} of {}", dim, describe(s, dt)),
+                   reduce_tol(OpId::k_sum, dt));
+      }
+    }
+  const Pair longs = random_pair(Shape{2, 1 << 20}, DType::kFloat32, rng, -3, 3);
+  check_op(OpId::k_cumsum, make_axis(1), {&longs}, "cumsum long rows", Tol{1e-4, 1e-4});
+  const Pair zero_d = upload(Shape{}, DType::kInt32, {7});
+  check_op(OpId::k_cumsum, make_axis(-1), {&zero_d}, "cumsum 0-d int32");
+  const Pair nan = upload(Shape{4}, DType::kFloat32, {1, std::nan(""), 2, 3});
+  check_op(OpId::k_cumsum, make_axis(0), {&nan}, "cumsum NaN");
 }
 
 TEST_CASE("cuda parity: layout ops", "[.gpu]") {

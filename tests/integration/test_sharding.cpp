@@ -155,6 +155,16 @@ TEST_CASE("reductions over the sharded axis and over others", "[sharding]") {
   expect_close(x.max(1, true), r.max(1, true));
 }
 
+TEST_CASE("cumsum of a sharded input (no rule: gathered) along either axis", "[sharding]") {
+  daemons();
+  auto [x, r] = pair_randn("rows", {10, 6}, 25);
+  expect_close(x.cumsum(0), r.cumsum(0));    // along the sharded axis
+  expect_close(x.cumsum(-1), r.cumsum(-1));  // along another
+  auto [y, yr] = pair_randn("cols", {4, 10}, 26);  // uneven: 4 + 3 + 3 columns
+  expect_close(y.cumsum(1), yr.cumsum(1));
+  expect_close(y.cumsum(1).sum(0) * 2.0, yr.cumsum(1).sum(0) * 2.0);  // and feeds later ops
+}
+
 TEST_CASE("layout ops that keep or destroy the sharded axis", "[sharding]") {
   daemons();
   auto [x, r] = pair_randn("rows", {6, 4, 5}, 31);

@@ -1,4 +1,4 @@
-"""Tensor arithmetic, comparisons, unary math, reductions and matmul against numpy."""
+"""Tensor arithmetic, comparisons, unary math, reductions, cumsum and matmul against numpy."""
 import operator
 
 import numpy as np
@@ -151,6 +151,26 @@ def test_argmax_argmin_var(rng):
     assert t.argmax().item() == a.argmax()
     assert_close(t.var(), a.var(ddof=1), rtol=1e-4)
     assert_close(t.var(axis=1), a.var(axis=1, ddof=1), rtol=1e-4)
+
+
+def test_cumsum(rng):
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    t = gt.from_numpy(a)
+    for dim in (0, 1, 2, -1, -3):
+        assert_close(t.cumsum(dim), np.cumsum(a, axis=dim), rtol=1e-5)
+        assert_close(gt.cumsum(t, dim=dim), np.cumsum(a, axis=dim), rtol=1e-5)
+    i = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)
+    out = gt.from_numpy(i).cumsum(1)
+    assert out.dtype == gt.int64
+    np.testing.assert_array_equal(out.numpy(), np.cumsum(i, axis=1))
+    b = np.array([[True, False, True], [True, True, False]])
+    out = gt.from_numpy(b).cumsum(0)
+    assert out.dtype == gt.int64
+    np.testing.assert_array_equal(out.numpy(), np.cumsum(b, axis=0))
+    assert gt.tensor(2.5).cumsum(-1).item() == 2.5
+    assert gt.zeros((0, 3)).cumsum(1).shape == (0, 3)
+    with pytest.raises(ValueError):
+        t.cumsum(3)
 
 
 def test_matmul(rng):

@@ -34,7 +34,7 @@ void register_creation(KernelTable& t);     // zeros ones full arange rand randn
 void register_binary(KernelTable& t);       // every kArith, kTrueDiv and kCompare op of ops.def
 void register_unary(KernelTable& t);        // every kUnarySame and kUnaryFloat op of ops.def
 void register_elementwise(KernelTable& t);  // where cast copy_
-void register_reduce(KernelTable& t);       // sum mean max min argmax argmin
+void register_reduce(KernelTable& t);       // sum mean max min argmax argmin cumsum
 void register_matmul(KernelTable& t);       // matmul
 void register_layout(KernelTable& t);       // reshape permute slice cat expand
 void register_indexing(KernelTable& t);     // index_select gather scatter_add index_add one_hot

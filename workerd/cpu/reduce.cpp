@@ -1,12 +1,13 @@
 // Reductions sum mean max min argmax argmin over all elements or one dim (keepdim only changes
-// the meta). The input is viewed as [outer, n, inner] with n the reduced extent; rows with
-// inner == 1 reduce contiguously, otherwise a row of `inner` accumulators sweeps the n slices
-// (unit-stride, cache friendly).
+// the meta), and the scan cumsum along one dim. The input is viewed as [outer, n, inner] with n
+// the reduced (scanned) extent; rows with inner == 1 reduce contiguously, otherwise a row of
+// `inner` accumulators sweeps the n slices (unit-stride, cache friendly).
 //
-// Accumulation: floating sums (and means) in double, integer and bool sums in int64 (wrapping),
-// bool sums count trues. mean of zero elements is NaN. max/min propagate NaN. argmax/argmin
-// give the first index of the extreme value, a NaN counting as the extreme (like torch); over
-// all elements it is the flat index.
+// Accumulation: floating sums (means, cumsums) in double, integer and bool sums in int64
+// (wrapping), bool sums count trues; a cumsum rounds each running sum once to its output. mean
+// of zero elements is NaN. max/min propagate NaN. argmax/argmin give the first index of the
+// extreme value, a NaN counting as the extreme (like torch); over all elements it is the flat
+// index.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -83,6 +84,51 @@ Status sum_kernel(const KernelArgs& args) {
     using O = std::conditional_t<is_float_like_v<T>, T, std::conditional_t<kMean, float, int64_t>>;
     sum_impl<T, O, kMean>(static_cast<const T*>(in_ptr(args, 0)),
                           static_cast<O*>(out_ptr(args)), v);
+    return Status::ok();
+  });
+}
+
+// ---- cumsum ----
+
+// out[o, k, j] = sum of x[o, 0..k, j], the running sum kept in sum's accumulator. Memory-bound
+// like the sums, so single-threaded (parallel.h).
+template <class T, class O>
+void cumsum_impl(const T* x, O* y, const View& v) {
+  using A = acc_t<T>;
+  if (v.inner == 1) {
+    for (int64_t o = 0; o < v.outer; ++o) {
+      const T* row = x + o * v.n;
+      O* out = y + o * v.n;
+      A s = 0;
+      for (int64_t k = 0; k < v.n; ++k) {
+        s = acc_add(s, convert_value<A>(row[k]));
+        out[k] = convert_value<O>(s);
+      }
+    }
+    return;
+  }
+  std::vector<A> acc(static_cast<size_t>(v.inner));
+  for (int64_t o = 0; o < v.outer; ++o) {
+    std::fill(acc.begin(), acc.end(), A(0));
+    for (int64_t k = 0; k < v.n; ++k) {
+      const int64_t base = (o * v.n + k) * v.inner;
+      for (int64_t j = 0; j < v.inner; ++j) {
+        acc[j] = acc_add(acc[j], convert_value<A>(x[base + j]));
+        y[base + j] = convert_value<O>(acc[j]);
+      }
+    }
+  }
+}
+
+Status cumsum_kernel(const KernelArgs& args) {
+  const Tensor& x = in(args, 0);
+  const View v = split_at(x.meta.shape, normalized_dim(args.attrs.axis(), x.meta.shape.rank()));
+  if (v.outer * v.n * v.inner == 0) return Status::ok();
+  GT_RETURN_IF_ERROR(check_reduce(args, v));
+  return dispatch_dtype(x.meta.dtype, [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    using O = std::conditional_t<is_float_like_v<T>, T, int64_t>;  // sum's output dtype
+    cumsum_impl<T, O>(static_cast<const T*>(in_ptr(args, 0)), static_cast<O*>(out_ptr(args)), v);
     return Status::ok();
   });
 }
@@ -165,6 +211,7 @@ void register_reduce(KernelTable& t) {
   set(OpId::k_min, extreme_kernel<false, false>);
   set(OpId::k_argmax, extreme_kernel<true, true>);
   set(OpId::k_argmin, extreme_kernel<false, true>);
+  set(OpId::k_cumsum, cumsum_kernel);
 }
 
 }  // namespace gt::worker::cpu

@@ -6,7 +6,9 @@
 //   var               Welford/Chan in double, / max(0, n - correction); empty -> NaN
 //   logsumexp         online max-shifted sum in double; NaN -> NaN, infinite max -> itself,
 //                     empty -> -inf
-// Results match the CPU up to the summation order (floating sums) -- exactly for the others.
+//   cumsum            running sums along n in sum's accumulator, each rounded once to the output
+// Results match the CPU up to the summation order (floating sums) -- exactly for the others
+// (cumsum sums in the CPU's order).
 //
 // Kernels: inner == 1 reduces each row with a block (rows split over several blocks plus a
 // finishing pass when there are few long rows, e.g. a reduction over everything); inner > 1
@@ -193,6 +195,26 @@ __global__ void col_kernel(const T* x, typename R::Out* out, int64_t outer, int6
   }
 }
 
+// cumsum: one thread per (outer, inner) line scanning its n elements in order (consecutive
+// threads take consecutive j, so inner > 1 reads coalesce; inner == 1 is correct but strided --
+// a block-wide scan would be the next step if a long last-dim cumsum ever matters).
+template <class T>
+__global__ void cumsum_kernel(const T* x, std::conditional_t<is_float_like_v<T>, T, int64_t>* y,
+                              int64_t outer, int64_t n, int64_t inner) {
+  using A = sum_acc_t<T>;
+  using Out = std::conditional_t<is_float_like_v<T>, T, int64_t>;
+  const int64_t lines = outer * inner;
+  for (int64_t e = global_tid(); e < lines; e += grid_stride()) {
+    const int64_t o = e / inner, j = e - o * inner;
+    const int64_t base = o * n * inner + j;
+    A s = A(0);
+    for (int64_t k = 0; k < n; ++k) {
+      s = acc_add(s, cvt<A>(x[base + k * inner]));
+      y[base + k * inner] = cvt<Out>(s);
+    }
+  }
+}
+
 // How many blocks share one row (inner == 1): enough to fill the GPU when rows are few and long.
 int64_t row_splits(int64_t outer, int64_t n, int64_t inner) {
   if (inner != 1 || n < (int64_t{1} << 16) || outer >= 512) return 1;
@@ -248,6 +270,18 @@ cudaError_t run_op(OpId op, const void* x, void* out, int64_t outer, int64_t n, 
 }
 
 }  // namespace
+
+cudaError_t launch_cumsum(int dtype, const void* x, void* out, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t s) {
+  if (outer * n * inner <= 0) return cudaSuccess;
+  return dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using Out = std::conditional_t<is_float_like_v<T>, T, int64_t>;
+    cumsum_kernel<T><<<grid_for(outer * inner), kThreads, 0, s>>>(
+        static_cast<const T*>(x), static_cast<Out*>(out), outer, n, inner);
+    return cudaGetLastError();
+  });
+}
 
 size_t reduce_scratch_bytes(OpId, int, int64_t outer, int64_t n, int64_t inner) {
   const int64_t splits = row_splits(outer, n, inner);

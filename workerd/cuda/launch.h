@@ -123,12 +123,15 @@ cudaError_t launch_index_add(void* out, const void* idx, int idx_dtype, const vo
 cudaError_t launch_one_hot(const void* labels, int idx_dtype, int64_t n, int64_t classes,
                            int64_t* out, cudaStream_t s);
 
-// ---- reductions (k_reduce.cu) over x viewed as [outer, n, inner] ----
+// ---- reductions and cumsum (k_reduce.cu) over x viewed as [outer, n, inner] ----
 // `scratch` holds partials when a row is split over several blocks: at least
 // reduce_scratch_bytes(...) bytes (nullptr allowed when that is 0).
 size_t reduce_scratch_bytes(OpId op, int dtype, int64_t outer, int64_t n, int64_t inner);
 cudaError_t launch_reduce(OpId op, int dtype, const void* x, void* out, int64_t outer, int64_t n,
                           int64_t inner, double correction, void* scratch, cudaStream_t s);
+// cumsum along n (sum's accumulator; out int64 for integer and bool x, else x's dtype).
+cudaError_t launch_cumsum(int dtype, const void* x, void* out, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t s);
 
 // ---- integer matmul (k_matmul_int.cu): one row-major [m,k] @ [k,n], wrapping arithmetic ----
 cudaError_t launch_matmul_int(int dtype, const void* a, const void* b, void* c, int64_t m,

@@ -1,5 +1,5 @@
-// Reductions on CUDA (workerd/cpu/reduce.cpp and reduce_stats.cpp semantics; kernels in
-// k_reduce.cu). Output dtypes are re-checked here as the CPU does (workerd/kernels/
+// Reductions and cumsum on CUDA (workerd/cpu/reduce.cpp and reduce_stats.cpp semantics;
+// kernels in k_reduce.cu). Output dtypes are re-checked here as the CPU does (workerd/kernels/
 // reduce_plan.h), so a shape-rule change cannot make a kernel write the wrong element size.
 #include "workerd/cuda/cuda_ops.h"
 #include "workerd/kernels/reduce_plan.h"
@@ -21,6 +21,17 @@ Status reduce_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
+Status cumsum_kernel(const KernelArgs& args, OpContext& ctx) {
+  const Tensor& x = in(args, 0);
+  const DimSplit v =
+      split_at(x.meta.shape, normalized_dim(args.attrs.axis(), x.meta.shape.rank()));
+  if (v.outer * v.n * v.inner == 0) return Status::ok();
+  GT_RETURN_IF_ERROR(check_reduce(args, v));
+  GT_LAUNCH(launch_cumsum(code(x.meta.dtype), x.storage->data(), out_ptr(args), v.outer, v.n,
+                          v.inner, ctx.stream));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_reduce(KernelTable& t) {
@@ -33,6 +44,7 @@ void register_reduce(KernelTable& t) {
   set(OpId::k_argmin, reduce_kernel<OpId::k_argmin>);
   set(OpId::k_var, reduce_kernel<OpId::k_var>);
   set(OpId::k_logsumexp, reduce_kernel<OpId::k_logsumexp>);
+  set(OpId::k_cumsum, cumsum_kernel);
 }
 
 }  // namespace gt::worker::cuda

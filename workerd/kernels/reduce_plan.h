@@ -10,14 +10,16 @@
 
 namespace gt::worker {
 
-// A reduction's output dtype for input dtype `in`, from its shape rule: sum gives int64 for
-// integer and bool inputs, argmax/argmin int64, max/min the input's dtype, the others (mean,
-// var, logsumexp) float32; floating inputs keep their dtype except for the index reductions.
+// A reduction's output dtype for input dtype `in`, from its shape rule: sum (and the scan
+// cumsum) gives int64 for integer and bool inputs, argmax/argmin int64, max/min the input's
+// dtype, the others (mean, var, logsumexp) float32; floating inputs keep their dtype except for
+// the index reductions.
 inline DType reduce_out_dtype(OpId op, DType in) {
   switch (op_rule(op)) {
     case ShapeRule::kReduceIndex: return DType::kInt64;
     case ShapeRule::kReduceSame: return in;
-    case ShapeRule::kReduceSum: return is_floating(in) ? in : DType::kInt64;
+    case ShapeRule::kReduceSum:
+    case ShapeRule::kCumsum: return is_floating(in) ? in : DType::kInt64;
     default: return is_floating(in) ? in : DType::kFloat32;
   }
 }

@@ -145,6 +145,8 @@ class Tensor {
   // log(sum(exp(x))), computed stably (max-shifted) in one op; its gradient is softmax.
   Tensor logsumexp() const;
   Tensor logsumexp(int64_t dim, bool keepdim = false) const;
+  // Running sums along dim (torch.cumsum): the same shape; integer and bool tensors give int64.
+  Tensor cumsum(int64_t dim) const;
 
   // ---- indexing (int64 or int32 index tensors). Index VALUES are only seen by the worker: one
   // out of range (negative ones included) fails that op, reported at the next sync point. -----
@@ -308,6 +310,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor cumsum(const Tensor& x, int64_t dim);
 
 // ---- session-level ------------------------------------------------------------------------------
 // Connects to a running dispatcher ("host:port" or "unix:/path"); call before the first op.

@@ -205,7 +205,7 @@ std::map<OpId, std::vector<GradCase>> op_cases() {
   copy_cast.eps = 0.25;
   add(OpId::k_copy_, copy_cast);
 
-  // ---- masked_fill, clamp, expand, var, logsumexp ----
+  // ---- masked_fill, clamp, expand, var, logsumexp, cumsum ----
   const gt::DType B = gt::kBool, I64 = gt::kInt64;
   add(OpId::k_masked_fill, {"masked_fill", {V({2, 3}, 120), Const({2, 3}, {1, 0, 0, 1, 0, 1}, B)},
                             [](const In& x) { return x[0].masked_fill(x[1], -5.0); }});
@@ -235,6 +235,10 @@ std::map<OpId, std::vector<GradCase>> op_cases() {
   add(OpId::k_logsumexp, {"logsumexp dim 0 keepdim", {V({3, 2}, 134)},
                           [](const In& x) { return x[0].logsumexp(0, true); }});
   add(OpId::k_logsumexp, {"logsumexp all", {V({2, 3}, 135)}, [](const In& x) { return x[0].logsumexp(); }});
+  add(OpId::k_cumsum, {"cumsum dim 1", {V({2, 4}, 148)}, [](const In& x) { return x[0].cumsum(1); }});
+  add(OpId::k_cumsum, {"cumsum dim -3", {V({3, 2, 2}, 149)}, [](const In& x) { return x[0].cumsum(-3); }});
+  add(OpId::k_cumsum, {"cumsum 0-d and size-1 dim", {V({}, 150), V({1, 3}, 151)},
+                       [](const In& x) { return x[0].cumsum(0) * x[1].cumsum(0); }});
 
   // ---- indexing (index tensors are constants; repeated indices accumulate) ----
   add(OpId::k_index_select, {"index_select rows with repeats", {V({4, 3}, 136), Const({5}, {3, 0, 3, 1, 3}, I64)},

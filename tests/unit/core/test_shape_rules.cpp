@@ -177,6 +177,11 @@ std::vector<Case> success_cases() {
   add(O::k_min, {M({2, 3}, BF16)}, make_reduce(kAllDims, false), M({}, BF16), "min all");
   add(O::k_argmax, {M({2, 3}, F16)}, make_reduce(-1, false), M({2}, I64), "argmax");
   add(O::k_argmin, {M({2, 3})}, make_reduce(kAllDims, false), M({}, I64), "argmin all");
+  add(O::k_cumsum, {M({2, 3}, F16)}, make_axis(1), M({2, 3}, F16), "cumsum keeps f16");
+  add(O::k_cumsum, {M({2, 3}, I32)}, make_axis(-2), M({2, 3}, I64), "cumsum int32 dim -2");
+  add(O::k_cumsum, {M({4}, BOOL)}, make_axis(0), M({4}, I64), "cumsum bool -> int64");
+  add(O::k_cumsum, {M({})}, make_axis(-1), M({}), "cumsum 0-d dim -1");
+  add(O::k_cumsum, {M({0, 3}, BF16)}, make_axis(0), M({0, 3}, BF16), "cumsum empty");
 
   // Layout
   add(O::k_reshape, {M({2, 3}, I32)}, make_reshape({3, 2}), M({3, 2}, I32), "reshape");
@@ -322,6 +327,10 @@ std::vector<ErrCase> error_cases() {
   add(O::k_max, {M({0, 3})}, make_reduce(0, false), "max over empty dim 0");
   add(O::k_argmax, {M({0})}, make_reduce(kAllDims, false), "argmax of empty");
   add(O::k_argmin, {M({3, 0})}, make_reduce(-1, false), "argmin over empty dim");
+  add(O::k_cumsum, {M({2, 3})}, make_axis(2), "cumsum dim 2 of rank 2");
+  add(O::k_cumsum, {M({2, 3})}, make_axis(-3), "cumsum dim -3 of rank 2");
+  add(O::k_cumsum, {M({})}, make_axis(1), "cumsum dim 1 of 0-d");
+  add(O::k_cumsum, {M({2, 3})}, {}, "cumsum without dim");
 
   // Layout
   add(O::k_reshape, {M({2, 3})}, make_reshape({4, 2}), "reshape numel mismatch");

@@ -195,6 +195,7 @@ TEST_CASE("reductions over the sharded axis give Partial or an all-reduce", "[pl
   OpPlan s2 = plan(OpId::k_sum, make_reduce(0, false), {y});  // axis 1 shifts to 0
   CHECK(s2.out.axis == 0);
   CHECK(plan(OpId::k_argmax, make_reduce(0, false), {x}).fallback);
+  CHECK(plan(OpId::k_cumsum, make_axis(1), {x}).fallback);  // no rule: gathered to one worker
 }
 
 TEST_CASE("layout: keeping the sharded axis is local, destroying it gathers", "[planner]") {

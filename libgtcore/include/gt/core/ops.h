@@ -46,6 +46,7 @@ enum class ShapeRule : uint8_t {
   kReduceVar, kReduceFloat,  // floating result: a floating input's dtype, else float32
   kExpand,
   kIndexSelect, kGather, kScatterAdd, kIndexAdd, kOneHot,
+  kCumsum,  // the input's shape; sum's dtype rule (floating keeps its dtype, else int64)
 };
 
 enum class OpId : uint16_t {
