@@ -1,5 +1,5 @@
 // gt-bench: GT's headline figures from one run, each beside its baseline measured in the same
-// run (DESIGN §11: benchmarks are programs). Uses GT_ADDRESS when set, else the embedded default.
+// run (ARCHITECTURE §11: benchmarks are programs). Uses GT_ADDRESS when set, else the embedded default.
 //
 //   (a) pipelined small-op stream: N x `c = a + b` on 4x4 float32, then one fetch -> ops/s
 //   (b) fetch round trip of a 4x4 tensor vs a raw loopback TCP ping-pong -> ratio

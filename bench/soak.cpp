@@ -15,7 +15,7 @@
 // instructions, the workers' tensors/bytes before and after (a STATS request) and the
 // dispatcher's RSS before, at its peak and after. Exit status 1 on any unexpected error, lost
 // instruction, or workers not back to their baseline bytes once the clients are gone.
-// A benchmark program, not a test (DESIGN §11): `gt-soak --clients 64 --seconds 60`.
+// A benchmark program, not a test (ARCHITECTURE §11): `gt-soak --clients 64 --seconds 60`.
 #include <signal.h>
 #include <unistd.h>
 

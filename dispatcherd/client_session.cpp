@@ -1,4 +1,4 @@
-// Rewriting one client's instruction stream into worker streams (DESIGN §2, §5): validate every
+// Rewriting one client's instruction stream into worker streams (ARCHITECTURE §2, §5): validate every
 // instruction against the session's private id namespace and the shape rules, place it, assign
 // worker handles, and batch per worker. Failures poison the result here, without a round trip.
 // Also the session's quota charges, its flow-control window, and its end.
@@ -258,7 +258,7 @@ void ClientSession::end() {
   pool_.begin_frame();
   pool_.drop_queued(id_);
   pool_.drop_requests(id_);
-  // A disconnected client's tensors are freed on every worker (DESIGN §8).
+  // A disconnected client's tensors are freed on every worker (ARCHITECTURE §8).
   for (auto& [id, e] : tensors_) free_handles(e);
   free_deferred();
   for (uint32_t wid : workers_used_)

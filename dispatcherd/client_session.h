@@ -1,4 +1,4 @@
-// One client's session (DESIGN §2, §5, §8). ClientSession owns the session's private id
+// One client's session (ARCHITECTURE §2, §5, §8). ClientSession owns the session's private id
 // namespace (id -> TensorEntry: placement, worker handles, poison), the rewriting of its
 // instruction stream into worker batches (process_instr / process_free / process_request; ops
 // over several workers in sharded_exec.cpp and replace.cpp), its signal scopes, the errors

@@ -1,5 +1,5 @@
 // A rough estimate of how long an instruction keeps a worker busy, used to bound how much work
-// one session may have in flight on a worker (DESIGN §8: fairness is by cost, not only by
+// one session may have in flight on a worker (ARCHITECTURE §8: fairness is by cost, not only by
 // count — 3,000 matmuls of 512² are few instructions but seconds of work). It needs only to
 // be within a small factor: the bound keeps a flood's in-flight work to tens of milliseconds
 // instead of seconds, and the worker's own time slices do the rest.

@@ -1,4 +1,4 @@
-// The dispatcher (DESIGN §1, §11), the thin part that wires the rest: Dispatcher owns the
+// The dispatcher (ARCHITECTURE §1, §11), the thin part that wires the rest: Dispatcher owns the
 // connections (accept, handshake, authentication, pending-connection caps, reply backlog
 // bounds), the sessions, the WorkerPool (dispatcherd/worker_pool.h: workers, their batches and
 // windows, request routing), users and their usage, and the drain / shutdown / heartbeat
@@ -150,7 +150,7 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   bool shutting_down_ = false;
   uint64_t bytes_from_clients_ = 0;
   uint64_t closed_client_bytes_in_ = 0, closed_worker_bytes_in_ = 0;
-  // Connection-layer limits (DESIGN §8: no hostile peer exhausts the dispatcher).
+  // Connection-layer limits (ARCHITECTURE §8: no hostile peer exhausts the dispatcher).
   uint32_t pending_conns_ = 0;
   std::unordered_map<std::string, uint32_t> pending_by_peer_;
   std::shared_ptr<uint64_t> client_backlog_ = std::make_shared<uint64_t>(0);  // all clients' unread replies

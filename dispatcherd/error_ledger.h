@@ -1,4 +1,4 @@
-// Error identity (DESIGN §2: errors are values, raised at sync points). Each failure is raised
+// Error identity (ARCHITECTURE §2: errors are values, raised at sync points). Each failure is raised
 // once: a FETCH that raises a poisoned tensor's error takes that error out of what the session's
 // next SYNC reports, and a SYNC reports each error once, however many paths it arrived by.
 //

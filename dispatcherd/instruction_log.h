@@ -1,4 +1,4 @@
-// The instruction log (DESIGN §9): one line per event, in the original GT's column format so
+// The instruction log (ARCHITECTURE §9): one line per event, in the original GT's column format so
 // its grep/awk recipes work:  elapsed | #seq | EVENT | SOURCE | COMMAND | SIZE | details
 #pragma once
 

@@ -1,5 +1,5 @@
 // gt-dispatcherd: one per box. Accepts clients and workers on one port (role in the first
-// frame) and an optional Unix socket; rewrites client streams into worker streams (DESIGN §1).
+// frame) and an optional Unix socket; rewrites client streams into worker streams (ARCHITECTURE §1).
 #include <systemd/sd-daemon.h>
 
 #include <signal.h>
@@ -40,7 +40,15 @@ int main(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--add-user" && i + 1 < argc) {
-      add_user_name = argv[++i];
+      const std::string name = argv[i + 1];
+      if (name == "--help" || name == "-h") continue;  // the help, not a user called --help
+      if (name.rfind("-", 0) == 0) {
+        std::fprintf(stderr, "gt-dispatcherd: --add-user needs a user name, got '%s'\n",
+                     name.c_str());
+        return 2;
+      }
+      add_user_name = name;
+      ++i;
       continue;
     }
     if (a.rfind("--add-user=", 0) == 0) {
@@ -146,7 +154,7 @@ int main(int argc, char** argv) {
                  lo.address, server.tcp_port());
   if (!worker_secret_configured) {
     // Without a secret only the kernel's word (SO_PEERCRED, or the socket table's owner of a
-    // loopback TCP peer) admits a worker (DESIGN §8).
+    // loopback TCP peer) admits a worker (ARCHITECTURE §8).
     if (server.tcp_port() > 0)
       spdlog::warn("no worker_secret_file: workers may register only from this host as this "
                    "dispatcher's user (uid {}) or root{}; workers on other hosts are refused "
@@ -181,7 +189,7 @@ int main(int argc, char** argv) {
     server.close();  // stop accepting; work already queued is finished first
     dispatcher.drain(drain_ms, stop);
   });
-  // SIGHUP reopens the instruction log (logrotate), again mode 0600 (DESIGN §9).
+  // SIGHUP reopens the instruction log (logrotate), again mode 0600 (ARCHITECTURE §9).
   gt::asio::signal_set hup(io, SIGHUP);
   std::function<void()> wait_hup = [&] {
     hup.async_wait([&](boost::system::error_code ec, int) {

@@ -1,4 +1,4 @@
-// Where a tensor lives (DESIGN §5, the DTensor / GSPMD / SBP model):
+// Where a tensor lives (ARCHITECTURE §5, the DTensor / GSPMD / SBP model):
 //   Single(w)                   the whole tensor on one worker
 //   Shard(axis, workers, ext)   slices along `axis`, member i holding extents[i] rows of it
 //   Replicate(workers)          a full copy on each worker

@@ -1,4 +1,4 @@
-// The sharding rule table (DESIGN §5): for one op and the placements of its inputs, where the
+// The sharding rule table (ARCHITECTURE §5): for one op and the placements of its inputs, where the
 // result lives, which placement each input must be in first (the dispatcher emits the moves),
 // and how each member runs its local piece. Pure logic over shapes and placements — no I/O —
 // so every rule is unit-testable. An op without a rule falls back to gather -> compute on one

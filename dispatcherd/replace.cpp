@@ -1,4 +1,4 @@
-// Re-placement (DESIGN §5): moving a tensor's value between placements with communication
+// Re-placement (ARCHITECTURE §5): moving a tensor's value between placements with communication
 // instructions, never through the dispatcher. Every move is built from a few exact steps —
 // point-to-point send/recv, all_gather, all_reduce, reduce_scatter, and local slice/cat/add —
 // composed through "one whole copy on one worker" where no direct step exists (correct first).

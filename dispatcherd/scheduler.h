@@ -1,4 +1,4 @@
-// Weighted deficit round robin over sessions, one scheduler per worker (DESIGN §8). Rewritten
+// Weighted deficit round robin over sessions, one scheduler per worker (ARCHITECTURE §8). Rewritten
 // batches wait here instead of going straight to the worker; the dispatcher sends from here
 // while the worker's window has room, so one user's flood cannot queue ahead of everyone else
 // on the worker: each session gets turns in proportion to its user's weight.

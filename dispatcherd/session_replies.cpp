@@ -1,4 +1,4 @@
-// A session's requests and what comes back for it from workers (DESIGN §2: errors are values,
+// A session's requests and what comes back for it from workers (ARCHITECTURE §2: errors are values,
 // raised at sync points, each once): SYNC / FETCH / STATS sent to the workers that must answer,
 // replies assembled and sent to the client, error reports recorded and their results
 // poisoned, fetched poisons identified, and the loss of a worker's tensors.

@@ -1,4 +1,4 @@
-// Ops over placements other than "everything on one worker" (DESIGN §5): the planner decides
+// Ops over placements other than "everything on one worker" (ARCHITECTURE §5): the planner decides
 // where the result lives and what each input must look like; here the moves are emitted as
 // communication instructions, each member runs its local piece, and the result is recorded.
 // ClientSession members: the session's rewriting, for ops that are not on one worker.

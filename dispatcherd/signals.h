@@ -1,4 +1,4 @@
-// A session's signal scopes (DESIGN §5): the stack of entered names and the configs that give
+// A session's signal scopes (ARCHITECTURE §5): the stack of entered names and the configs that give
 // them meaning — the session's own (registered by the client) over the server-wide defaults.
 // The innermost scope with a config decides where an op runs.
 #pragma once

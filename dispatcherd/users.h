@@ -1,4 +1,4 @@
-// Who may use the dispatcher and how much (DESIGN §8): the users file maps each user to the
+// Who may use the dispatcher and how much (ARCHITECTURE §8): the users file maps each user to the
 // SHA-256 of their token (never the token itself), quotas and a scheduling weight. Unix-socket
 // users are identified by SO_PEERCRED and need no token; TCP clients present one.
 #pragma once

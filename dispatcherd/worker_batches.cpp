@@ -1,4 +1,4 @@
-// WorkerPool's batches (DESIGN §2 backpressure, §8 fairness): the per-worker scratch batch of
+// WorkerPool's batches (ARCHITECTURE §2 backpressure, §8 fairness): the per-worker scratch batch of
 // the client frame in progress, its sequence numbers, the fair queue (DRR) it waits in, the
 // acknowledgement window and per-session in-flight budget that let it go, and the acks that
 // retire it.

@@ -1,4 +1,4 @@
-// The dispatcher's side of its workers (DESIGN §2, §6, §8). WorkerPool owns the registered
+// The dispatcher's side of its workers (ARCHITECTURE §2, §6, §8). WorkerPool owns the registered
 // workers (WorkerState: connection, handles, sequence numbers), the batch each one is being
 // given for the client frame in progress (scratch), the fair queue and acknowledgement window a
 // batch waits in before it is sent (flush / pump, ack / retire), the routing of requests and

@@ -1,5 +1,5 @@
 // The gradient table: one rule per differentiable primitive of ops.def, keyed by OpId
-// (DESIGN §3). Each op is classified by one row here: `GRAD(op, save) { body }` (its gradient,
+// (ARCHITECTURE §3). Each op is classified by one row here: `GRAD(op, save) { body }` (its gradient,
 // and what the forward pass saves for it) or `NO_GRAD(op)`. build_table() walks every row of
 // ops.def, so an op with neither is GradKind::kUnknown and the op-table-driven gradcheck test
 // fails on it.

@@ -1,4 +1,4 @@
-// The embedded default (DESIGN §1): with no GT_ADDRESS and no gt::connect, the first op spawns
+// The embedded default (ARCHITECTURE §1): with no GT_ADDRESS and no gt::connect, the first op spawns
 // a private gt-dispatcherd and its workers on a Unix socket in a fresh 0700 directory. They exit
 // when this process disconnects or dies, and are reaped when the session shuts down.
 #pragma once

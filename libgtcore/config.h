@@ -1,4 +1,4 @@
-// Config as a table (DESIGN §11): each option declared once with its type, default, bounds and
+// Config as a table (ARCHITECTURE §11): each option declared once with its type, default, bounds and
 // help; YAML files and command-line flags both set options through it. Unknown keys and
 // out-of-range values are errors naming the key (and the file).
 #pragma once

@@ -1,4 +1,4 @@
-// Option tables (DESIGN §11, issue 17): each option of a daemon is declared once, as a row of
+// Option tables (ARCHITECTURE §11, issue 17): each option of a daemon is declared once, as a row of
 // an X-macro .def file (dispatcherd/dispatcher_options.def, workerd/worker_options.def) that
 // binds its name, the options-struct member it fills, the member's type and default, bounds
 // and help. Generated from the rows:

@@ -1,4 +1,4 @@
-// Framing (DESIGN §4): 4-byte little-endian length + one serialized protobuf message.
+// Framing (ARCHITECTURE §4): 4-byte little-endian length + one serialized protobuf message.
 // The decoder checks the length against a configured maximum before allocating anything, and
 // turns every malformed input into a Status instead of a crash. Its buffer grows with the bytes
 // actually received (at most doubling what is buffered), never by a declared length alone, and

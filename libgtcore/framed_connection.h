@@ -1,5 +1,5 @@
 // FramedConnection: one stream socket (TCP or Unix) speaking length-prefixed frames on an Asio
-// io_context (DESIGN §4, §11). Reads into a FrameDecoder that enforces the frame limit before
+// io_context (ARCHITECTURE §4, §11). Reads into a FrameDecoder that enforces the frame limit before
 // allocating; writes coalesce everything queued while the previous write was in flight into one
 // write, so batching appears under load with no added latency. All methods run on the
 // io_context's thread; handlers are called there too.

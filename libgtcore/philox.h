@@ -1,6 +1,6 @@
 // Counter-based RNG (Philox4x32-10, Salmon et al. 2011), header-only so CPU and CUDA kernels
 // share it. Element i of a random tensor is a pure function of (seed, op counter, i): the same
-// program gives the same numbers on one worker or sharded over many, on CPU or GPU (DESIGN §2).
+// program gives the same numbers on one worker or sharded over many, on CPU or GPU (ARCHITECTURE §2).
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Signal configs (DESIGN §5): what a named scope means for placement, in the original GT's
+// Signal configs (ARCHITECTURE §5): what a named scope means for placement, in the original GT's
 // YAML schema:
 //
 //   name:

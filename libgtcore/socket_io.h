@@ -1,6 +1,6 @@
 // Blocking helpers over a socket file descriptor, for the latency-critical paths where a thread
 // hop would cost more than the work: a client thread at a sync point writes its request and
-// reads the reply itself, and a worker thread sends its replies directly (DESIGN §2).
+// reads the reply itself, and a worker thread sends its replies directly (ARCHITECTURE §2).
 #pragma once
 
 #include <string_view>

@@ -1,5 +1,5 @@
 // Backend: the narrow interface between the device-independent executor and one device
-// (DESIGN §6). One implementation per device folder (cpu/, cuda/); the executor, the protocol
+// (ARCHITECTURE §6). One implementation per device folder (cpu/, cuda/); the executor, the protocol
 // and the peer links know nothing device-specific. Like ggml-backend's buffer interface, a
 // device provides kernels and byte transfers (read, write, zero); everything built on them --
 // argument checks, bounds checks, the host uploads -- is written once, in backend.cpp.
@@ -42,7 +42,7 @@ class Storage {
   Backend* owner_;
 };
 
-// The first failure a tensor descends from (DESIGN §2: errors are values).
+// The first failure a tensor descends from (ARCHITECTURE §2: errors are values).
 struct ErrorRecord {
   std::string op;
   std::string message;

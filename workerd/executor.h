@@ -1,5 +1,5 @@
 // Executor: runs a worker's instruction batches on its own thread, separate from the I/O thread
-// (DESIGN §6). Each session's batches run in order; sessions take turns of at most a time slice
+// (ARCHITECTURE §6). Each session's batches run in order; sessions take turns of at most a time slice
 // (FairQueue), so one user's queued flood does not delay another user's small op by more than a
 // slice. It never trusts an instruction: every handle, shape and size is re-checked, and a
 // session reaches only its own tensors; a bad instruction poisons its result and is reported,

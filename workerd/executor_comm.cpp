@@ -4,7 +4,7 @@
 // ops, a member that cannot take part (a poisoned or unknown input, a bad shape, no memory)
 // still runs the instruction's message pattern once the group is known: the link then sends
 // poison markers in place of data, so no peer waits for a message that will not come, and the
-// peers' results carry this worker's error (DESIGN §2).
+// peers' results carry this worker's error (ARCHITECTURE §2).
 #include <spdlog/spdlog.h>
 
 #include "libgtcore/comm.h"

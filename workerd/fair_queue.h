@@ -1,4 +1,4 @@
-// FairQueue: the batches waiting on one worker, per session, served round robin (DESIGN §8:
+// FairQueue: the batches waiting on one worker, per session, served round robin (ARCHITECTURE §8:
 // one user's flood must not queue ahead of another user's small op on the worker itself). The
 // executor takes a batch, runs it for at most a time slice while others wait, and puts what is
 // left back at the head of its session, so a light session waits for at most one slice.

@@ -1,4 +1,4 @@
-// gt-workerd: executes one device's instruction streams (DESIGN §6). Connects out to the
+// gt-workerd: executes one device's instruction streams (ARCHITECTURE §6). Connects out to the
 // dispatcher, registers its device, and serves until SIGTERM.
 #include <sys/prctl.h>
 #include <systemd/sd-daemon.h>
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
     lo.worker_secret = *secret;
   }
 
-  // Shard exchange between workers (DESIGN §5). Every worker has the TCP link (host memory).
+  // Shard exchange between workers (ARCHITECTURE §5). Every worker has the TCP link (host memory).
   // A CUDA worker puts NCCL on top of it where it can (the TCP link still carries the NCCL
   // link's headers and bootstrap), else stages its tensors through host buffers.
   std::unique_ptr<gt::worker::TcpPeerLink> peer;

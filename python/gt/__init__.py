@@ -27,7 +27,7 @@ message. A sync point with no answer from the dispatcher for ``GT_SYNC_TIMEOUT_S
 (default 900; ``gt.set_sync_timeout(s)``, 0 = no deadline) raises ``gt.UnavailableError`` and the
 session is lost.
 
-Signals and sharding (DESIGN.md §5): ``gt.signal.context(name)`` scopes, given meaning by
+Signals and sharding (docs/ARCHITECTURE.md §5): ``gt.signal.context(name)`` scopes, given meaning by
 configs (``gt.register_config``, ``gt.load_config``, ``GT_CONFIG`` -- a YAML file loaded at
 import -- or the dispatcher's server-wide configs), make the dispatcher shard or replicate the
 tensors created and computed inside them over several workers, run pipeline stages on their

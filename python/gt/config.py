@@ -10,7 +10,7 @@ gt.get_config, gt.SignalConfig, gt.ShardConfig), in the original GT's YAML schem
       compile: false           # optional: mark the scope's hot path for compilation
 
 Configs are sent to the dispatcher (libgtclient's ``gt::register_config``), which places the
-ops of each scope by them (DESIGN.md §5): creations inside a sharded scope are made already
+ops of each scope by them (docs/ARCHITECTURE.md §5): creations inside a sharded scope are made already
 sharded, compute ops follow the sharding rules, ops in a scope whose workers differ from where
 their inputs live run on the scope's workers (pipeline stages), and gradient ops run under the
 forward scope's ``backward`` signal. Without any config the same program runs unchanged.

@@ -10,7 +10,7 @@ server-wide configs of a shared dispatcher)::
 
 Entering and leaving a scope are annotations in the session's instruction stream (libgtclient's
 ``gt::signal::enter`` / ``exit``; no round trip): the dispatcher places every op issued inside
-the scope by the innermost scope's config (DESIGN.md §5) -- creations sharded or replicated over
+the scope by the innermost scope's config (docs/ARCHITECTURE.md §5) -- creations sharded or replicated over
 the scope's workers (random values identical to the unsharded tensor's), compute ops by the
 sharding rules, inputs living on other workers moved there worker to worker (pipeline stages).
 Autograd records the scope of every forward op; its gradient ops run under that scope's backward

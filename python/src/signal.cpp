@@ -1,4 +1,4 @@
-// Signals and signal configs (DESIGN §5) for gt.signal / gt.config: thin bindings over
+// Signals and signal configs (ARCHITECTURE §5) for gt.signal / gt.config: thin bindings over
 // libgtclient's gt::signal::enter/exit and gt::register_config (which send the scopes and configs
 // to the dispatcher, in order with the ops around them) and gt::parse_config (the YAML schema
 // parser the dispatcher uses for its server-wide configs, so both validate alike and errors

@@ -55,7 +55,7 @@ void run_client_batch(const uint8_t* data, size_t size) {
   rig.settle();
   if (execute) {
     // Acks flowed, so the client was read to its end and its session is over: everything it
-    // made on the worker must have been freed (DESIGN §8), and nothing may be left in flight.
+    // made on the worker must have been freed (ARCHITECTURE §8), and nothing may be left in flight.
     GT_FUZZ_CHECK(drained, "drain did not complete although the worker acknowledged everything");
     GT_FUZZ_CHECK(rig.dispatcher().num_sessions() == 0, "the session outlived its connection");
     GT_FUZZ_CHECK(w.tensors() == 0, "%zu tensors left on the worker after the client left",

@@ -93,7 +93,7 @@ void Daemons::start_dispatcher(int port) {
   for (const char* a : {"--port", "", "--port-file", "", "--log-level", "warn"}) args.push_back(a);
   args[args.size() - 5] = std::to_string(port);
   args[args.size() - 3] = port_file;
-  args.push_back("--unix-socket");  // for the workers (no worker secret: DESIGN §8)
+  args.push_back("--unix-socket");  // for the workers (no worker secret: ARCHITECTURE §8)
   args.push_back(unix_socket());
   dispatcher_ = spawn_process(bin_path("gt-dispatcherd"), args, dir_ + "/dispatcher.log");
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -1,7 +1,7 @@
 // Real daemons on loopback for integration tests: a gt-dispatcherd on an ephemeral TCP port and
 // N gt-workerd processes, started from the build's bin/ folder and killed at the end. Clients
 // use the TCP port; workers register over the dispatcher's Unix socket (in the test's private
-// folder), as on a deployed box without a worker secret (DESIGN §8).
+// folder), as on a deployed box without a worker secret (ARCHITECTURE §8).
 #pragma once
 
 #include <sys/types.h>

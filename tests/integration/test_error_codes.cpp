@@ -1,4 +1,4 @@
-// Error codes end to end (DESIGN §2, §11): a failure keeps its gt::Status code from where it was
+// Error codes end to end (ARCHITECTURE §2, §11): a failure keeps its gt::Status code from where it was
 // found -- the client's shape rule, a worker's allocator or index check, the session -- across the
 // wire (gt.v1.ErrorInfo.code) to gt::Error::code(), and sync-point errors say they are deferred.
 // The client runs as its own process (gt-test-client errors), as the client session is

@@ -1,4 +1,4 @@
-// Multi-user hardening against real daemons (DESIGN §8): authentication of clients and workers,
+// Multi-user hardening against real daemons (ARCHITECTURE §8): authentication of clients and workers,
 // quotas per user, fair scheduling under a flood, and fault containment (dead or hung workers,
 // dispatcher restarts, graceful drain).
 #include <catch2/catch.hpp>

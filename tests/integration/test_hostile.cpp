@@ -1,4 +1,4 @@
-// Hostile peers at the wire level against a real dispatcher (DESIGN §4, §8): length prefixes
+// Hostile peers at the wire level against a real dispatcher (ARCHITECTURE §4, §8): length prefixes
 // before any Hello, floods of idle connections, clients that fetch and never read, a client that
 // dies while flow control has paused its socket, and a dispatcher at its file-descriptor limit.
 // Each probe runs with bounded counts, asserts the dispatcher's RSS (or CPU time) stays under a

@@ -1,4 +1,4 @@
-// Signal-based sharding against real daemons (DESIGN §5): for every rule, the result computed
+// Signal-based sharding against real daemons (ARCHITECTURE §5): for every rule, the result computed
 // sharded over several CPU workers equals the one computed on one worker from the same seed;
 // workers hold only their shards; shard exchange goes worker to worker, never through the
 // dispatcher; pipeline stages run where their config says.

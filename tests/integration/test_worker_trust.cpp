@@ -1,5 +1,5 @@
 // Who may be a worker, and what happens when a worker or the dispatcher stops making progress
-// (DESIGN §8, reliability issue item 10), against real daemons:
+// (ARCHITECTURE §8, reliability issue item 10), against real daemons:
 //   - without a worker secret, workers register only over the dispatcher's Unix socket, as the
 //     dispatcher's own user or root; TCP workers need the secret (workers on other hosts);
 //   - a registered worker that answers heartbeats but never executes is declared dead after

@@ -1,5 +1,5 @@
 """Signal scopes and sharding configs: validation and bookkeeping in this process's shared session,
-and their real effect on placement (DESIGN.md §5) in /usr/bin/python3 subprocesses that start
+and their real effect on placement (docs/ARCHITECTURE.md §5) in /usr/bin/python3 subprocesses that start
 the embedded default with several CPU workers (gt.gpu_workers(n) must precede the session's
 first op, and the suite shares one session)."""
 import json

@@ -1,4 +1,4 @@
-// CpuBackend: the CPU implementation of the worker Backend (DESIGN §6). OpenBLAS for GEMM, its
+// CpuBackend: the CPU implementation of the worker Backend (ARCHITECTURE §6). OpenBLAS for GEMM, its
 // own loops for everything else; float16/bfloat16 are stored as 16 bits and computed through
 // float32. Memory comes from a caching, size-classed allocator with an optional hard limit.
 //

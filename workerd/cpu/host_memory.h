@@ -1,4 +1,4 @@
-// Host memory as a worker may use it (DESIGN §6: out of memory is an error on that instruction,
+// Host memory as a worker may use it (ARCHITECTURE §6: out of memory is an error on that instruction,
 // never a crash of the worker). With the kernel's overcommit, a huge allocation "succeeds" and
 // the OOM killer takes the process when its pages are touched; these functions let the worker
 // refuse such a request up front instead:

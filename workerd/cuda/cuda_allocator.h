@@ -1,4 +1,4 @@
-// CudaAllocator: the CUDA backend's caching device allocator (DESIGN §6: no cudaMalloc per op).
+// CudaAllocator: the CUDA backend's caching device allocator (ARCHITECTURE §6: no cudaMalloc per op).
 //
 // Sizes are rounded to size classes (powers of two up to 1 MiB, then quarter steps between
 // powers of two: at most 25% slack) and a freed block goes back to its class's free list; only

@@ -1,4 +1,4 @@
-// CudaBackend: the CUDA implementation of the worker Backend (DESIGN §6, issue 4).
+// CudaBackend: the CUDA implementation of the worker Backend (ARCHITECTURE §6, issue 4).
 //
 //   device     chosen by index among the visible GPUs (CUDA_VISIBLE_DEVICES applies); its name,
 //              memory and compute capability are what the worker registers

@@ -1,5 +1,5 @@
 // GT_CUDA_CHECK / GT_CUBLAS_CHECK: turn a failing CUDA runtime or cuBLAS call into a Status
-// carrying file:line (DESIGN §11) and return it from the enclosing function. Out of memory
+// carrying file:line (ARCHITECTURE §11) and return it from the enclosing function. Out of memory
 // becomes ResourceExhausted (an error on that instruction, never a crash).
 #pragma once
 

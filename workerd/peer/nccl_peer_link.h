@@ -1,4 +1,4 @@
-// NcclPeerLink: the PeerLink between CUDA workers (DESIGN §5), over NCCL. Built only when CUDA
+// NcclPeerLink: the PeerLink between CUDA workers (ARCHITECTURE §5), over NCCL. Built only when CUDA
 // and nccl.h are found (GT_HAVE_NCCL); libnccl.so.2 is loaded at run time (dlopen), so a worker
 // built with NCCL still starts on a machine without it (available() says whether it loaded).
 //

@@ -1,4 +1,4 @@
-// PeerLink: moves tensor bytes directly between workers (DESIGN §5: never through the
+// PeerLink: moves tensor bytes directly between workers (ARCHITECTURE §5: never through the
 // dispatcher). One implementation per transport: TCP between CPU workers (tcp_peer_link),
 // NCCL between CUDA workers. The executor runs communication instructions (libgtcore/comm.def)
 // through it, in the one global order the dispatcher emitted, so collectives cannot deadlock.

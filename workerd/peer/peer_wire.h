@@ -14,7 +14,7 @@
 // kind kData: `length` tensor bytes. kPoison: the sender's input was poisoned (or the sender
 // failed): the payload is an ErrorRecord (encode_poison, at most kMaxPoisonBytes) that the
 // receiver puts on its result in place of the data, so no peer is left waiting and the error
-// travels with the value (DESIGN §2). A message is addressed by (sender, session, tag, step):
+// travels with the value (ARCHITECTURE §2). A message is addressed by (sender, session, tag, step):
 // the tag comes from the communication instruction; the step numbers the messages one
 // instruction exchanges between the same pair.
 #pragma once

@@ -1,4 +1,4 @@
-// TcpPeerLink: the PeerLink between CPU workers (DESIGN §5), over plain TCP.
+// TcpPeerLink: the PeerLink between CPU workers (ARCHITECTURE §5), over plain TCP.
 //
 // - A listener thread accepts connections from peers; each accepted connection gets a receiver
 //   thread that validates everything (hello, secret, every frame header; a peer is untrusted
@@ -11,7 +11,7 @@
 //   workers sending large tensors to each other at once cannot deadlock.
 // - A poisoned input (or a local failure) turns every message this worker owes into a small
 //   poison marker carrying the error, so peers finish at once with the same error on their
-//   results (DESIGN §2) instead of waiting for data that will not come.
+//   results (ARCHITECTURE §2) instead of waiting for data that will not come.
 // - A peer whose connection drops mid-instruction fails that instruction at once (unavailable);
 //   a peer that never answers fails it at the deadline (deadline_exceeded naming peer and tag).
 //

@@ -1,4 +1,4 @@
-// Client-side autograd (DESIGN §3): a dynamic tape, like PyTorch's.
+// Client-side autograd (ARCHITECTURE §3): a dynamic tape, like PyTorch's.
 //
 // While grad mode is on, every differentiable op whose inputs include a tensor that requires
 // grad gives its result a node (grad_fn) holding what the op's gradient rule needs: the inputs'
@@ -78,7 +78,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
                          bool allow_unused_as_zeros = false);
 
-// ---- hook points for signal scopes (used by the sharding work; DESIGN §5) ---------------------
+// ---- hook points for signal scopes (used by the sharding work; ARCHITECTURE §5) ---------------------
 // The forward side: called once per recorded node; its result (the signal scope active when the
 // forward op ran) is stored in the node. Empty / unset: "".
 using ScopeProvider = std::function<std::string()>;

@@ -1,4 +1,4 @@
-// Composite ops built in the client from primitives (DESIGN §3): they emit ordinary ops, so
+// Composite ops built in the client from primitives (ARCHITECTURE §3): they emit ordinary ops, so
 // they get gradients and every backend for free. Like torch.nn.functional:
 //
 //   namespace F = gt::nn::functional;

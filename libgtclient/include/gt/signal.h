@@ -1,4 +1,4 @@
-// Signals (DESIGN §5): named scopes that say how the ops inside them are placed, given meaning
+// Signals (ARCHITECTURE §5): named scopes that say how the ops inside them are placed, given meaning
 // by YAML configs (server-wide, or registered by this program) in the original GT's schema:
 //
 //   gt::load_config("sharding.yaml");               // or register_config(...)

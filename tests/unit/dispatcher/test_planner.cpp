@@ -1,6 +1,6 @@
 // The sharding rule table (dispatcherd/planner.h), as pure logic: every op in the op table has
 // a plan for sharded inputs (a rule or the explicit gather fallback), plans are well-formed,
-// and the named rules of DESIGN §5 give the placements they promise.
+// and the named rules of ARCHITECTURE §5 give the placements they promise.
 #include <catch2/catch.hpp>
 
 #include "dispatcherd/planner.h"

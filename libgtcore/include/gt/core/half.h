@@ -1,5 +1,5 @@
 // Storage types for float16 and bfloat16 on the CPU. They are stored as 16 bits and computed
-// through float32 (DESIGN §6); conversions round to nearest even like CUDA's __float2half_rn.
+// through float32 (ARCHITECTURE §6); conversions round to nearest even like CUDA's __float2half_rn.
 #pragma once
 
 #include <cstdint>
