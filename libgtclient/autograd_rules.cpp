@@ -237,6 +237,22 @@ void grad_extremum(GradCtx& c, bool is_max) {
 GRAD(maximum, save_binary_both) { grad_extremum(c, true); }
 GRAD(minimum, save_binary_both) { grad_extremum(c, false); }
 
+// remainder: a - b * floor(a / b), so d/da = 1 and d/db = -floor(a / b) (PyTorch's rule; the
+// jumps of floor have no gradient).
+GRAD(remainder, save_binary_both) {
+  if (scalar_form(N)) {
+    if (!N.needs(0)) return;
+    if (side(N) == ScalarSide::kRight) {
+      OUT(0) = G;
+    } else {  // s % t: d/dt = -floor(s / t)
+      OUT(0) = G * floor_divide(scalar(N), N.saved_input(0)).neg();
+    }
+    return;
+  }
+  if (N.needs(0)) OUT(0) = G;
+  if (N.needs(1)) OUT(1) = G * floor_divide(N.saved_input(0), N.saved_input(1)).neg();
+}
+
 GRAD(where, save_where) {
   Tensor cond = N.saved_input(0);
   if (N.needs(1)) OUT(1) = where(cond, G, 0.0);
@@ -528,6 +544,7 @@ NO_GRAD(lt)
 NO_GRAD(le)
 NO_GRAD(gt)
 NO_GRAD(ge)
+NO_GRAD(floor_divide)  // piecewise constant: PyTorch does not differentiate it either
 NO_GRAD(argmax)
 NO_GRAD(argmin)
 NO_GRAD(one_hot)

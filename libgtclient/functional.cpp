@@ -64,7 +64,8 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   dim = dim_of(x, dim, "chunk");
   const int64_t n = x.size(dim);
   const int64_t size = (n + chunks - 1) / chunks;
-  if (size == 0) return {x};
+  // An empty dim gives `chunks` empty pieces (PyTorch's), not one.
+  if (size == 0) return std::vector<Tensor>(static_cast<size_t>(chunks), x);
   return split(x, size, dim);
 }
 

@@ -142,12 +142,31 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   if (tensors.size() > static_cast<size_t>(kMaxOpInputs))
     throw Error("cat: at most " + std::to_string(kMaxOpInputs) + " tensors, got " +
                 std::to_string(tensors.size()));
+  // PyTorch's legacy rule: a 1-d tensor of size 0 is skipped whatever the others' shapes (so
+  // `acc = torch.tensor([])` can start a concatenation of matrices); its dtype still promotes.
+  auto legacy_empty = [](const Tensor& t) { return t.defined() && t.dim() == 1 && t.numel() == 0; };
   std::vector<const Tensor*> inputs;
   inputs.reserve(tensors.size());
-  for (const Tensor& t : tensors) inputs.push_back(&t);
+  DType promoted = tensors[0].defined() ? tensors[0].dtype() : DType::kFloat32;
+  bool skipped = false;
+  for (const Tensor& t : tensors) {
+    if (t.defined()) promoted = promote(promoted, t.dtype());
+    if (legacy_empty(t)) {
+      skipped = true;
+      continue;
+    }
+    inputs.push_back(&t);
+  }
+  if (inputs.empty()) return tensors[0].to(promoted);  // all empty: an empty 1-d result
+  std::vector<Tensor> cast_inputs;
+  if (skipped) {  // the skipped ones' dtypes still count
+    cast_inputs.reserve(inputs.size());
+    for (const Tensor* t : inputs) cast_inputs.push_back(t->to(promoted));
+    for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = &cast_inputs[i];
+  }
   // Normalize the axis against the first tensor (the rule checks the others).
-  if (tensors[0].defined() && tensors[0].dim() > 0)
-    dim = detail::normalize_dim_or_throw(dim, tensors[0].dim(), "cat");
+  if (inputs[0]->defined() && inputs[0]->dim() > 0)
+    dim = detail::normalize_dim_or_throw(dim, inputs[0]->dim(), "cat");
   return run_op(OpId::k_cat, make_axis(dim), inputs);
 }
 

@@ -18,21 +18,45 @@ int64_t dim_for(const Tensor& x, int64_t dim, OpId op) {
 }  // namespace
 
 // ---- indexing -----------------------------------------------------------------------------------
+// A 0-d input is indexed as the one-element vector it holds (PyTorch accepts dim 0 or -1 there):
+// reshaped to [1], indexed along 0, and reshaped back, so the ops (and their gradients) are the
+// 1-d ones.
+namespace {
+bool zero_dim_input(const Tensor& x, int64_t dim, OpId op) {
+  if (x.dim() != 0) return false;
+  if (dim != 0 && dim != -1)
+    throw Error(Code::kInvalidArgument, std::string(op_name(op)) + ": dim " +
+                                            std::to_string(dim) + " out of range for a 0-d tensor");
+  return true;
+}
+Tensor as_vector(const Tensor& x) { return x.reshape({-1}); }
+}  // namespace
+
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  if (zero_dim_input(*this, dim, OpId::k_index_select)) {
+    Tensor r = as_vector(*this).index_select(0, as_vector(index));
+    return index.numel() == 1 ? r.reshape({}) : r;  // torch: a 0-d result for the one index
+  }
   return run_op(OpId::k_index_select, make_axis(dim_for(*this, dim, OpId::k_index_select)),
                 {this, &index});
 }
 
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  if (zero_dim_input(*this, dim, OpId::k_gather))
+    return as_vector(*this).gather(0, as_vector(index)).reshape(index.shape());
   return run_op(OpId::k_gather, make_axis(dim_for(*this, dim, OpId::k_gather)), {this, &index});
 }
 
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  if (zero_dim_input(*this, dim, OpId::k_scatter_add))
+    return as_vector(*this).scatter_add(0, as_vector(index), as_vector(src)).reshape({});
   return run_op(OpId::k_scatter_add, make_axis(dim_for(*this, dim, OpId::k_scatter_add)),
                 {this, &index, &src});
 }
 
 Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  if (zero_dim_input(*this, dim, OpId::k_index_add))
+    return as_vector(*this).index_add(0, as_vector(index), as_vector(src)).reshape({});
   return run_op(OpId::k_index_add, make_axis(dim_for(*this, dim, OpId::k_index_add)),
                 {this, &index, &src});
 }

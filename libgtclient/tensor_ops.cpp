@@ -62,6 +62,16 @@ Tensor scalar_operand(Scalar s, const Tensor* other) {
   }                                                                                  \
   Tensor name(const Tensor& x) { return x.name(); }                                  \
   Tensor name(const Tensor& x, int64_t dim, bool keepdim) { return x.name(dim, keepdim); }
+#define GT_API_REDUCE_INDEXED(name, index_op)                                            \
+  Tensor Tensor::name() const { return reduce(OpId::k_##name, *this, kAllDims, false); }  \
+  std::tuple<Tensor, Tensor> Tensor::name(int64_t dim, bool keepdim) const {            \
+    return {reduce(OpId::k_##name, *this, dim, keepdim),                               \
+            reduce(OpId::k_##index_op, *this, dim, keepdim)};                          \
+  }                                                                                     \
+  Tensor name(const Tensor& x) { return x.name(); }                                     \
+  std::tuple<Tensor, Tensor> name(const Tensor& x, int64_t dim, bool keepdim) {         \
+    return x.name(dim, keepdim);                                                        \
+  }
 #define GT_API_OPERATOR(symbol, name)                                               \
   Tensor operator symbol(const Tensor& a, const Tensor& b) { return ::gt::name(a, b); } \
   Tensor operator symbol(const Tensor& a, Scalar b) { return ::gt::name(a, b); }        \
@@ -69,6 +79,18 @@ Tensor scalar_operand(Scalar s, const Tensor* other) {
 #include "gt/tensor_api.def"
 
 Tensor operator-(const Tensor& a) { return a.neg(); }
+
+// Bitwise not in two's complement is -x - 1 (with wrap-around: ~INT_MIN == INT_MAX), so no op
+// of its own is needed; on bool it is logical not.
+Tensor Tensor::bitwise_not() const {
+  if (dtype() == DType::kBool) return eq(Scalar(false));
+  if (is_floating(dtype()))
+    throw Error(Code::kInvalidArgument, "bitwise_not: only integer and bool tensors, got " +
+                                            std::string(dtype_name(dtype())));
+  return neg().sub(Scalar(1));
+}
+Tensor bitwise_not(const Tensor& x) { return x.bitwise_not(); }
+Tensor operator~(const Tensor& a) { return a.bitwise_not(); }
 
 Tensor Tensor::matmul(const Tensor& o) const { return binary(OpId::k_matmul, *this, o); }
 

@@ -106,7 +106,9 @@ Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const Op
     out.dtype = DType::kBool;
   } else if (r == ShapeRule::kTrueDiv && !is_floating(out.dtype)) {
     out.dtype = DType::kFloat32;
-  } else if (out.dtype == DType::kBool && (op == OpId::k_sub || op == OpId::k_pow)) {
+  } else if (out.dtype == DType::kBool &&
+             (op == OpId::k_sub || op == OpId::k_pow || op == OpId::k_floor_divide ||
+              op == OpId::k_remainder)) {
     return invalid_argument("{}: not supported for bool tensors", op_name(op));
   } else if (op == OpId::k_pow && in.size() == 1 && a.scalar_side() == ScalarSide::kRight &&
              is_integral(out.dtype) && a.scalar_is_integral() &&
@@ -299,7 +301,9 @@ Result<TensorMeta> rule_index_select(OpId op, std::span<const TensorMeta> in, co
   if (src.dtype != x.dtype)
     return invalid_argument("{}: src dtype {} differs from the input's {}", name,
                             dtype_name(src.dtype), dtype_name(x.dtype));
-  if (src.shape != picked)
+  // An empty index adds nothing: PyTorch then takes any empty src.
+  const bool nothing = picked[d] == 0 && src.shape.numel() == 0;
+  if (src.shape != picked && !nothing)
     return invalid_argument("{}: src must have shape {} (the input {} with {} index entries "
                             "along dim {}), got {}", name, picked.str(), x.shape.str(),
                             picked[d], d, src.shape.str());
@@ -319,7 +323,9 @@ Result<TensorMeta> rule_gather(OpId op, std::span<const TensorMeta> in, const Op
   if (index.shape.rank() != r)
     return invalid_argument("{}: index {} must have the input's rank ({})", name,
                             index.shape.str(), x.shape.str());
-  for (int i = 0; i < r; ++i)
+  // An empty index selects nothing, so its extents are not checked (as PyTorch).
+  const bool empty_index = index.shape.numel() == 0;
+  for (int i = 0; i < r && !empty_index; ++i)
     if (i != d && index.shape[i] > x.shape[i])
       return invalid_argument("{}: index {} is larger than the input {} in dim {}", name,
                               index.shape.str(), x.shape.str(), i);
@@ -331,7 +337,7 @@ Result<TensorMeta> rule_gather(OpId op, std::span<const TensorMeta> in, const Op
   if (src.shape.rank() != r)
     return invalid_argument("{}: src {} must have the input's rank ({})", name, src.shape.str(),
                             x.shape.str());
-  for (int i = 0; i < r; ++i)
+  for (int i = 0; i < r && !empty_index; ++i)
     if (index.shape[i] > src.shape[i])
       return invalid_argument("{}: index {} is larger than src {} in dim {}", name,
                               index.shape.str(), src.shape.str(), i);

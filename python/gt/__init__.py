@@ -45,7 +45,7 @@ from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, 
 from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
 from . import _tensor
 from ._tensor import TensorData, enable_grad, no_grad
-from . import autograd, config, debug, nn, optim, signal
+from . import autograd, config, debug, nn, optim, return_types, signal
 from .config import ShardConfig, SignalConfig, get_config, load_config, register_config
 
 # gt.exp, gt.add, gt.sum, ... (the free forms of the tensor methods; gt/tensor_api.def).

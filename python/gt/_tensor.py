@@ -212,7 +212,9 @@ flatten = _method("flatten")
 split = _method("split")
 chunk = _method("chunk")
 clamp = _method("clamp")
+logsumexp = _method("logsumexp")
+bitwise_not = _method("bitwise_not")
 
 FREE_FUNCTIONS = _TABLE_FUNCTIONS + (
     "softmax", "log_softmax", "var", "cumsum", "matmul", "reshape", "transpose", "permute",
-    "unsqueeze", "squeeze", "flatten", "split", "chunk", "clamp")
+    "unsqueeze", "squeeze", "flatten", "split", "chunk", "clamp", "logsumexp", "bitwise_not")

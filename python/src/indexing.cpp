@@ -1,7 +1,8 @@
 // t[...]: Python indexing with ints, slices (any step), None and Ellipsis, lowered to
 // gt::Tensor::index. Integer indices out of range raise IndexError (so iteration protocols and
 // numpy habits work). t[index_tensor] with an integer tensor picks rows (index_select along dim
-// 0; the result has the index's shape then t's other dims); boolean masks and lists inside tuples
+// 0, negative entries counting from the end; the result has the index's shape then t's other
+// dims); boolean masks and lists inside tuples
 // are refused with a TypeError (their result shapes depend on values: use gt.where).
 #include "common.h"
 
@@ -87,6 +88,9 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
         throw py::type_error(std::string("gt: index tensors must be int64 or int32, got ") +
                              gt::dtype_name(index.dtype()));
       if (t.dim() == 0) throw py::index_error("gt: cannot index a 0-d tensor with a tensor");
+      // Negative entries count from the end, as in PyTorch's advanced indexing (index_select
+      // itself refuses them); anything still out of range fails on the worker.
+      index = gt::where(index < 0, index + t.shape()[0], index);
       if (index.dim() == 1) return t.index_select(0, index);
       std::vector<int64_t> shape(index.shape().begin(), index.shape().end());
       for (int i = 1; i < t.dim(); ++i) shape.push_back(t.shape()[i]);

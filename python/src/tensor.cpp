@@ -90,7 +90,21 @@ the op is called.)doc");
       .def("__repr__", &repr_of)
       .def("__str__", &repr_of)
       .def("__float__", [](const gt::Tensor& t) { return item_of(t).cast<double>(); })
-      .def("__int__", [](const gt::Tensor& t) { return item_of(t).cast<int64_t>(); })
+      // int(t) truncates like int(2.7) (NaN: ValueError, inf: OverflowError, as torch).
+      .def("__int__",
+           [](const gt::Tensor& t) {
+             py::object v = item_of(t);
+             PyObject* r = PyNumber_Long(v.ptr());
+             if (r == nullptr) throw py::error_already_set();
+             return py::reinterpret_steal<py::object>(r);
+           })
+      // Integer one-element tensors are usable as indices (range(t), lst[t]), as in torch.
+      .def("__index__",
+           [](const gt::Tensor& t) {
+             if (gt::is_floating(t.dtype()))
+               throw py::type_error("only integer tensors of a single element can be converted to an index");
+             return item_of(t).cast<int64_t>();
+           })
       .def("__bool__",
            [](const gt::Tensor& t) {
              if (t.numel() != 1)

@@ -43,17 +43,33 @@ py::object binary(const T& self, py::handle o, FT with_tensor, FS with_scalar) {
 }
 
 // ---- reductions ---------------------------------------------------------------------------------
+// The dims of a reduction: torch's `dim` wins over numpy's `axis`; None, () and [] reduce over
+// everything (torch.sum(x, dim=()) is a full sum). `single`: the op takes one int dim only
+// (argmax, max(dim), ...), as PyTorch's TypeError for a tuple says.
+std::optional<std::vector<int64_t>> reduce_dims(py::handle axis, py::handle dim, bool single,
+                                                const char* name) {
+  if (!dim.is_none()) axis = dim;
+  if (axis.is_none()) return std::nullopt;
+  if (single && !PyIndex_Check(axis.ptr()))
+    throw py::type_error(std::string(name) + "(): argument 'dim' must be int, not " +
+                         std::string(py::str(py::type::handle_of(axis).attr("__name__"))));
+  std::vector<int64_t> axes = dims_from_handle(axis, name);
+  if (axes.empty()) return std::nullopt;
+  return axes;
+}
+
 template <typename All, typename One>
 T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handle dim,
          py::handle keepdim, const char* name) {
-  if (!dim.is_none()) axis = dim;
   if (!keepdim.is_none()) keepdims = keepdim.cast<bool>();
-  if (axis.is_none()) {
+  const bool single = std::string_view(name).substr(0, 3) == "arg";
+  std::optional<std::vector<int64_t>> dims = reduce_dims(axis, dim, single, name);
+  if (!dims) {
     T r = all(t);
     if (!keepdims) return r;
     return r.reshape(std::vector<int64_t>(static_cast<size_t>(t.dim()), 1));
   }
-  std::vector<int64_t> axes = dims_from_handle(axis, name);
+  std::vector<int64_t> axes = std::move(*dims);
   if (axes.size() == 1) return one(t, axes[0], keepdims);
   for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
   std::sort(axes.begin(), axes.end(), std::greater<>());
@@ -62,6 +78,35 @@ T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handl
   T r = t;
   for (int64_t a : axes) r = one(r, a, keepdims);  // descending: earlier axes keep their index
   return r;
+}
+
+// A reduction over several dims at once, for ops that do not compose dim by dim (var,
+// logsumexp): the reduced dims are moved last and merged into one, which is reduced.
+template <typename One>
+T reduce_merged(const T& t, std::vector<int64_t> axes, bool keepdim, One one, const char* name) {
+  for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
+  std::vector<int64_t> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    throw gt::Error(std::string(name) + ": an axis is repeated");
+  if (sorted.size() == 1) return one(t, sorted[0], keepdim);
+  std::vector<int64_t> perm, kept_shape, keep_shape;
+  int64_t merged = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const bool reduced = std::binary_search(sorted.begin(), sorted.end(), d);
+    keep_shape.push_back(reduced ? 1 : t.size(d));
+    if (reduced) {
+      merged *= t.size(d);
+    } else {
+      perm.push_back(d);
+      kept_shape.push_back(t.size(d));
+    }
+  }
+  perm.insert(perm.end(), sorted.begin(), sorted.end());
+  std::vector<int64_t> flat = kept_shape;
+  flat.push_back(merged);
+  T r = one(t.permute(perm).reshape(flat), static_cast<int64_t>(kept_shape.size()), false);
+  return keepdim ? r.reshape(keep_shape) : r;
 }
 
 #define GT_PY_REDUCTION(NAME)                                                                 \
@@ -76,8 +121,42 @@ T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handl
       "axis"_a = py::none(), "keepdims"_a = false, py::kw_only(), "dim"_a = py::none(),       \
       "keepdim"_a = py::none());
 
+// max/min: over everything a tensor; over one dim a named tuple (values, indices) like
+// torch.return_types.max; with a tensor argument the elementwise maximum/minimum (torch.max(a, b)).
+py::object indexed_result(const char* name, std::tuple<T, T> r) {
+  static py::object types = py::module_::import("gt.return_types");
+  return types.attr(name)(py::cast(std::move(std::get<0>(r))), py::cast(std::move(std::get<1>(r))));
+}
+#define GT_PY_INDEXED_REDUCTION(NAME, PAIRWISE)                                               \
+  cls.def(                                                                                    \
+      #NAME,                                                                                  \
+      [](const T& t, py::handle dim, bool keepdim, py::handle axis, py::handle keepdims) {    \
+        if (!keepdims.is_none()) keepdim = keepdims.cast<bool>();                             \
+        if (py::isinstance<T>(dim)) return py::cast(t.PAIRWISE(dim.cast<const T&>()));      \
+        std::optional<std::vector<int64_t>> d = reduce_dims(axis, dim, true, #NAME);          \
+        if (!d) return py::cast(keepdim ? t.NAME().reshape(std::vector<int64_t>(t.dim(), 1)) \
+                                        : t.NAME());                                       \
+        return indexed_result(#NAME, t.NAME((*d)[0], keepdim));                               \
+      },                                                                                      \
+      "dim"_a = py::none(), "keepdim"_a = false, py::kw_only(), "axis"_a = py::none(),        \
+      "keepdims"_a = py::none());
+
 // ---- layout helpers -------------------------------------------------------------------------------
 T transpose_last(const T& t) { return t.dim() < 2 ? t : t.transpose(-2, -1); }
+
+// t.T: all dims reversed (PyTorch's, which warns that beyond 2-D this is deprecated).
+T reverse_dims(const T& t) {
+  if (t.dim() < 2) return t;
+  if (t.dim() > 2)
+    PyErr_WarnEx(PyExc_UserWarning,
+                 "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                 "deprecated (as in PyTorch); use x.mT to transpose batches of matrices or "
+                 "x.permute(*reversed(range(x.ndim))) to reverse the dims.",
+                 1);
+  std::vector<int64_t> perm;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) perm.push_back(d);
+  return t.permute(perm);
+}
 
 py::tuple to_tuple(std::vector<T> parts) {
   py::tuple out(parts.size());
@@ -118,6 +197,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
   });
 #define GT_API_UNARY(NAME, FUNCTIONAL) cls.def(#NAME, [](const T& a) { return a.NAME(); });
 #define GT_API_REDUCE(NAME) GT_PY_REDUCTION(NAME)
+#define GT_API_REDUCE_INDEXED(NAME, INDEX_OP) GT_PY_INDEXED_REDUCTION(NAME, NAME##imum)
 #include "gt/tensor_api.def"
 
   cls.def("__matmul__", [](const T& a, py::handle o) {
@@ -130,12 +210,8 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
   cls.def("__neg__", [](const T& a) { return a.neg(); })
       .def("__pos__", [](const T& a) { return a; })
       .def("__abs__", [](const T& a) { return a.abs(); })
-      .def("__invert__", [](const T& a) {
-        if (a.dtype() != gt::DType::kBool)
-          throw gt::Error("invert: ~ is only supported on bool tensors, got " +
-                          std::string(gt::dtype_name(a.dtype())));
-        return a.eq(gt::Scalar(false));
-      });
+      .def("__invert__", [](const T& a) { return a.bitwise_not(); })
+      .def("bitwise_not", [](const T& a) { return a.bitwise_not(); });
 
   cls.def("matmul", &T::matmul)
       .def("mm", &T::matmul)
@@ -156,18 +232,37 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
   cls.def(
       "logsumexp",
       [](const T& a, py::handle dim, bool keepdim) {
-        if (dim.is_none()) return a.logsumexp();
-        return a.logsumexp(dim.cast<int64_t>(), keepdim);
+        std::optional<std::vector<int64_t>> d = reduce_dims(dim, py::none(), false, "logsumexp");
+        if (!d) return keepdim ? a.logsumexp().reshape(std::vector<int64_t>(a.dim(), 1))
+                               : a.logsumexp();
+        return reduce_merged(a, *d, keepdim,
+                             [](const T& x, int64_t i, bool k) { return x.logsumexp(i, k); },
+                             "logsumexp");
       },
       "dim"_a = py::none(), "keepdim"_a = false);
+  // var(dim=None, unbiased=True, keepdim=False, *, correction=None) as torch.var; numpy's
+  // axis/keepdims are accepted too (ddof as correction).
   cls.def(
       "var",
-      [](const T& a, py::object axis, bool unbiased, bool keepdims) {
-        std::optional<int64_t> d;
-        if (!axis.is_none()) d = axis.cast<int64_t>();
-        return gt::nn::functional::var(a, d, unbiased, keepdims);
+      [](const T& a, py::handle dim, py::handle unbiased, bool keepdim, py::handle axis,
+         py::handle keepdims, py::handle correction, py::handle ddof) {
+        if (!keepdims.is_none()) keepdim = keepdims.cast<bool>();
+        double corr = 1;
+        if (!unbiased.is_none()) corr = unbiased.cast<bool>() ? 1 : 0;
+        if (!correction.is_none()) corr = correction.cast<double>();
+        if (!ddof.is_none()) corr = ddof.cast<double>();
+        std::optional<std::vector<int64_t>> d = reduce_dims(axis, dim, false, "var");
+        if (!d) {
+          T r = a.var(std::nullopt, corr, false);
+          return keepdim ? r.reshape(std::vector<int64_t>(a.dim(), 1)) : r;
+        }
+        return reduce_merged(
+            a, *d, keepdim,
+            [corr](const T& x, int64_t i, bool k) { return x.var(i, corr, k); }, "var");
       },
-      "axis"_a = py::none(), "unbiased"_a = true, "keepdims"_a = false);
+      "dim"_a = py::none(), "unbiased"_a = py::none(), "keepdim"_a = false, py::kw_only(),
+      "axis"_a = py::none(), "keepdims"_a = py::none(), "correction"_a = py::none(),
+      "ddof"_a = py::none());
   cls.def("cumsum", &T::cumsum, "dim"_a, "Running sums along dim (torch.cumsum).");
 
   // ---- layout -------------------------------------------------------------------------------------
@@ -191,7 +286,8 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
             return a.transpose(dims[0].cast<int64_t>(), dims[1].cast<int64_t>());
           },
           "transpose() swaps the last two dims; transpose(d0, d1) swaps d0 and d1.")
-      .def_property_readonly("T", &transpose_last, "The last two dims swapped (a view-like copy).")
+      .def_property_readonly("T", &reverse_dims, "All dims reversed (PyTorch's x.T).")
+      .def_property_readonly("mT", &transpose_last, "The last two dims swapped (batched matrix transpose).")
       .def("t", &T::t)
       .def("unsqueeze", &T::unsqueeze, "dim"_a)
       .def(
@@ -243,6 +339,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
 #define GT_API_BINARY(NAME, DUNDER) binary.append(#NAME);
 #define GT_API_COMPARE(NAME) compare.append(#NAME);
 #define GT_API_REDUCE(NAME) reduce.append(#NAME);
+#define GT_API_REDUCE_INDEXED(NAME, INDEX_OP) reduce.append(#NAME);
 #include "gt/tensor_api.def"
   api["unary"] = unary;
   api["functional"] = functional;

@@ -90,6 +90,27 @@ TEST_CASE("cuda parity: binary ops, same shape and scalars", "[.gpu]") {
   }
 }
 
+// Python's // and %: the divisor kept away from 0 (the CPU refuses an integer zero divisor;
+// the CUDA kernel defines that result as 0).
+TEST_CASE("cuda parity: floor_divide and remainder", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32,
+                   DType::kInt64}) {
+    const Shape s{1025};
+    const Pair a = random_pair(s, dt, rng, -40, 40);
+    const Pair b = random_pair(s, dt, rng, 1, 7);
+    for (OpId op : {OpId::k_floor_divide, OpId::k_remainder}) {
+      const std::string w = fmt::format("{} {}", op_name(op), describe(s, dt));
+      check_op(op, OpAttrs{}, {&a, &b}, w, binary_tol(op, dt));
+      check_op(op, make_binary_scalar(ScalarSide::kRight, -3.0, true), {&a}, w + " scalar right",
+               binary_tol(op, dt));
+      check_op(op, make_binary_scalar(ScalarSide::kLeft, 5.5, false), {&b}, w + " scalar left",
+               binary_tol(op, dt));
+    }
+  }
+}
+
 // Exact int64 scalars (ints after the double, sent by clients for integers beyond 2^53).
 TEST_CASE("cuda parity: exact int64 scalars in full and binary ops", "[.gpu]") {
   GT_REQUIRE_GPU();

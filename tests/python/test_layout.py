@@ -44,7 +44,9 @@ def test_transposes_and_permute(a):
     assert_close(gt.from_numpy(m).T, m.T)
     assert_close(gt.from_numpy(m).transpose(), m.T)
     assert_close(t.transpose(), np.swapaxes(a, -1, -2))  # last two dims
-    assert_close(t.T, np.swapaxes(a, -1, -2))
+    with pytest.warns(UserWarning, match="deprecated"):  # PyTorch's: .T beyond 2-D reverses all
+        assert_close(t.T, a.T)
+    assert_close(t.mT, np.swapaxes(a, -1, -2))
     assert_close(t.transpose(0, 2), np.swapaxes(a, 0, 2))
     assert_close(t.permute(2, 0, 1), a.transpose(2, 0, 1))
     assert_close(t.permute((1, 2, 0)), a.transpose(1, 2, 0))

@@ -65,6 +65,18 @@ void loop_broadcast(const T* a, const Shape& sa, const T* b, const Shape& sb, O*
   });
 }
 
+// Integer // and % refuse a zero divisor, as PyTorch's CPU kernels do (ZeroDivisionError): a
+// wrong number would otherwise flow on silently.
+constexpr bool refuses_zero_divisor(OpId op) {
+  return op == OpId::k_floor_divide || op == OpId::k_remainder;
+}
+template <class T>
+bool any_zero(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (p[i] == T(0)) return true;
+  return false;
+}
+
 template <OpId kOp>
 Status binary_kernel(const KernelArgs& args) {
   using Op = BinaryFn<kOp>;
@@ -79,6 +91,7 @@ Status binary_kernel(const KernelArgs& args) {
   TempBuffer ta, tb;
   const void* pa = as_dtype(a, p, ta);
   const void* pb = scalar_form ? nullptr : as_dtype(in(args, 1), p, tb);
+  Status refused = Status::ok();
   dispatch_dtype(p, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<is_comparison(kOp), bool, T>;
@@ -90,6 +103,13 @@ Status binary_kernel(const KernelArgs& args) {
       C s = convert_value<C>(args.attrs.scalar());
       if constexpr (std::is_same_v<C, int64_t>)
         if (auto e = args.attrs.scalar_exact()) s = *e;
+      if constexpr (refuses_zero_divisor(kOp) && std::is_integral_v<C>) {
+        const bool right = args.attrs.scalar_side() == ScalarSide::kRight;
+        if (right ? s == C(0) : any_zero(xa, n)) {
+          refused = invalid_argument("{}: integer division by zero", op_name(kOp));
+          return;
+        }
+      }
       if (args.attrs.scalar_side() == ScalarSide::kLeft) loop_scalar_left<Op, T, O>(s, xa, xo, n);
       else loop_scalar_right<Op, T, O>(xa, s, xo, n);
       return;
@@ -98,12 +118,18 @@ Status binary_kernel(const KernelArgs& args) {
     const Shape& sb = in(args, 1).meta.shape;
     const Shape& so = out.meta.shape;
     const int64_t na = count(sa), nb = count(sb);
+    if constexpr (refuses_zero_divisor(kOp) && std::is_integral_v<C>) {
+      if (any_zero(xb, nb)) {
+        refused = invalid_argument("{}: integer division by zero", op_name(kOp));
+        return;
+      }
+    }
     if (na == n && nb == n) loop_same<Op, T, O>(xa, xb, xo, n);
     else if (na == n && nb == 1) loop_scalar_right<Op, T, O>(xa, convert_value<C>(*xb), xo, n);
     else if (na == 1 && nb == n) loop_scalar_left<Op, T, O>(convert_value<C>(*xa), xb, xo, n);
     else loop_broadcast<Op, T, O>(xa, sa, xb, sb, xo, so);
   });
-  return Status::ok();
+  return refused;
 }
 
 }  // namespace

@@ -126,6 +126,46 @@ template <> struct BinaryFn<OpId::k_pow> {
     }
   }
 };
+// floor_divide / remainder: Python's // and % (PyTorch's floor division). Floating: as
+// torch computes them, through fmod so that a == b * (a // b) + a % b holds as closely as
+// float allows; x // 0 is x / 0 (inf or NaN) and x % 0 is NaN. Integers: rounded toward -inf,
+// the remainder takes the divisor's sign; INT_MIN // -1 wraps to INT_MIN (% -1 is 0). An
+// integer divisor of 0 never reaches f(): the CPU kernel refuses it first (PyTorch's
+// ZeroDivisionError), the CUDA kernel defines the result as 0.
+template <> struct BinaryFn<OpId::k_floor_divide> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0) return C(0);
+      if (b == C(-1)) return BinaryFn<OpId::k_sub>::f(C(0), a);  // wraps: no INT_MIN / -1 trap
+      C q = a / b;
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+      return q;
+    } else {
+      if (b == C(0)) return a / b;
+      const C mod = fmodf(a, b);
+      C div = (a - mod) / b;
+      if (mod != C(0) && ((b < C(0)) != (mod < C(0)))) div -= C(1);
+      if (div == C(0)) return copysignf(C(0), a / b);
+      C fl = floorf(div);
+      if (div - fl > C(0.5)) fl += C(1);
+      return fl;
+    }
+  }
+};
+template <> struct BinaryFn<OpId::k_remainder> {
+  template <class C> GT_HOST_DEVICE static C f(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      if (b == 0 || b == C(-1)) return C(0);
+      C r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    } else {
+      C r = fmodf(a, b);
+      if (r != C(0) && ((b < C(0)) != (r < C(0)))) r += b;
+      return r;
+    }
+  }
+};
 template <> struct BinaryFn<OpId::k_maximum> {
   template <class C> GT_HOST_DEVICE static C f(C a, C b) { return (a > b || is_nan(a)) ? a : b; }
 };

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -123,8 +124,8 @@ class Tensor {
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
 
   // ---- table-shaped ops (gt/tensor_api.def): unary and binary elementwise, comparisons
-  // (bool results), reductions over all elements or one dim (max/min(dim) give the values only;
-  // argmax/argmin give the indices) ----------------------------------------------------------
+  // (bool results), reductions over all elements or one dim (max/min(dim) give (values,
+  // indices) like PyTorch's; argmax/argmin give the indices) ----------------------------------
 #define GT_API_UNARY(name, functional) Tensor name() const;
 #define GT_API_BINARY(name, py_dunder)   \
   Tensor name(const Tensor& o) const;    \
@@ -133,9 +134,14 @@ class Tensor {
 #define GT_API_REDUCE(name) \
   Tensor name() const;      \
   Tensor name(int64_t dim, bool keepdim = false) const;
+#define GT_API_REDUCE_INDEXED(name, index_op) \
+  Tensor name() const;                        \
+  std::tuple<Tensor, Tensor> name(int64_t dim, bool keepdim = false) const;
 #include "gt/tensor_api.def"
 
   Tensor matmul(const Tensor& o) const;
+  // ~x: bitwise not of an integer tensor, logical not of a bool one (floating: an error).
+  Tensor bitwise_not() const;
 
   // ---- reductions with more attributes ----------------------------------------------------
   // Variance over all elements (no dim) or one dim, divided by max(0, n - correction):
@@ -287,12 +293,17 @@ Tensor from_vector(const std::vector<T>& values, std::optional<DType> dtype = st
 #define GT_API_REDUCE(name) \
   Tensor name(const Tensor& x);         \
   Tensor name(const Tensor& x, int64_t dim, bool keepdim = false);
+#define GT_API_REDUCE_INDEXED(name, index_op) \
+  Tensor name(const Tensor& x);               \
+  std::tuple<Tensor, Tensor> name(const Tensor& x, int64_t dim, bool keepdim = false);
 #define GT_API_OPERATOR(symbol, name)                     \
   Tensor operator symbol(const Tensor& a, const Tensor& b); \
   Tensor operator symbol(const Tensor& a, Scalar b);        \
   Tensor operator symbol(Scalar a, const Tensor& b);
 #include "gt/tensor_api.def"
 Tensor operator-(const Tensor& a);
+Tensor operator~(const Tensor& a);
+Tensor bitwise_not(const Tensor& x);
 
 // Elementwise cond ? a : b (cond must be bool; a scalar becomes a 0-d tensor of the other
 // operand's dtype where possible).

@@ -26,6 +26,8 @@ GradInput V(std::vector<int64_t> shape, uint32_t seed) {
 GradInput P(std::vector<int64_t> shape, uint32_t seed, double lo = 0.5, double hi = 2.0) {
   return GradInput{shape, agt::positive_values(agt::numel(shape), seed, lo, hi)};
 }
+// Given values that require grad.
+GradInput Vals(std::vector<int64_t> shape, std::vector<double> v) { return GradInput{shape, std::move(v)}; }
 GradInput Const(std::vector<int64_t> shape, std::vector<double> v, gt::DType dt) {
   return GradInput{shape, std::move(v), false, dt};
 }
@@ -89,6 +91,13 @@ std::map<OpId, std::vector<GradCase>> op_cases() {
   add(OpId::k_minimum, {"minimum scalar", {V({2, 3}, 43)},
                         [](const In& x) { return gt::minimum(x[0], -0.1); }});
 
+  // remainder away from its jumps (a / b never near an integer): a in (0.1, 0.9), b in (1, 2).
+  add(OpId::k_remainder, {"remainder", {Vals({2, 3}, {0.3, 0.5, 0.7, 0.2, 0.8, 0.45}), Vals({2, 3}, {1.2, 1.5, 1.9, 1.1, 1.3, 1.7})},
+                          [](const In& x) { return x[0] % x[1]; }});
+  add(OpId::k_remainder, {"remainder negative", {Vals({2, 3}, {-0.3, -0.5, 0.7, -0.2, -0.8, 2.45}), Vals({3}, {1.2, 1.5, 1.9})},
+                          [](const In& x) { return gt::remainder(x[0], x[1]); }});
+  add(OpId::k_remainder, {"remainder scalar left", {Vals({2, 3}, {1.2, 1.5, 1.9, 1.1, 1.3, 1.7})},
+                          [](const In& x) { return 2.5 % x[0]; }});
   add(OpId::k_where, {"where", {Const({2, 3}, {1, 0, 1, 0, 0, 1}, gt::kBool), V({2, 3}, 44), V({3}, 45)},
                       [](const In& x) { return gt::where(x[0], x[1], x[2]); }});
   add(OpId::k_where, {"where scalar branch", {Const({2, 3}, {0, 1, 1, 0, 1, 0}, gt::kBool), V({2, 3}, 46)},
@@ -140,10 +149,10 @@ std::map<OpId, std::vector<GradCase>> op_cases() {
                      [](const In& x) { return x[0].mean(1, true); }});
   add(OpId::k_mean, {"mean dim 0", {V({3, 2}, 78)}, [](const In& x) { return x[0].mean(0); }});
   add(OpId::k_max, {"max all", {V({2, 3}, 79)}, [](const In& x) { return x[0].max(); }});
-  add(OpId::k_max, {"max dim", {V({2, 3}, 80)}, [](const In& x) { return x[0].max(1); }});
-  add(OpId::k_max, {"max dim keepdim", {V({3, 2}, 81)}, [](const In& x) { return x[0].max(0, true); }});
+  add(OpId::k_max, {"max dim", {V({2, 3}, 80)}, [](const In& x) { return std::get<0>(x[0].max(1)); }});
+  add(OpId::k_max, {"max dim keepdim", {V({3, 2}, 81)}, [](const In& x) { return std::get<0>(x[0].max(0, true)); }});
   add(OpId::k_min, {"min all", {V({2, 3}, 82)}, [](const In& x) { return x[0].min(); }});
-  add(OpId::k_min, {"min dim", {V({2, 3}, 83)}, [](const In& x) { return x[0].min(-1, true); }});
+  add(OpId::k_min, {"min dim", {V({2, 3}, 83)}, [](const In& x) { return std::get<0>(x[0].min(-1, true)); }});
 
   // ---- layout ----
   add(OpId::k_reshape, {"reshape", {V({2, 3}, 84)}, [](const In& x) { return x[0].reshape({3, 2}); }});
@@ -318,6 +327,7 @@ TEST_CASE("results of non-differentiable ops do not require grad", "[autograd][g
       {OpId::k_le, x <= y},          {OpId::k_gt, x > y},           {OpId::k_ge, x >= y},
       {OpId::k_argmax, x.argmax(1)}, {OpId::k_argmin, x.argmin()},
       {OpId::k_one_hot, F::one_hot(x.argmax(1), 3)},
+      {OpId::k_floor_divide, x.floor_divide(y + 5.0)},  // piecewise constant (torch: no formula)
   };
   for (int i = 0; i < gt::kNumOps; ++i) {
     const OpId op = static_cast<OpId>(i);

@@ -52,6 +52,13 @@ const std::vector<BinOp>& bin_ops() {
       {"minimum", Kind::kArith, [](const Tensor& a, const Tensor& b) { return a.minimum(b); },
        [](const Tensor& a, Scalar s) { return gt::minimum(a, s); }, nullptr,
        [](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }, 3, -1.5},
+      {"floor_divide", Kind::kArith, [](const Tensor& a, const Tensor& b) { return a.floor_divide(b); },
+       [](const Tensor& a, Scalar s) { return a.floor_divide(s); },
+       [](Scalar s, const Tensor& b) { return gt::floor_divide(s, b); },
+       [](double a, double b) { return std::floor(a / b); }, 3, -1.5},
+      {"remainder", Kind::kArith, [](const Tensor& a, const Tensor& b) { return a % b; },
+       [](const Tensor& a, Scalar s) { return a.remainder(s); }, [](Scalar s, const Tensor& b) { return s % b; },
+       [](double a, double b) { return a - b * std::floor(a / b); }, 3, -1.5},
       {"eq", Kind::kCompare, [](const Tensor& a, const Tensor& b) { return a == b; },
        [](const Tensor& a, Scalar s) { return a == s; }, [](Scalar s, const Tensor& b) { return s == b; },
        [](double a, double b) { return b2d(a == b); }, 1, 0.5},
@@ -77,7 +84,9 @@ const std::vector<BinOp>& bin_ops() {
 // Operand values suited to the op (`which`: 0 = left operand, 1 = right operand).
 Ref operand(const BinOp& op, gt::DType d, const Shp& shape, int which, uint64_t seed) {
   std::string n = op.name;
-  if (d == gt::kBool) return rnd(shape, 0, 1, 1, seed);
+  const bool divisor = (n == "div" || n == "floor_divide" || n == "remainder") && which == 1;
+  if (d == gt::kBool)  // integer // and % refuse a zero divisor; bool / bool gives inf, NaN
+    return divisor && n != "div" ? rnd(shape, 1, 1, 1, seed) : rnd(shape, 0, 1, 1, seed);
   if (n == "pow") {
     if (is_int_dt(d)) return which == 0 ? rnd(shape, -3, 3, 1, seed) : rnd(shape, 0, 4, 1, seed);
     return which == 0 ? rnd(shape, 32, 128, 64, seed) : rnd(shape, -24, 24, 8, seed);
@@ -85,7 +94,7 @@ Ref operand(const BinOp& op, gt::DType d, const Shp& shape, int which, uint64_t 
   if (op.kind == Kind::kCompare)
     return is_int_dt(d) ? rnd(shape, -2, 2, 1, seed) : rnd(shape, -4, 4, 2, seed);
   Ref r = rnd_for(d, shape, seed);
-  if (n == "div" && which == 1)
+  if (divisor)
     for (double& x : r.v)
       if (x == 0) x = 1;
   return r;
@@ -99,8 +108,8 @@ gt::DType result_dtype(const BinOp& op, gt::DType promoted) {
 
 }  // namespace
 
-GT_OPS_COVERED("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
-               "gt", "ge");
+GT_OPS_COVERED("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide",
+               "remainder", "eq", "ne", "lt", "le", "gt", "ge");
 TEST_CASE("binary ops over dtype pairs and broadcast shapes", "[ops][binary]") {
   daemons();
   const std::vector<std::pair<gt::DType, gt::DType>> dtype_pairs{
@@ -123,9 +132,10 @@ TEST_CASE("binary ops over dtype pairs and broadcast shapes", "[ops][binary]") {
                      << shape_str(sb));
         Ref a = operand(op, da, sa, 0, seed++), b = operand(op, db, sb, 1, seed++);
         Tensor ta = up(a, da), tb = up(b, db);
+        const std::string name = op.name;
         if (out == gt::kBool && op.kind == Kind::kArith &&
-            (std::string(op.name) == "sub" || std::string(op.name) == "pow")) {
-          CHECK_THROWS_AS(op.tt(ta, tb), gt::Error);  // bool - bool / bool ** bool: rejected
+            (name == "sub" || name == "pow" || name == "floor_divide" || name == "remainder")) {
+          CHECK_THROWS_AS(op.tt(ta, tb), gt::Error);  // bool - bool, bool ** bool, ...: rejected
           continue;
         }
         Ref want = to_dtype(map2(a, b, op.ref), out);
@@ -151,8 +161,10 @@ TEST_CASE("binary ops with int and float scalars on both sides", "[ops][binary][
         auto fr = [&](double x) { return op.ref(x, s); };
         CHECK_TENSOR(op.ts(t, sc), to_dtype(map1(a, fr), out), out);
         if (op.st) {
-          // scalar on the left: for pow the tensor is the exponent
-          Ref e = std::string(op.name) == "pow" ? operand(op, d, {2, 3}, 1, seed++) : a;
+          // scalar on the left: the tensor is pow's exponent, the divisor of // and %
+          const std::string name = op.name;
+          const bool right_operand = name == "pow" || name == "floor_divide" || name == "remainder";
+          Ref e = right_operand ? operand(op, d, {2, 3}, 1, seed++) : a;
           Tensor te = up(e, d);
           auto fl = [&](double x) { return op.ref(s, x); };
           CHECK_TENSOR(op.st(sc, te), to_dtype(map1(e, fl), out), out);

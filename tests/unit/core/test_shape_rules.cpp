@@ -115,6 +115,8 @@ std::vector<Case> success_cases() {
   add(O::k_pow, {M({2}, F16), M({2}, BF16)}, {}, M({2}, F32), "pow f16/bf16");
   add(O::k_maximum, {M({2, 1, 3}), M({4, 1})}, {}, M({2, 4, 3}), "maximum broadcast");
   add(O::k_minimum, {M({0, 3}, I64), M({1, 3}, I64)}, {}, M({0, 3}, I64), "minimum empty");
+  add(O::k_floor_divide, {M({2, 3}, I32), M({3}, I64)}, {}, M({2, 3}, I64), "floor_divide int");
+  add(O::k_remainder, {M({4}, I32)}, scalar_right(2.5, false), M({4}, F32), "remainder float scalar");
 
   // Comparisons
   add(O::k_eq, {M({3, 1}, I64), M({1, 2}, F32)}, {}, M({3, 2}, BOOL), "eq");

@@ -10,11 +10,12 @@
 namespace gt::test {
 namespace {
 
-GT_TESTS_OPS("add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
-             "ge");
+GT_TESTS_OPS("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder",
+             "eq", "ne", "lt", "le", "gt", "ge");
 
 const std::vector<OpId> kArith = {OpId::k_add, OpId::k_sub, OpId::k_mul, OpId::k_div,
-                                  OpId::k_pow, OpId::k_maximum, OpId::k_minimum};
+                                  OpId::k_pow, OpId::k_maximum, OpId::k_minimum,
+                                  OpId::k_floor_divide, OpId::k_remainder};
 const std::vector<OpId> kCompare = {OpId::k_eq, OpId::k_ne, OpId::k_lt,
                                     OpId::k_le, OpId::k_gt, OpId::k_ge};
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -44,6 +45,9 @@ double ref_binary(OpId op, double a, double b, DType dt) {
     case OpId::k_pow: return is_floating(dt) ? std::pow(a, b) : ref_ipow(a, b);
     case OpId::k_maximum: return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
     case OpId::k_minimum: return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+    // By definition (Python's // and %): the quotient rounded toward -inf, a - b * that.
+    case OpId::k_floor_divide: return std::floor(a / b);
+    case OpId::k_remainder: return a - b * std::floor(a / b);
     case OpId::k_eq: return a == b;
     case OpId::k_ne: return a != b;
     case OpId::k_lt: return a < b;
@@ -67,6 +71,9 @@ std::vector<double> operand_values(std::mt19937& rng, OpId op, int64_t n, DType 
   if (op == OpId::k_div && second && is_floating(dt))  // keep float quotients finite
     for (auto& x : v)
       if (std::fabs(x) < 0.25) x = 0.5;
+  if ((op == OpId::k_floor_divide || op == OpId::k_remainder) && second)  // no zero divisors
+    for (auto& x : v)
+      if (std::fabs(x) < 0.25) x = is_floating(dt) ? 0.5 : dt == DType::kBool ? 1 : -3;
   return v;
 }
 
@@ -274,6 +281,51 @@ TEST_CASE("cpu binary ops: many small same-shape adds (fast path)", "[cpu][binar
   }
   // The results were freed and reused: no growth in reserved memory.
   CHECK(be.stats().reserved_bytes <= before.reserved_bytes + 64);
+}
+
+}  // namespace
+}  // namespace gt::test
+
+namespace gt::test {
+namespace {
+
+// Python's // and %, PyTorch's values (probed with torch 1.13 on CPU): rounding toward -inf,
+// the remainder with the divisor's sign, x // 0 = +-inf (NaN for 0 // 0), x % 0 = NaN, and an
+// integer zero divisor refused (torch's ZeroDivisionError).
+TEST_CASE("cpu floor_divide / remainder: signs, zeros and PyTorch's edge values", "[cpu][binary]") {
+  CpuBackend be;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType dt : {DType::kInt32, DType::kInt64}) {
+    Tensor a = make_tensor(be, Shape{6}, dt, {7, -7, 7, -7, 0, 6});
+    Tensor b = make_tensor(be, Shape{6}, dt, {2, 2, -2, -2, 3, -3});
+    CHECK(to_doubles(be, run_op(be, OpId::k_floor_divide, {&a, &b})) ==
+          std::vector<double>{3, -4, -4, 3, 0, -2});
+    CHECK(to_doubles(be, run_op(be, OpId::k_remainder, {&a, &b})) ==
+          std::vector<double>{1, 1, -1, -1, 0, 0});
+    Tensor zero = make_tensor(be, Shape{6}, dt, {1, 1, 0, 1, 1, 1});
+    CHECK(try_run(be, OpId::k_floor_divide, {&a, &zero}, {}).status().code() == Code::kInvalidArgument);
+    CHECK(try_run(be, OpId::k_remainder, {&a, &zero}, {}).status().code() == Code::kInvalidArgument);
+    CHECK_FALSE(try_run(be, OpId::k_remainder, {&a},
+                        make_binary_scalar(ScalarSide::kRight, 0, true)).is_ok());
+    CHECK_FALSE(try_run(be, OpId::k_floor_divide, {&zero},  // 5 // tensor with a zero
+                        make_binary_scalar(ScalarSide::kLeft, 5, true)).is_ok());
+  }
+  // INT64_MIN // -1 overflows: it wraps (torch's CPU kernel traps on it).
+  Tensor m = make_tensor(be, Shape{1}, DType::kInt64, {0});
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  GT_REQUIRE_OK(be.copy_from_host(m, 0, &lo, 8, 0));
+  Tensor q = run_op(be, OpId::k_floor_divide, {&m}, make_binary_scalar(ScalarSide::kRight, -1, true));
+  int64_t got = 0;
+  GT_REQUIRE_OK(be.copy_to_host(q, 0, &got, 8, 0));
+  CHECK(got == lo);
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    Tensor a = make_tensor(be, Shape{7}, dt, {7.5, -7.5, 5, -6, 0, -5, 5});
+    Tensor b = make_tensor(be, Shape{7}, dt, {2, 2, 0, 3, 0, inf, inf});
+    check_close(to_doubles(be, run_op(be, OpId::k_floor_divide, {&a, &b})),
+                {3, -4, inf, -2, kNaN, -1, 0}, dt, "float floor_divide");
+    check_close(to_doubles(be, run_op(be, OpId::k_remainder, {&a, &b})),
+                {1.5, 0.5, kNaN, 0, kNaN, inf, 5}, dt, "float remainder");
+  }
 }
 
 }  // namespace
