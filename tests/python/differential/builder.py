@@ -1,0 +1,250 @@
+"""Grows one case step by step.
+
+Each step is written as source and executed at once on torch (under the float16 emulation, with
+warnings off), so the generator always knows the shapes, dtypes and values it is building on:
+ops pick operands that fit, and the facts it records (special values reaching a softmax, an
+in-place op on a tensor that shares storage with another) are read off real tensors rather than
+guessed. A step torch rejects stays in the case (error behaviour is compared) and ends it.
+"""
+import math
+import warnings
+
+import numpy as np
+import torch
+
+from . import dtypes as D
+from . import values as V
+from .program import Case
+from .torch_ref import LowPrecisionEmulation, namespace
+
+
+class Builder:
+    def __init__(self, rng, seed):
+        self.rng = rng
+        self.seed = seed
+        self.lines = []
+        self.tags = set()
+        self.ns = namespace()
+        self.names = []            # every variable, in creation order
+        self.exact = {}            # name -> its values are bit-for-bit reproducible
+        self.grad_leaves = []      # inputs created with requires_grad
+        self.producer = {}         # name -> (op, operand dtype names)
+        self.view_affected = set()
+        self.deps = {}             # name -> operand names
+        self.defined_at = {}       # name -> line index
+        self.tol_boost = {}        # name -> atol factor for an ill-conditioned op
+        self.no_backward = False   # a step whose backward torch 1.13 gets wrong
+        self.failed = False        # torch rejected the last step
+        self.unusable = False      # the case cannot be built (emulation could not decide)
+        self.last = None
+        self._n_in = 0
+        self._n_var = 0
+
+    # ---- running -----------------------------------------------------------------------------
+    def _exec(self, line):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with LowPrecisionEmulation():
+                    exec(line, self.ns)
+            return True
+        except Exception as e:  # noqa: BLE001
+            if type(e).__name__ == "MixedLowPrecision":
+                self.unusable = True
+            self.failed = True
+            return False
+
+    def t(self, name):
+        return self.ns.get(name)
+
+    def dtype(self, name):
+        return D.name_of(self.ns[name].dtype)
+
+    def is_tensor(self, name):
+        return isinstance(self.ns.get(name), torch.Tensor)
+
+    # ---- inputs ------------------------------------------------------------------------------
+    def p(self, prob):
+        return self.rng.random() < prob
+
+    def choice(self, seq):
+        return seq[int(self.rng.integers(0, len(seq)))]
+
+    def rand_dtype(self, allowed=D.ALL):
+        names = [n for n in D.ALL if n in allowed]
+        w = np.array([D.WEIGHTS[n] for n in names])
+        return names[int(self.rng.choice(len(names), p=w / w.sum()))]
+
+    def new_input(self, shape=None, dtype=None, kind="any", grad=None, p_special=0.12):
+        """A fresh input tensor (a leaf); float inputs require grad now and then."""
+        if shape is None:
+            shape = V.rand_shape(self.rng)
+        if dtype is None:
+            dtype = self.rand_dtype()
+        if grad is None:
+            grad = D.is_float(dtype) and self.p(0.4)
+        grad = grad and D.is_float(dtype)
+        vals = V.rand_values(self.rng, tuple(shape), dtype, kind, p_special)
+        return self.add_input(vals, dtype, grad)
+
+    def add_input(self, vals, dtype, grad=False):
+        """An input tensor holding the given values (a numpy array)."""
+        name = f"x{self._n_in}"
+        self._n_in += 1
+        line = f"{name} = {V.tensor_literal(vals, dtype, grad)}"
+        if not self._exec(line):
+            raise RuntimeError(f"differential: torch rejected an input literal: {line}")
+        self.lines.append(line)
+        self.names.append(name)
+        self.deps[name] = set()
+        self.defined_at[name] = len(self.lines) - 1
+        self.exact[name] = True
+        self.producer[name] = ("tensor", (dtype,))
+        if grad:
+            self.grad_leaves.append(name)
+        return name
+
+    # ---- operands ----------------------------------------------------------------------------
+    def tensors(self, pred=None):
+        return [n for n in self.names
+                if self.is_tensor(n) and (pred is None or pred(self.ns[n]))]
+
+    def operand(self, pred=None, make=None, exact=False, prefer_last=0.75):
+        """An existing tensor that fits (the last result first, to build chains), else a fresh
+        input from make() (default: any new input)."""
+        def ok(n):
+            return (self.is_tensor(n) and (pred is None or pred(self.ns[n]))
+                    and (not exact or self.exact.get(n, False)))
+        if self.last is not None and ok(self.last) and self.p(prefer_last):
+            return self.last
+        pool = [n for n in self.names if ok(n)]
+        if pool and self.p(0.25):
+            return self.choice(pool)
+        if make is not None:
+            return make()
+        return self.new_input_where(pred) if pred is not None else self.new_input()
+
+    def new_input_where(self, pred, tries=40):
+        """A fresh input the predicate accepts (drawn until one fits)."""
+        for _ in range(tries):
+            shape = V.rand_shape(self.rng)
+            dtype = self.rand_dtype()
+            vals = V.rand_values(self.rng, shape, dtype)
+            probe = torch.tensor(vals.tolist() if vals.ndim else vals.item(),
+                                 dtype=getattr(torch, dtype)).reshape(shape)
+            if D.is_float(dtype) and self.p(0.4):
+                probe.requires_grad_()
+            if pred(probe):
+                return self.add_input(vals, dtype, probe.requires_grad)
+        return self.new_input((2, 3), "float32")
+
+    # ---- steps -------------------------------------------------------------------------------
+    def _note(self, op, operands):
+        self.tags.add("op:" + op)
+        dts = []
+        for o in operands:
+            if self.is_tensor(o):
+                dts.append(self.dtype(o))
+                self.tags.add("dtype:" + self.dtype(o))
+        return tuple(dts)
+
+    def emit(self, expr, op, operands, exact=False, tags=(), tol_boost=None):
+        """`vN = expr`; returns vN, or None when torch raised (the case ends there)."""
+        name = f"v{self._n_var}"
+        self._n_var += 1
+        dts = self._note(op, operands)
+        self.tags.update(tags)
+        line = f"{name} = {expr}"
+        self.lines.append(line)
+        ok = self._exec(line)
+        self.names.append(name)
+        self.deps[name] = set(operands)
+        self.defined_at[name] = len(self.lines) - 1
+        if tol_boost:
+            self.tol_boost[name] = tol_boost
+        self.producer[name] = (op, dts)
+        if any(o in self.view_affected for o in operands):
+            self.view_affected.add(name)
+        if not ok:
+            return None
+        self.exact[name] = exact and all(self.exact.get(o, True) for o in operands)
+        self.last = name
+        return name
+
+    def emit_inplace(self, stmt, op, target, operands, exact=False, tags=()):
+        """An in-place statement on `target`. Tensors sharing storage with it in torch (views,
+        detach results, bases) change too: they are recorded as view-affected."""
+        dts = self._note(op, [target] + list(operands))
+        self.tags.update(tags)
+        tt = self.ns[target]
+        if tt.requires_grad:
+            self.tags.add("inplace-on-grad-history" if tt.grad_fn is not None
+                          else "inplace-on-grad-leaf")
+        aliases = []
+        if tt.numel() > 0:
+            ptr = tt.storage().data_ptr()
+            aliases = [n for n in self.tensors() if n != target and self.ns[n].numel() > 0
+                       and self.ns[n].storage().data_ptr() == ptr]
+        self.lines.append(stmt)
+        ok = self._exec(stmt)
+        self.producer[target] = (op, dts)
+        self.deps[target] = self.deps.get(target, set()) | set(operands)
+        for a in aliases:
+            self.deps[a] = self.deps.get(a, set()) | {target} | set(operands)
+        if aliases:
+            self.tags.add("view-inplace")
+            if any(self.ns[a].requires_grad and self.ns[a].grad_fn is None for a in aliases):
+                self.tags.add("inplace-view-of-grad-leaf")
+            self.view_affected.update(aliases)
+        if any(o in self.view_affected for o in operands):
+            self.view_affected.add(target)
+        if not ok:
+            return None
+        self.exact[target] = (exact and self.exact.get(target, True)
+                              and all(self.exact.get(o, True) for o in operands))
+        self.last = target
+        return target
+
+    # ---- finishing ---------------------------------------------------------------------------
+    def maybe_backward(self):
+        """Ends with `out.backward(g)` when the last result is a float tensor with a history."""
+        if self.failed or self.last is None or not self.grad_leaves or self.no_backward:
+            return
+        out = self.ns.get(self.last)
+        if not isinstance(out, torch.Tensor) or not out.requires_grad or out.grad_fn is None:
+            return
+        dt = self.dtype(self.last)
+        if not D.is_float(dt):
+            return
+        g = V.rand_values(self.rng, tuple(out.shape), dt, "unit")
+        line = f"{self.last}.backward({V.tensor_literal(g, dt)})"
+        self.tags.add("backward")
+        self.lines.append(line)
+        self._exec(line)
+
+    def finish(self):
+        return Case(seed=self.seed, lines=list(self.lines), outputs=list(self.names),
+                    grad_inputs=list(self.grad_leaves) if "backward" in self.tags else [],
+                    tags=set(self.tags), producer=dict(self.producer),
+                    view_affected=set(self.view_affected), deps=dict(self.deps),
+                    defined_at=dict(self.defined_at), tol_boost=dict(self.tol_boost))
+
+    # ---- facts about values --------------------------------------------------------------------
+    def has_nonfinite(self, name, kind="any"):
+        t = self.ns.get(name)
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point or t.numel() == 0:
+            return False
+        t = t.detach().float()
+        if kind == "posinf":
+            return bool((t == math.inf).any())
+        if kind == "nan":
+            return bool(t.isnan().any())
+        return not bool(t.isfinite().all())
+
+    def max_abs(self, name):
+        t = self.ns.get(name)
+        if not isinstance(t, torch.Tensor) or t.numel() == 0:
+            return 0.0
+        t = t.detach().double()
+        f = t[t.isfinite()] if t.dtype.is_floating_point else t
+        return float(f.abs().max()) if f.numel() else 0.0
