@@ -4,7 +4,7 @@ seeded random programs, with counts per classification and cause.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/differential.py --cases 20000 [--seed S] [--json]
 
-Cases are seeds S .. S+N-1 (the pytest entry runs seeds 0..1499). Prints a table of cases per
+Cases are seeds S .. S+N-1 (the pytest entry runs seeds 0..2499). Prints a table of cases per
 status (OK, DELIBERATE, OPEN, UNEXPLAINED, SKIPPED) and per cause (issue 18 item), then every
 distinct UNEXPLAINED signature with a one-line gt and torch reproducer; --json prints one JSON
 object of the same figures instead. Exits 1 when anything is UNEXPLAINED, 0 otherwise.

@@ -33,6 +33,7 @@ class Builder:
         self.deps = {}             # name -> operand names
         self.defined_at = {}       # name -> line index
         self.tol_boost = {}        # name -> atol factor for an ill-conditioned op
+        self.line_tags = {}        # line index -> the facts of that step
         self.no_backward = False   # a step whose backward torch 1.13 gets wrong
         self.failed = False        # torch rejected the last step
         self.unusable = False      # the case cannot be built (emulation could not decide)
@@ -91,6 +92,10 @@ class Builder:
         """An input tensor holding the given values (a numpy array)."""
         name = f"x{self._n_in}"
         self._n_in += 1
+        if D.is_float(dtype) and vals.size:
+            a = np.abs(vals[np.isfinite(vals) & (vals != 0)])
+            if a.size and (a.max() >= 1e18 or a.min() <= (1e-4 if dtype == "float16" else 1e-30)):
+                self.tags.add("extreme-input")  # overflow/underflow inside formulas
         line = f"{name} = {V.tensor_literal(vals, dtype, grad)}"
         if not self._exec(line):
             raise RuntimeError(f"differential: torch rejected an input literal: {line}")
@@ -156,6 +161,7 @@ class Builder:
         self.tags.update(tags)
         line = f"{name} = {expr}"
         self.lines.append(line)
+        self.line_tags[len(self.lines) - 1] = {"op:" + op} | set(tags)
         ok = self._exec(line)
         self.names.append(name)
         self.deps[name] = set(operands)
@@ -175,27 +181,42 @@ class Builder:
         """An in-place statement on `target`. Tensors sharing storage with it in torch (views,
         detach results, bases) change too: they are recorded as view-affected."""
         dts = self._note(op, [target] + list(operands))
-        self.tags.update(tags)
+        local = {"op:" + op} | set(tags)
         tt = self.ns[target]
         if tt.requires_grad:
-            self.tags.add("inplace-on-grad-history" if tt.grad_fn is not None
-                          else "inplace-on-grad-leaf")
+            local.add("inplace-on-grad-history" if tt.grad_fn is not None
+                      else "inplace-on-grad-leaf")
+        leaves = [self.ns[n] for n in self.grad_leaves]
+        base = tt._base
+        if base is not None:
+            local.add("view-inplace")
+            # torch's _base is the root of a chain of views; a grad leaf may itself be a view
+            # of that root (x = torch.tensor([]).reshape(3, 0).requires_grad_()).
+            if any(lf is base or lf._base is base for lf in leaves):
+                local.add("inplace-view-of-grad-leaf")
+        if any(st == 0 and sz > 1 for st, sz in zip(tt.stride(), tt.shape)):
+            local.add("inplace-overlapping-view")  # an expand: torch refuses to write it
+        src = self.producer.get(target, ("", ()))[0]
+        if src == "tuple-item" and tt.requires_grad:
+            local.add("inplace-multi-output-view")  # a split/chunk part: torch refuses
         aliases = []
         if tt.numel() > 0:
             ptr = tt.storage().data_ptr()
             aliases = [n for n in self.tensors() if n != target and self.ns[n].numel() > 0
                        and self.ns[n].storage().data_ptr() == ptr]
+        if aliases:
+            local.add("view-inplace")
+            if any(self.ns[a].requires_grad and self.ns[a].grad_fn is None for a in aliases):
+                local.add("inplace-view-of-grad-leaf")
+        self.tags.update(local)
         self.lines.append(stmt)
+        self.line_tags[len(self.lines) - 1] = local
         ok = self._exec(stmt)
         self.producer[target] = (op, dts)
         self.deps[target] = self.deps.get(target, set()) | set(operands)
         for a in aliases:
             self.deps[a] = self.deps.get(a, set()) | {target} | set(operands)
-        if aliases:
-            self.tags.add("view-inplace")
-            if any(self.ns[a].requires_grad and self.ns[a].grad_fn is None for a in aliases):
-                self.tags.add("inplace-view-of-grad-leaf")
-            self.view_affected.update(aliases)
+        self.view_affected.update(aliases)
         if any(o in self.view_affected for o in operands):
             self.view_affected.add(target)
         if not ok:
@@ -220,6 +241,7 @@ class Builder:
         line = f"{self.last}.backward({V.tensor_literal(g, dt)})"
         self.tags.add("backward")
         self.lines.append(line)
+        self.line_tags[len(self.lines) - 1] = {"backward"}
         self._exec(line)
 
     def finish(self):
@@ -227,7 +249,8 @@ class Builder:
                     grad_inputs=list(self.grad_leaves) if "backward" in self.tags else [],
                     tags=set(self.tags), producer=dict(self.producer),
                     view_affected=set(self.view_affected), deps=dict(self.deps),
-                    defined_at=dict(self.defined_at), tol_boost=dict(self.tol_boost))
+                    defined_at=dict(self.defined_at), tol_boost=dict(self.tol_boost),
+                    line_tags=dict(self.line_tags))
 
     # ---- facts about values --------------------------------------------------------------------
     def has_nonfinite(self, name, kind="any"):

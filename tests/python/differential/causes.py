@@ -37,6 +37,20 @@ def dtypes_of(case, m):
     return case.producer.get(v, (None, ()))[1] if v else ()
 
 
+def step_tags(case, m):
+    """The facts of the step a raise happened at (all the case's facts when the line is not
+    known: gt reports errors of queued work at a sync point)."""
+    if m.line is None:
+        return case.tags
+    return case.line_tags.get(m.line, set())
+
+
+def at_step(case, m, *tags):
+    """Whether the raising step has one of the facts."""
+    st = step_tags(case, m)
+    return any(t in st for t in tags)
+
+
 def gt_raised(m):
     return m.kind == "raise" and "gt-raised" in m.facts
 

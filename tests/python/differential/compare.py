@@ -30,6 +30,7 @@ class Mismatch:
     facts: set = field(default_factory=set)
     gt_dtype: str = None
     torch_dtype: str = None
+    line: int = None  # raise: the line the raising side stopped at (None: a gt sync point)
 
 
 def _scale(torch_res):
@@ -169,7 +170,8 @@ def compare(case, gt_res, torch_res):
     out = []
     if gt_res.raised and not isinstance(gt_res.error, GT_ERROR_CLASSES):
         out.append(Mismatch("error-class", None, f"gt raised {type(gt_res.error).__name__}: "
-                            f"{str(gt_res.error)[:160]}", {type(gt_res.error).__name__}))
+                            f"{str(gt_res.error)[:160]}", {type(gt_res.error).__name__},
+                            line=gt_res.error_line))
     if gt_res.raised != torch_res.raised:
         side = "gt" if gt_res.raised else "torch"
         err = gt_res.error if gt_res.raised else torch_res.error
@@ -178,7 +180,8 @@ def compare(case, gt_res, torch_res):
         if res.error_line is not None and ".backward(" in case.lines[res.error_line]:
             facts.add(f"{side}-raised-at-backward")
         out.append(Mismatch("raise", None, f"only {side} raised {type(err).__name__}: "
-                            f"{str(err).splitlines()[0][:160] if str(err) else ''}", facts))
+                            f"{str(err).splitlines()[0][:160] if str(err) else ''}", facts,
+                            line=res.error_line))
         return out
     if gt_res.raised:
         return out

@@ -23,7 +23,7 @@ FAMILIES = [
     (I.embedding, 1),
     (N.softmax, 3), (N.activation, 2), (N.layer_norm, 2), (N.linear, 1), (N.dropout, 1),
     (N.mse, 2), (N.bce, 3), (N.cross_entropy, 2),
-    (X.matmul, 3), (X.cast, 3), (X.to_python, 1),
+    (X.matmul, 3), (X.cast, 3), (X.to_python, 1), (X.creation, 2),
     (P.inplace, 6),
 ]
 _FN = [f for f, _ in FAMILIES]

@@ -4,7 +4,7 @@ This table is mirrored in README.md ("Known differences from PyTorch"); change b
 Ops gt does not implement at all are not generated (so not listed here); an entry is a place
 where gt implements the op and chose other semantics on purpose.
 """
-from .causes import Cause, torch_raised
+from .causes import Cause, at_step, torch_raised
 
 DELIBERATE = [
     Cause(
@@ -12,13 +12,13 @@ DELIBERATE = [
         "t[::-1] (a negative slice step) reverses, as numpy and Python sequences do: gt's "
         "indexing takes slices with any step (python/src/indexing.cpp). torch refuses negative "
         "steps because its slices are strided views, which cannot have negative strides.",
-        lambda c, m: "negative-slice-step" in c.tags and torch_raised(m)),
+        lambda c, m: torch_raised(m) and at_step(c, m, "negative-slice-step")),
     Cause(
         "int32-class-targets", None,
         "cross_entropy / nll_loss take int32 class indices as well as int64: gt takes int32 "
         "wherever it takes int64 indices (t[index], index_select, gather, embedding); torch's "
         "nll_loss insists on int64.",
-        lambda c, m: "int32-class-targets" in c.tags and torch_raised(m)),
+        lambda c, m: torch_raised(m) and at_step(c, m, "int32-class-targets")),
     Cause(
         "inplace-on-saved-tensor", None,
         "Which tensors an op saves for its backward is the implementation's choice. gt refuses, "

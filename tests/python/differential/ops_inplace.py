@@ -68,6 +68,9 @@ def inplace(b):
             odt, val, operands = b.dtype(other), None, [other]
         if _promotes_out_of(b, target, odt, val, op):
             tags.add("inplace-cast-back")
+        if op == "sub_" and "bool" in (b.dtype(target), odt or ("bool" if isinstance(val, bool)
+                                                                 else "")):
+            tags.add("bool-sub")
         stmt = (f"{target}.{op}({other})" if b.p(0.5) else f"{target} {ARITH[op]} {other}")
         b.emit_inplace(stmt, op, target, operands, exact=True, tags=tags)
     elif kind < 0.85:

@@ -30,6 +30,8 @@ def matmul(b):
     tags = set()
     if b.dtype(a) != b.dtype(c):
         tags.add("matmul-mixed-dtype")
+    if "float32" in (b.dtype(a), b.dtype(c)) and max(b.max_abs(a), b.max_abs(c)) > 1e18:
+        tags.add("reduce-large-f32")  # products overflow float32 (and a sum of them)
     form = b.choice([f"{a} @ {c}", f"M.matmul({a}, {c})", f"{a}.matmul({c})"]
                     + ([f"{a}.mm({c})"] if len(sa) == len(sb) == 2 else []))
     b.emit(form, "matmul", [a, c], exact=False, tags=tags)
@@ -75,3 +77,43 @@ def to_python(b):
         elif abs(b.max_abs(x)) >= 2**63:
             tags.add("cast-out-of-range-to-int")
     b.emit(expr, "to-python-" + conv, [x], exact=True, tags=tags)
+
+
+def creation(b):
+    """zeros/ones/full/arange and the *_like forms: dtype inference from the fill value and the
+    arange bounds (torch: bool -> bool, int -> int64, float -> float32)."""
+    r = b.rng.random()
+    shape = V.rand_shape(b.rng, 1, 3)
+    dims = ", ".join(str(d) for d in shape)
+    dt = f", dtype=M.{b.rand_dtype()}" if b.p(0.4) else ""
+    tags = set()
+    if r < 0.2:
+        fn = b.choice(["zeros", "ones"])
+        b.emit(f"M.{fn}({dims}{dt})", fn, [], exact=True)
+    elif r < 0.45:
+        v = b.choice([2, -3, 1.5, True, False, 0.1, 2**40, float("inf"), float("nan"), -0.0])
+        tags.add("full-" + type(v).__name__)
+        b.emit(f"M.full(({dims},), {V.scalar_literal(v)}{dt})", "full", [], exact=True, tags=tags)
+    elif r < 0.7:
+        x = b.operand()
+        fn = b.choice(["zeros_like", "ones_like"])
+        b.emit(f"M.{fn}({x}{dt})", fn, [x], exact=True)
+    else:
+        start = b.choice([0, 1, -2, 0.5, -1.25])
+        end = b.choice([3, 5, 2.5, -4, 7.75])
+        step = b.choice([1, 2, 0.5, -1, -0.75, 3])
+        if b.p(0.6):
+            bounds = [start, end, step]
+        elif b.p(0.3):
+            bounds = [end]
+            start, step = 0, 1
+        else:
+            bounds = [start, end]
+            step = 1
+        args = ", ".join(V.scalar_literal(v) for v in bounds)
+        if dt and any(i in dt for i in ("int", "bool")) and any(
+                isinstance(v, float) and v != int(v) for v in bounds):
+            tags.add("arange-int-fractional")
+        if (end - start) * step < 0:
+            tags.add("arange-empty-range")
+        b.emit(f"M.arange({args}{dt})", "arange", [], exact=True, tags=tags)

@@ -5,16 +5,17 @@ import torch
 
 from . import dtypes as D
 from . import values as V
-from .ops_reduce import rand_dim
+from .ops_reduce import SOFTMAX_BOOST, rand_dim
 
 REDUCTIONS = ["mean", "sum", "none"]
 
 
 def float_operand(b, p_other=0.1, pred=None, **kw):
-    """An operand for a float-only op: a float tensor, or rarely any (error behaviour)."""
+    """An operand for a float-only op: a float tensor, or rarely a non-empty one of any dtype
+    (error behaviour; torch does not refuse an empty integer tensor, having nothing to run)."""
     anyd = b.p(p_other)
-    return b.operand(pred=lambda t: (anyd or t.dtype.is_floating_point) and (pred is None or pred(t)),
-                     **kw)
+    return b.operand(pred=lambda t: (t.dtype.is_floating_point or (anyd and t.numel() > 0))
+                     and (pred is None or pred(t)), **kw)
 
 
 def _float_only(b, x, tags):
@@ -34,7 +35,7 @@ def softmax(b):
         tags.add("reduce-large-f32")
     expr = b.choice([f"{x}.{op}({d})", f"M.{op}({x}, {d})", f"F.{op}({x}, {d})",
                      f"F.{op}({x}, dim={d})"])
-    b.emit(expr, op, [x], tags=tags)
+    b.emit(expr, op, [x], tags=tags, tol_boost=SOFTMAX_BOOST)
 
 
 def activation(b):
@@ -49,7 +50,9 @@ def activation(b):
 
 
 def layer_norm(b):
-    x = float_operand(b, pred=lambda t: t.dim() >= 1)
+    # At least two normalized elements: over one, x - mean is 0 exactly, which torch returns as
+    # rounding noise that a later pow or division would blow up.
+    x = float_operand(b, pred=lambda t: t.dim() >= 1 and t.shape[-1] >= 2)
     t = b.t(x)
     k = int(b.rng.integers(1, t.dim() + 1))
     shape = tuple(t.shape[t.dim() - k:])
@@ -158,7 +161,7 @@ def cross_entropy(b):
     x = b.operand(pred=lambda t: tuple(t.shape) == shape, prefer_last=0.9,
                   make=lambda: b.new_input(shape, dt, kind="unit" if b.p(0.8) else "any"))
     op = "cross_entropy" if b.p(0.75) else "nll_loss"
-    tags = set()
+    tags = _float_only(b, x, set())
     if b.p(0.2) and op == "cross_entropy":
         y = b.new_input(shape, b.dtype(x), kind="prob", grad=False)
     else:

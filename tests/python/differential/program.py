@@ -20,6 +20,7 @@ class Case:
     deps: dict = field(default_factory=dict)         # var -> the vars it was computed from
     defined_at: dict = field(default_factory=dict)   # var -> index of the line that set it
     tol_boost: dict = field(default_factory=dict)    # var -> atol factor (ill-conditioned ops)
+    line_tags: dict = field(default_factory=dict)    # line index -> the facts of that step
     torch_emulated: bool = False     # torch needed float16/bfloat16 emulation (torch_ref.py)
     unusable: bool = False           # emulation could not decide torch's dtype: not compared
 

@@ -1,6 +1,7 @@
 """pytest entry of the differential tester (collected by `pytest tests/python`, scripts/test.sh).
 
-test_no_unexplained_mismatches runs a fixed seed range (SEEDS; about 30 s on a 2-core machine)
+test_no_unexplained_mismatches runs a fixed seed range (SEEDS: 2500 cases, 21 s measured on
+the shared 2-core build machine at load 6)
 and fails on any UNEXPLAINED mismatch, printing one reproducer per distinct signature. OPEN and
 DELIBERATE mismatches are reported in the output (pytest -s) and do not fail it. The other tests
 check the tester itself: a wrong value, dtype, shape, NaN or error is caught, cases are
@@ -21,7 +22,7 @@ from .known_differences import DELIBERATE  # noqa: E402
 from .open_causes import OPEN  # noqa: E402
 from .program import Case  # noqa: E402
 
-SEEDS = range(0, 1500)
+SEEDS = range(0, 2500)
 
 
 def test_no_unexplained_mismatches():
@@ -120,3 +121,30 @@ def test_every_family_builds_and_runs(family):
         assert o.status != "UNEXPLAINED", "\n".join(
             f"{v.mismatch.kind} {v.mismatch.var}: {v.mismatch.detail}\n  gt: "
             f"{o.case.reproducer('gt')}" for v in o.verdicts if v.status == "UNEXPLAINED")
+
+
+def test_classification_rules():
+    """OPEN/DELIBERATE predicates and inheritance, on a hand-made case (no gt bug needed)."""
+    from .compare import Mismatch
+
+    case = Case(seed=-1, lines=["x0 = ...", "v0 = x0.reshape(-1)", "v0.add_(1)", "v1 = x0 * 2",
+                                "x1 = ...", "v2 = x1.exp()"],
+                outputs=["x0", "v0", "v1", "x1", "v2"],
+                tags={"view-inplace", "op:reshape", "op:add_", "op:mul", "op:exp"},
+                producer={"x0": ("tensor", ("float32",)), "v0": ("add_", ("float32",)),
+                          "v1": ("mul", ("float32",)), "x1": ("tensor", ("float32",)),
+                          "v2": ("exp", ("float32",))},
+                view_affected={"x0"},
+                deps={"x0": {"v0"}, "v0": {"x0"}, "v1": {"x0"}, "x1": set(), "v2": {"x1"}},
+                defined_at={"x0": 0, "v0": 1, "v1": 3, "x1": 4, "v2": 5})
+    base = Mismatch("value", "x0", "", {"finite-differs"})
+    downstream = Mismatch("value", "v1", "", {"finite-differs"})
+    unrelated = Mismatch("value", "v2", "", {"finite-differs"})
+    vs = C.classify(case, [base, downstream, unrelated])
+    assert [(v.status, v.cause.key if v.cause else None, v.inherited) for v in vs] == [
+        ("OPEN", "views-do-not-alias", False),
+        ("OPEN", "views-do-not-alias", True),   # computed from x0: inherits its cause
+        ("UNEXPLAINED", None, False)]           # not computed from anything that differs
+    assert C.case_status(vs) == "UNEXPLAINED"
+    case.tags.discard("view-inplace")
+    assert C.case_status(C.classify(case, [base])) == "UNEXPLAINED"
