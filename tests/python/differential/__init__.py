@@ -22,6 +22,7 @@ One responsibility per module:
     compare.py            compares two runs into mismatches
     causes.py             the record type of the two tables, predicate helpers
     known_differences.py  DELIBERATE differences (each a decision with a reason; README.md)
+    reference_limits.py   what the torch reference cannot judge (SKIPPED, never failing)
     open_causes.py        OPEN causes (issue 18's items, and new ones) with predicates
     classify.py           mismatch -> DELIBERATE / OPEN / UNEXPLAINED, signatures
     driver.py             runs a seed range and aggregates a report

@@ -15,7 +15,7 @@ import torch
 from . import dtypes as D
 from . import values as V
 from .program import Case
-from .torch_ref import LowPrecisionEmulation, namespace
+from .torch_ref import LowPrecisionEmulation, MixedLowPrecision, _missing_kernel, namespace
 
 
 class Builder:
@@ -36,21 +36,46 @@ class Builder:
         self.line_tags = {}        # line index -> the facts of that step
         self.no_backward = False   # a step whose backward torch 1.13 gets wrong
         self.failed = False        # torch rejected the last step
+        self.emulating = False     # a float16/bfloat16 kernel was missing: emulating from then
+        self.multi_view = set()    # views of split/chunk parts (torch refuses in-place on them)
+        self.writers = {}          # name -> every op that wrote it, in order
         self.unusable = False      # the case cannot be built (emulation could not decide)
         self.last = None
         self._n_in = 0
         self._n_var = 0
 
     # ---- running -----------------------------------------------------------------------------
-    def _exec(self, line):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+    def _run(self, line, emulate):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if emulate:
                 with LowPrecisionEmulation():
                     exec(line, self.ns)
+            else:
+                exec(line, self.ns)
+
+    def _exec(self, line):
+        """Runs a line as torch_ref.run will: natively until a float16/bfloat16 kernel is missing,
+        then (replaying the lines so far) the whole case under the emulation, so the shapes,
+        dtypes and aliasing seen here are the reference's."""
+        prior = self.lines[:-1] if self.lines and self.lines[-1] is line else list(self.lines)
+        try:
+            try:
+                self._run(line, self.emulating)
+            except Exception as e:  # noqa: BLE001
+                if self.emulating or not _missing_kernel(e):
+                    raise
+                self.emulating = True
+                self.ns = namespace()
+                for p in prior:
+                    try:
+                        self._run(p, True)
+                    except Exception:  # noqa: BLE001 - the reference fails there too
+                        pass
+                self._run(line, True)
             return True
         except Exception as e:  # noqa: BLE001
-            if type(e).__name__ == "MixedLowPrecision":
+            if isinstance(e, MixedLowPrecision):
                 self.unusable = True
             self.failed = True
             return False
@@ -101,6 +126,7 @@ class Builder:
             raise RuntimeError(f"differential: torch rejected an input literal: {line}")
         self.lines.append(line)
         self.names.append(name)
+        self.writers[name] = ["tensor"]
         self.deps[name] = set()
         self.defined_at[name] = len(self.lines) - 1
         self.exact[name] = True
@@ -166,6 +192,9 @@ class Builder:
         self.names.append(name)
         self.deps[name] = set(operands)
         self.defined_at[name] = len(self.lines) - 1
+        self.writers[name] = [op]
+        if ok:
+            self._track_multi_view(name, op, operands)
         if tol_boost:
             self.tol_boost[name] = tol_boost
         self.producer[name] = (op, dts)
@@ -196,8 +225,8 @@ class Builder:
                 local.add("inplace-view-of-grad-leaf")
         if any(st == 0 and sz > 1 for st, sz in zip(tt.stride(), tt.shape)):
             local.add("inplace-overlapping-view")  # an expand: torch refuses to write it
-        src = self.producer.get(target, ("", ()))[0]
-        if src == "tuple-item" and tt.requires_grad:
+        if target in self.multi_view and (tt.requires_grad or any(
+                self.is_tensor(o) and self.ns[o].requires_grad for o in operands)):
             local.add("inplace-multi-output-view")  # a split/chunk part: torch refuses
         aliases = []
         if tt.numel() > 0:
@@ -213,6 +242,7 @@ class Builder:
         self.line_tags[len(self.lines) - 1] = local
         ok = self._exec(stmt)
         self.producer[target] = (op, dts)
+        self.writers[target] = self.writers.get(target, []) + [op]
         self.deps[target] = self.deps.get(target, set()) | set(operands)
         for a in aliases:
             self.deps[a] = self.deps.get(a, set()) | {target} | set(operands)
@@ -225,6 +255,20 @@ class Builder:
                               and all(self.exact.get(o, True) for o in operands))
         self.last = target
         return target
+
+    def _track_multi_view(self, name, op, operands):
+        """Marks name when it is a split/chunk part or a view of one."""
+        new = self.ns.get(name)
+        if not isinstance(new, torch.Tensor):
+            return
+        if op == "tuple-item" and self.producer.get(operands[0], ("",))[0] in ("split", "chunk"):
+            self.multi_view.add(name)
+            return
+        for o in operands:
+            src = self.ns.get(o)
+            if o in self.multi_view and isinstance(src, torch.Tensor) and new._base is not None \
+                    and (new._base is src or new._base is src._base):
+                self.multi_view.add(name)
 
     # ---- finishing ---------------------------------------------------------------------------
     def maybe_backward(self):
@@ -250,7 +294,9 @@ class Builder:
                     tags=set(self.tags), producer=dict(self.producer),
                     view_affected=set(self.view_affected), deps=dict(self.deps),
                     defined_at=dict(self.defined_at), tol_boost=dict(self.tol_boost),
-                    line_tags=dict(self.line_tags))
+                    line_tags=dict(self.line_tags),
+                    exact={n for n, e in self.exact.items() if e},
+                    writers={k: list(v) for k, v in self.writers.items()})
 
     # ---- facts about values --------------------------------------------------------------------
     def has_nonfinite(self, name, kind="any"):

@@ -32,6 +32,12 @@ def op_of(case, m):
     return case.producer.get(v, (None, ()))[0] if v else None
 
 
+def wrote(case, m, *ops):
+    """Whether one of the ops wrote the mismatching variable (made it, or changed it in place)."""
+    v = base_var(m)
+    return bool(v) and any(o in ops for o in case.writers.get(v, ()))
+
+
 def dtypes_of(case, m):
     v = base_var(m)
     return case.producer.get(v, (None, ()))[1] if v else ()

@@ -10,22 +10,26 @@ from dataclasses import dataclass
 from . import gt_run
 from . import torch_ref
 from .causes import base_var, op_of
-from .compare import _scale, compare_snap
+from .compare import compare_snap
 from .known_differences import DELIBERATE
 from .open_causes import OPEN
+from .reference_limits import LIMITS
 
-ORDER = {"OK": 0, "DELIBERATE": 1, "OPEN": 2, "UNEXPLAINED": 3}
+ORDER = {"OK": 0, "SKIPPED": 1, "DELIBERATE": 2, "OPEN": 3, "UNEXPLAINED": 4}
 
 
 @dataclass
 class Verdict:
     mismatch: object
-    status: str          # DELIBERATE | OPEN | UNEXPLAINED
+    status: str          # SKIPPED (reference_limits) | DELIBERATE | OPEN | UNEXPLAINED
     cause: object = None  # the Cause, when explained
     inherited: bool = False
 
 
 def _direct(case, m):
+    for c in LIMITS:
+        if c.match(case, m):
+            return Verdict(m, "SKIPPED", c)
     for c in DELIBERATE:
         if c.match(case, m):
             return Verdict(m, "DELIBERATE", c)

@@ -113,7 +113,7 @@ def compare_values(g, t, tol, overflow_slack=None):
                           f" rtol {rtol:g} atol {atol:g})")
 
 
-def compare_snap(var, g, t, scale, grad=False, loosest=None, boost=1.0):
+def compare_snap(var, g, t, scale, grad=False, loosest=None, boost=1.0, exact=False):
     """Mismatches between gt's and torch's snapshot of one variable (or gradient)."""
     pre = "grad-" if grad else ""
     out = []
@@ -132,7 +132,7 @@ def compare_snap(var, g, t, scale, grad=False, loosest=None, boost=1.0):
                                 f"{len(t[1])}", {"tuple-length"}))
             return out
         for i, (gi, ti) in enumerate(zip(g[1], t[1])):
-            out += compare_snap(f"{var}[{i}]", gi, ti, scale, grad, loosest, boost)
+            out += compare_snap(f"{var}[{i}]", gi, ti, scale, grad, loosest, boost, exact)
         return out
     if kind == "py":
         if g[1] != t[1]:
@@ -158,6 +158,8 @@ def compare_snap(var, g, t, scale, grad=False, loosest=None, boost=1.0):
     tol = _tol(gdt, tdt, scale, loosest) if (D.is_float(gdt) or D.is_float(tdt)) else None
     if tol is not None and boost != 1.0:
         tol = (tol[0], tol[1] * boost)
+    if tol is not None and exact and gdt == tdt:
+        tol = (0.0, 0.0)
     slack = D.FLOAT_MAX[tdt] / 8 if grad and tdt in D.FLOAT_MAX else None
     ok, facts, detail = compare_values(gv, tv, tol, slack)
     if not ok:
@@ -190,7 +192,7 @@ def compare(case, gt_res, torch_res):
     for var in case.outputs:
         boost = max([case.tol_boost.get(a, 1.0) for a in case.ancestors(var) | {var}])
         out += compare_snap(var, gt_res.values[var], torch_res.values[var], scale, loosest=low,
-                            boost=boost)
+                            boost=boost, exact=var in case.exact)
     gboost = max(case.tol_boost.values(), default=1.0)
     for var in case.grad_inputs:
         out += compare_snap(var, gt_res.grads[var], torch_res.grads[var], scale, grad=True,

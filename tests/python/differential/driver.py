@@ -13,7 +13,7 @@ from .generator import make_case
 @dataclass
 class Outcome:
     case: object
-    status: str                 # OK | DELIBERATE | OPEN | UNEXPLAINED | SKIPPED
+    status: str                 # OK | SKIPPED | DELIBERATE | OPEN | UNEXPLAINED
     verdicts: list = field(default_factory=list)
 
 

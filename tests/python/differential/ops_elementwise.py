@@ -96,7 +96,10 @@ def binary(b):
         tags.add("int-pow-negative")
     if op == "pow" and dt == "bool" and isinstance(v, bool):
         tags.add("pow-bool")
-    b.emit(b.choice(forms), op, [x], exact=op in EXACT_BINARY, tags=tags)
+    form = b.choice(forms)
+    # torch computes `number / tensor` as reciprocal(tensor) * number: not correctly rounded.
+    exact = op in EXACT_BINARY and not form.startswith(f"{lit} /")
+    b.emit(form, op, [x], exact=exact, tags=tags)
 
 
 def compare(b):

@@ -115,7 +115,7 @@ def masked_fill(b):
 
 def one_hot(b):
     n = int(b.rng.integers(1, 5))
-    shape = V.rand_shape(b.rng, 0, 2)
+    shape = V.rand_shape(b.rng, 0, 2) if b.p(0.9) else b.choice([(0,), (2, 0)])
     num = b.choice([-1, n, n, n + 1])
     idx = _indices(b, shape, n, p_bad=0.02)
     tags = {"one-hot-empty-neg"} if (math.prod(shape) == 0 and num == -1) else set()

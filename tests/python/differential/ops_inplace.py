@@ -21,7 +21,9 @@ def _view_of(b, x):
         forms += [f"{x}.t()", f"{x}.T"]
     if t.dim() >= 2:
         forms += [f"{x}.transpose(0, 1)", f"{x}.permute({', '.join(str(i) for i in reversed(range(t.dim())))})"]
-    return b.emit(b.choice(forms), "view", [x], exact=True)
+    form = b.choice(forms)
+    tags = {"view-of-noncontiguous"} if ".view(" in form and not t.is_contiguous() else set()
+    return b.emit(form, "view", [x], exact=True, tags=tags)
 
 
 def _promotes_out_of(b, target, operand_dt=None, scalar=None, op=None):

@@ -39,7 +39,8 @@ def reshape(b):
     form = f"{x}.{method}({args})"
     if method == "reshape" and b.p(0.3):
         form = f"M.reshape({x}, ({', '.join(str(d) for d in shape)},))"
-    b.emit(form, method, [x], exact=True)
+    tags = {"view-of-noncontiguous"} if method == "view" and not t.is_contiguous() else set()
+    b.emit(form, method, [x], exact=True, tags=tags)
 
 
 def transpose(b):

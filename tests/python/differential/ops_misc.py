@@ -1,8 +1,4 @@
 """Matmul, dtype casts and Python-number conversions."""
-import math
-
-import torch
-
 from . import dtypes as D
 from . import values as V
 

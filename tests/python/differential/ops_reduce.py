@@ -4,7 +4,6 @@ import torch
 
 import gt
 
-from . import values as V
 
 REDUCE = list(gt._gt._api["reduce"])
 INDEX_RESULT = {"argmax", "argmin"}

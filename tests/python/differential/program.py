@@ -21,6 +21,8 @@ class Case:
     defined_at: dict = field(default_factory=dict)   # var -> index of the line that set it
     tol_boost: dict = field(default_factory=dict)    # var -> atol factor (ill-conditioned ops)
     line_tags: dict = field(default_factory=dict)    # line index -> the facts of that step
+    exact: set = field(default_factory=set)          # vars computed only by correctly rounded ops
+    writers: dict = field(default_factory=dict)      # var -> every op that wrote it, in order
     torch_emulated: bool = False     # torch needed float16/bfloat16 emulation (torch_ref.py)
     unusable: bool = False           # emulation could not decide torch's dtype: not compared
 
@@ -51,5 +53,5 @@ class Case:
         """One line that recreates the case in `lib` ('gt' or 'torch')."""
         head = ("import gt; M = gt; F = gt.nn.functional" if lib == "gt" else
                 "import torch; M = torch; F = torch.nn.functional")
-        tail = ", ".join(self.outputs[-3:])
-        return "; ".join([head] + self.lines + [f"print({tail})"])
+        shown = self.outputs[-2:] + [f"{g}.grad" for g in self.grad_inputs]
+        return "; ".join([head] + self.lines + [f"print({', '.join(shown)})"])
