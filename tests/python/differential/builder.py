@@ -1,7 +1,8 @@
 """Grows one case step by step.
 
-Each step is written as source and executed at once on torch (under the float16 emulation, with
-warnings off), so the generator always knows the shapes, dtypes and values it is building on:
+Each step is written as source and executed at once on torch, the way torch_ref.py will run the
+whole case (natively, or emulating float16/bfloat16 kernels torch's CPU build lacks; warnings
+off), so the generator always knows the shapes, dtypes and values it is building on:
 ops pick operands that fit, and the facts it records (special values reaching a softmax, an
 in-place op on a tensor that shares storage with another) are read off real tensors rather than
 guessed. A step torch rejects stays in the case (error behaviour is compared) and ends it.
@@ -15,7 +16,7 @@ import torch
 from . import dtypes as D
 from . import values as V
 from .program import Case
-from .torch_ref import LowPrecisionEmulation, MixedLowPrecision, _missing_kernel, namespace
+from .torch_ref import LowPrecisionEmulation, MixedLowPrecision, missing_kernel, namespace
 
 
 class Builder:
@@ -63,7 +64,7 @@ class Builder:
             try:
                 self._run(line, self.emulating)
             except Exception as e:  # noqa: BLE001
-                if self.emulating or not _missing_kernel(e):
+                if self.emulating or not missing_kernel(e):
                     raise
                 self.emulating = True
                 self.ns = namespace()
@@ -121,6 +122,8 @@ class Builder:
             a = np.abs(vals[np.isfinite(vals) & (vals != 0)])
             if a.size and (a.max() >= 1e18 or a.min() <= (1e-4 if dtype == "float16" else 1e-30)):
                 self.tags.add("extreme-input")  # overflow/underflow inside formulas
+        if D.is_int(dtype) and vals.size and np.abs(vals.astype(np.float64)).max() > 2**24:
+            self.tags.add("extreme-input")  # not exact in float32 (e.g. as an exponent)
         line = f"{name} = {V.tensor_literal(vals, dtype, grad)}"
         if not self._exec(line):
             raise RuntimeError(f"differential: torch rejected an input literal: {line}")

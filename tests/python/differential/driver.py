@@ -65,6 +65,7 @@ class Report:
             "seconds": round(self.seconds, 2),
             "cases_per_second": round(self.cases / self.seconds, 1) if self.seconds else None,
             "status": dict(self.status),
+            "unexplained_cases": self.status.get("UNEXPLAINED", 0),
             "torch_emulated_cases": self.emulated,
             "causes": [{"status": s, "cause": k, "item": i, "cases": n,
                         "mismatches": self.mismatches[(s, k, i)]}

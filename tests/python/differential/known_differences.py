@@ -4,7 +4,7 @@ This table is mirrored in README.md ("Known differences from PyTorch"); change b
 Ops gt does not implement at all are not generated (so not listed here); an entry is a place
 where gt implements the op and chose other semantics on purpose.
 """
-from .causes import Cause, at_step, torch_raised
+from .causes import Cause, at_step, gt_raised, torch_raised
 
 DELIBERATE = [
     Cause(
@@ -29,4 +29,10 @@ DELIBERATE = [
         "need.",
         lambda c, m: ("torch-raised-at-backward" in m.facts
                       and c.has_any("inplace-on-grad-history", "view-inplace"))),
+    Cause(
+        "index-range-on-empty", None,
+        "An index out of range is an error even when the indexed tensor has no elements "
+        "(t[idx], index_select, gather on a 0-size dim): the program is wrong whatever the "
+        "sizes. torch skips the check there because it reads nothing.",
+        lambda c, m: gt_raised(m) and at_step(c, m, "index-out-of-range-on-empty")),
 ]

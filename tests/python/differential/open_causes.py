@@ -61,7 +61,7 @@ def _scalar_rounding(c, m):
     if c.has_any("scalar:int-outside-int32", "masked-fill-scalar:int-outside-int32") \
             and (forward(m) or grad(m)):
         return True
-    return (c.has_any("scalar:float-inexact-in-dtype", "masked-fill-scalar:float-inexact-in-dtype")
+    return (c.has_any("scalar:inexact-in-dtype", "masked-fill-scalar:inexact-in-dtype")
             and any(d in ("float16", "bfloat16") for d in dtypes_of(c, m) + (m.gt_dtype,))
             and m.kind in ("value", "grad-value"))
 
@@ -139,7 +139,8 @@ OPEN = [
           "backward splits the gradient among ties", _reduce_forms),
     Cause("scalar-and-int-rounding", 5,
           "int64 masked_fill/clamp go through double; int32 tensor with a Python int outside "
-          "int32 saturates; Python float scalars are not rounded to float16/bfloat16 first",
+          "int32 saturates; Python scalars are not rounded to float16/bfloat16 first (torch: "
+          "x_f16 > 2**62 compares with inf)",
           _scalar_rounding),
     Cause("nonfinite-edge-cases", 6,
           "softmax/log_softmax/logsumexp with +inf in a row, layer_norm with overflowing variance, "
@@ -184,7 +185,7 @@ OPEN = [
           "x / (y * y) underflows for a tiny float16 y: torch (x / y) / y)",
           lambda c, m: (m.kind == "grad-value" and "extreme-input" in c.tags and m.facts & {
               "gt-nan-torch-not", "torch-nan-gt-not", "gt-inf-torch-finite",
-              "torch-inf-gt-finite"})),
+              "torch-inf-gt-finite", "inf-sign"})),
     Cause("silu-grad-inf-at-zero", "new",
           "silu backward with an infinite incoming gradient at x = 0 is NaN (inf * 0 inside the "
           "composite; torch: inf * silu'(0) = inf)",
@@ -204,6 +205,11 @@ OPEN = [
     Cause("pow-int-exponent-rounded", "new",
           "x.pow(n) on a float tensor with a Python int n beyond 2**24 rounds n to float32 first, "
           "so an odd n can become even (torch keeps n exact: (-1) ** -2147483649 is -1)",
-          lambda c, m: (m.kind == "value" and wrote(c, m, "pow")
-                        and c.has("scalar:int-inexact-float"))),
+          lambda c, m: (c.has("op:pow", "scalar:int-inexact-float")
+                        and (m.kind == "value" and wrote(c, m, "pow") or m.kind == "grad-value"))),
+    Cause("pow-zero-base-grad", "new",
+          "the gradient of 0 ** x with respect to a negative x is 0 (torch: -inf, from "
+          "0 ** x * log(0))",
+          lambda c, m: (m.kind == "grad-value" and "torch-inf-gt-finite" in m.facts
+                        and c.has("pow-zero-base"))),
 ]

@@ -82,12 +82,15 @@ def binary(b):
             tags.add("bool-sub")
         if op == "pow" and b.dtype(c) == "bool":
             b.no_backward = True  # torch 1.13's pow backward computes exponent - 1: fails on bool
+        if op == "pow" and b.t(a).numel() and bool((b.t(a) == 0).any()):
+            tags.add("pow-zero-base")
         b.emit(b.choice(forms), op, [a, c], exact=op in EXACT_BINARY, tags=tags)
         return
     lit, v, tags = S.draw(b, dt)
     forms = [f"{x}.{op}({lit})", f"M.{op}({x}, {lit})"]
     if op in OPERATOR:
-        forms += [f"{x} {OPERATOR[op]} {lit}", f"{lit} {OPERATOR[op]} {x}"]
+        left = f"({lit})" if lit.startswith("-") else lit  # -2 ** x is -(2 ** x)
+        forms += [f"{x} {OPERATOR[op]} {lit}", f"{left} {OPERATOR[op]} {x}"]
     if op == "sub" and (dt == "bool" or isinstance(v, bool)):
         tags.add("bool-sub")
     if dt == "bool" and isinstance(v, bool):
@@ -97,8 +100,10 @@ def binary(b):
     if op == "pow" and dt == "bool" and isinstance(v, bool):
         tags.add("pow-bool")
     form = b.choice(forms)
+    if op == "pow" and v == 0 and form.startswith(("0 ", "0.0 ", "(-0.0)", "False")):
+        tags.add("pow-zero-base")
     # torch computes `number / tensor` as reciprocal(tensor) * number: not correctly rounded.
-    exact = op in EXACT_BINARY and not form.startswith(f"{lit} /")
+    exact = op in EXACT_BINARY and not form.endswith(f"/ {x}")
     b.emit(form, op, [x], exact=exact, tags=tags)
 
 
@@ -179,9 +184,18 @@ def int_operators(b):
         return
     x = b.operand(exact=True)
     sym = "//" if kind == "floordiv" else "%"
+    # Integer divisors are positive: torch 1.13's CPU kernels trap (SIGFPE, killing this
+    # process) on an integer division by zero, and on INT_MIN // -1.
+    int_div = not b.t(x).dtype.is_floating_point
     if b.p(0.5):
-        lit, v, tags = S.draw(b, b.dtype(x), p_special=0.1, allow_bool=False)
+        if int_div:
+            v = int(b.rng.integers(1, 5))
+            lit, tags = str(v), S.facts(v, b.dtype(x))
+        else:
+            lit, v, tags = S.draw(b, b.dtype(x), p_special=0.1, allow_bool=False)
         b.emit(f"{x} {sym} {lit}", kind, [x], exact=False, tags=tags)
     else:
-        y = b.new_input(V.broadcast_partner(b.rng, tuple(b.t(x).shape)), b.dtype(x))
+        dt = "int64" if b.dtype(x) == "bool" else b.dtype(x)
+        y = b.new_input(V.broadcast_partner(b.rng, tuple(b.t(x).shape)), dt,
+                        kind="positive" if int_div else "any")
         b.emit(f"{x} {sym} {y}", kind, [x, y], exact=False)

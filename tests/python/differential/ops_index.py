@@ -30,6 +30,15 @@ def _dim_size(t, d):
     return 1
 
 
+def _oob_on_empty(b, t, idx, size):
+    """Facts: an index out of range into a tensor with no elements (torch reads nothing, so it
+    does not check)."""
+    i = b.t(idx)
+    if t.numel() == 0 and i.numel() and bool(((i >= size) | (i < -size)).any()):
+        return {"index-out-of-range-on-empty"}
+    return set()
+
+
 def index_select(b):
     x = b.operand()
     t = b.t(x)
@@ -38,6 +47,7 @@ def index_select(b):
     shape = (k,) if b.p(0.9) else ()
     idx = _indices(b, shape, _dim_size(t, d))
     tags = {"index-on-0d"} if t.dim() == 0 else set()
+    tags |= _oob_on_empty(b, t, idx, _dim_size(t, d))
     b.emit(f"{x}.index_select({d}, {idx})",
            "index_select", [x, idx], exact=True, tags=tags)
 
@@ -52,6 +62,7 @@ def gather(b):
     if 0 in shape or (t.dim() and 0 in t.shape):
         tags.add("empty-index")
     idx = _indices(b, tuple(shape), _dim_size(t, d))
+    tags |= _oob_on_empty(b, t, idx, _dim_size(t, d))
     b.emit(f"{x}.gather({d}, {idx})", "gather",
            [x, idx], exact=True, tags=tags)
 

@@ -219,6 +219,8 @@ def index_tensor(b, x):
     tags = set()
     if (vals < 0).any():
         tags.add("negative-index-tensor")
+    if b.t(x).numel() == 0 and ((vals >= n) | (vals < -n)).any():
+        tags.add("index-out-of-range-on-empty")
     dt = "int64"  # (torch 1.13 refuses int32 index tensors here; later versions take them)
     name = b.add_input(np.asarray(vals, dtype=np.int64), dt)
     b.emit(f"{x}[{name}]", "getitem-tensor", [x, name], exact=True, tags=tags)

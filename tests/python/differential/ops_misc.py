@@ -1,4 +1,4 @@
-"""Matmul, dtype casts and Python-number conversions."""
+"""Matmul, dtype casts, Python-number conversions and creation ops (zeros, ones, full, arange)."""
 from . import dtypes as D
 from . import values as V
 

@@ -38,6 +38,8 @@ def facts(v, dt):
             tags.add("scalar:int-outside-int64")
         if D.is_float(dt) and abs(v) > 2**24:
             tags.add("scalar:int-inexact-float")
+        if D.is_float(dt) and float(D.round_to(np.array([float(v)]), dt)[0]) != v:
+            tags.add("scalar:inexact-in-dtype")
         if dt in ("float16", "bfloat16") and abs(v) > D.FLOAT_MAX[dt]:
             tags.add("scalar:outside-lowp")
         return tags
@@ -47,7 +49,7 @@ def facts(v, dt):
     elif D.is_float(dt):
         r = float(D.round_to(np.array([v]), dt)[0])
         if r != v:
-            tags.add("scalar:float-inexact-in-dtype")
+            tags.add("scalar:inexact-in-dtype")
         if abs(v) > D.FLOAT_MAX[dt]:
             tags.add("scalar:outside-lowp")
     return tags

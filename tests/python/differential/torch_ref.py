@@ -37,7 +37,7 @@ class MixedLowPrecision(Exception):
     """float16 and bfloat16 in one emulated call: the probe cannot tell torch's dtype."""
 
 
-def _missing_kernel(e):
+def missing_kernel(e):
     s = str(e)
     return "not implemented for 'Half'" in s or "not implemented for 'BFloat16'" in s
 
@@ -96,7 +96,7 @@ class LowPrecisionEmulation(TorchFunctionMode):
             with torch.no_grad():
                 probe = func(*_map(args, detach), **_map(kwargs, detach))
         except Exception as e:  # noqa: BLE001
-            if not _missing_kernel(e):
+            if not missing_kernel(e):
                 raise
             sub = lambda t: t.detach().to(torch.bfloat16) if t.dtype in LOW else t.detach()  # noqa: E731
             try:
@@ -104,7 +104,7 @@ class LowPrecisionEmulation(TorchFunctionMode):
                     probe = func(*_map(args, sub), **_map(kwargs, sub))
                 probe = _map(probe, lambda t: t.to(low) if t.dtype == torch.bfloat16 else t)
             except Exception as e2:  # noqa: BLE001
-                if not _missing_kernel(e2):
+                if not missing_kernel(e2):
                     raise
                 probe = None
         up = lambda t: t.float() if t.dtype in LOW else t  # noqa: E731
@@ -138,7 +138,7 @@ def _attempt(case, emulate):
                 err, line = execute.run_lines(case, ns)
         else:
             err, line = execute.run_lines(case, ns)
-        if err is not None and _missing_kernel(err) and not emulate:
+        if err is not None and missing_kernel(err) and not emulate:
             raise NeedsEmulation()
         if isinstance(err, MixedLowPrecision):
             raise err

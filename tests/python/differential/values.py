@@ -49,9 +49,7 @@ def broadcast_partner(rng, shape, p_incompatible=0.03):
     s = [1 if (d and rng.random() < 0.4) else d for d in s]
     if rng.random() < p_incompatible and s:
         i = int(rng.integers(0, len(s)))
-        s[i] = s[i] + 2 if s[i] != 1 else 3
-        if shape and len(shape) >= len(s) and shape[len(shape) - len(s) + i] in (1,):
-            s[i] += 1  # keep it incompatible only if it is
+        s[i] += 2  # incompatible, unless that dim of `shape` is 1 (or missing)
     if math.prod(s) > MAX_NUMEL:
         return tuple(shape)
     return tuple(s)
