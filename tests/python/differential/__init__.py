@@ -20,6 +20,7 @@ One responsibility per module:
     torch_ref.py          runs a case on torch, emulating CPU-missing float16 kernels
     gt_run.py             runs a case on gt
     compare.py            compares two runs into mismatches
+    recheck.py            re-runs a mismatching line on gt's inputs (upstream rounding?)
     causes.py             the record type of the two tables, predicate helpers
     known_differences.py  DELIBERATE differences (each a decision with a reason; README.md)
     reference_limits.py   what the torch reference cannot judge (SKIPPED, never failing)
