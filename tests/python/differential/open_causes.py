@@ -10,9 +10,6 @@ from .causes import (Cause, at_step, base_var, dtypes_of, forward, grad, gt_rais
 MASKING_OPS = ("op:clamp", "op:relu", "op:max", "op:min", "op:maximum", "op:minimum",
                "op:masked_fill", "op:where", "op:abs",
                "op:binary_cross_entropy")  # a composite on clamp (log clamped at -100)
-FLOAT_ONLY_OPS = ("op:mean", "op:var", "op:softmax", "op:log_softmax", "op:logsumexp",
-                  "op:layer_norm", "op:gelu", "op:silu", "op:mse_loss",
-                  "op:binary_cross_entropy", "op:binary_cross_entropy_with_logits")
 
 
 # In-place ops on views that torch refuses (they would corrupt autograd or write one element
