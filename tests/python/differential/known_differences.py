@@ -1,0 +1,38 @@
+"""DELIBERATE differences from PyTorch: each a decision, with the reason.
+
+This table is mirrored in README.md ("Known differences from PyTorch"); change both together.
+Ops gt does not implement at all are not generated (so not listed here); an entry is a place
+where gt implements the op and chose other semantics on purpose.
+"""
+from .causes import Cause, at_step, gt_raised, torch_raised
+
+DELIBERATE = [
+    Cause(
+        "negative-slice-step", None,
+        "t[::-1] (a negative slice step) reverses, as numpy and Python sequences do: gt's "
+        "indexing takes slices with any step (python/src/indexing.cpp). torch refuses negative "
+        "steps because its slices are strided views, which cannot have negative strides.",
+        lambda c, m: torch_raised(m) and at_step(c, m, "negative-slice-step")),
+    Cause(
+        "int32-class-targets", None,
+        "cross_entropy / nll_loss take int32 class indices as well as int64: gt takes int32 "
+        "wherever it takes int64 indices (t[index], index_select, gather, embedding); torch's "
+        "nll_loss insists on int64.",
+        lambda c, m: torch_raised(m) and at_step(c, m, "int32-class-targets")),
+    Cause(
+        "inplace-on-saved-tensor", None,
+        "Which tensors an op saves for its backward is the implementation's choice. gt refuses, "
+        "as torch does, a backward that needs a value an in-place op has since modified "
+        "(version counters); but its composites (log_softmax = x - logsumexp, ...) save other "
+        "tensors than torch's fused kernels, so some programs torch refuses at backward run in "
+        "gt, with correct gradients. Refusing them too would mean saving tensors gt does not "
+        "need.",
+        lambda c, m: ("torch-raised-at-backward" in m.facts
+                      and c.has_any("inplace-on-grad-history", "view-inplace"))),
+    Cause(
+        "index-range-on-empty", None,
+        "An index out of range is an error even when the indexed tensor has no elements "
+        "(t[idx], index_select, gather on a 0-size dim): the program is wrong whatever the "
+        "sizes. torch skips the check there because it reads nothing.",
+        lambda c, m: gt_raised(m) and at_step(c, m, "index-out-of-range-on-empty")),
+]
