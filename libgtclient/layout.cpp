@@ -167,7 +167,12 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   // Normalize the axis against the first tensor (the rule checks the others).
   if (inputs[0]->defined() && inputs[0]->dim() > 0)
     dim = detail::normalize_dim_or_throw(dim, inputs[0]->dim(), "cat");
-  return run_op(OpId::k_cat, make_axis(dim), inputs);
+  Tensor r = run_op(OpId::k_cat, make_axis(dim), inputs);
+  // A skipped input that requires grad still gets its (empty) gradient, as in PyTorch:
+  // subtracting its sum (exactly 0) keeps every value, -0.0 included, and links it in.
+  for (const Tensor& t : tensors)
+    if (legacy_empty(t) && t.requires_grad()) r = r - t.sum();
+  return r;
 }
 
 }  // namespace gt

@@ -34,8 +34,12 @@ Tensor as_vector(const Tensor& x) { return x.reshape({-1}); }
 
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
   if (zero_dim_input(*this, dim, OpId::k_index_select)) {
+    // PyTorch gives a 0-d result whatever the index's length (every entry, checked on the
+    // worker, can only pick the one value); an empty index has no value to give.
+    if (index.numel() == 0)
+      throw Error(Code::kInvalidArgument, "index_select: an empty index selects no value of a 0-d tensor");
     Tensor r = as_vector(*this).index_select(0, as_vector(index));
-    return index.numel() == 1 ? r.reshape({}) : r;  // torch: a 0-d result for the one index
+    return index.numel() == 1 ? r.reshape({}) : r.slice(0, 0, 1).reshape({});
   }
   return run_op(OpId::k_index_select, make_axis(dim_for(*this, dim, OpId::k_index_select)),
                 {this, &index});
