@@ -127,8 +127,10 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 // the clamped logs: that one is 0 where a log is clamped and NaN at p = 0 or 1 (log's 1/p is
 // inf there, times the clamp's 0), where torch gives e.g. -1e12 for p = 0, y = 1. So when p
 // needs a gradient, the logs are taken of p's value (detached) and the term dp * (p - p_value),
-// 0 in value, carries the gradient dp. The target's gradient, log(1 - p) - log(p) clamped, is
-// the derivative as written (torch's too).
+// 0 in value, carries the gradient dp (in float32 for 16-bit inputs, where 1e-12 would round
+// to 0 and dp to inf: inf * 0 is NaN). The target's gradient is the derivative as written, the
+// clamped logs' difference (torch's -logit(p) equals it for p in (0, 1); at p = 0 or 1 torch
+// gives +-inf, gt +-100: a 0-valued carrier cannot hold an infinite gradient).
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCEOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy");
   const bool carry = is_grad_enabled() && input.requires_grad();
@@ -137,12 +139,16 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
   Tensor lq = (1.0 - p).log().clamp_min(-100.0);
   Tensor loss = (target * lp + (1.0 - target) * lq).neg();
   if (carry) {
-    Tensor dp;
+    const bool narrow = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
+    Tensor x = narrow ? input.cast(kFloat32) : input;
+    Tensor dp, px;
     {
       NoGradGuard no_grad;
-      dp = (p - target) / (p * (1.0 - p)).clamp_min(1e-12);
+      px = narrow ? p.cast(kFloat32) : p;
+      dp = (px - target) / (px * (1.0 - px)).clamp_min(1e-12);
     }
-    loss = loss + dp * (input - p);
+    Tensor term = dp * (x - px);
+    loss = loss + (term.dtype() == loss.dtype() ? term : term.cast(loss.dtype()));
   }
   if (o.weight.defined()) loss = loss * o.weight;
   return reduce(loss, o.reduction);

@@ -234,6 +234,24 @@ def test_bce_gradient_at_probabilities_0_and_1(reduction, weighted):
     _same(np.asarray(_np(gg[1]))[inner], np.asarray(_np(tg[1]))[inner], rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_bce_16_bit_gradient_carrier_keeps_the_loss(dtype):
+    """torch has no 16-bit CPU binary_cross_entropy; gt's loss must be the same with and without
+    a gradient (the carrier is 0 in value), and the gradient finite-signed, not NaN."""
+    dt = getattr(gt, dtype)
+    p0 = gt.tensor(PROBS).to(dt)
+    y = gt.tensor(PROB_TARGETS).to(dt)
+    plain = gt.nn.functional.binary_cross_entropy(p0, y, reduction="none")
+    p = gt.tensor(PROBS).to(dt)
+    p.requires_grad_(True)
+    loss = gt.nn.functional.binary_cross_entropy(p, y, reduction="none")
+    _same(loss.to(gt.float32), plain.to(gt.float32))
+    loss.sum().backward()
+    g = p.grad.to(gt.float32).numpy()
+    assert not np.isnan(g).any()
+    assert g[1] < 0 < g[2]
+
+
 def test_bce_without_gradient_is_unchanged():
     p = gt.tensor(PROBS)
     y = gt.tensor(PROB_TARGETS)
