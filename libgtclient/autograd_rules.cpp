@@ -210,7 +210,8 @@ GRAD(pow, save_pow) {
         OUT(0) = G * (pow(N.saved_input(0), s - 1) * s);
       }
     } else if (s == 0) {  // d(0^t)/dt: torch's g * where(t >= 0, 0, 0^t ln 0)
-      OUT(0) = G * where(N.saved_input(0) >= 0.0, 0.0, N.output() * -std::numeric_limits<double>::infinity());
+      const double log0 = -std::numeric_limits<double>::infinity();
+      OUT(0) = G * where(N.saved_input(0) >= 0.0, 0.0, N.output() * log0);
     } else {  // d(s^t)/dt = s^t ln s
       OUT(0) = G * (N.output() * std::log(s));
     }

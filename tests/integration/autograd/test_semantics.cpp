@@ -248,7 +248,8 @@ TEST_CASE("ties: maximum/minimum split evenly, a full max/min shares among equal
   CHECK(host(r.grad()) == std::vector<double>{1, 0, 0, 0, 1, 0});
 }
 
-TEST_CASE("gradients select instead of multiplying by masks: inf and NaN do not leak", "[autograd]") {
+TEST_CASE("gradients select instead of multiplying by masks: inf and NaN do not leak",
+          "[autograd]") {
   // Each case feeds an infinite gradient (sqrt's at 0) into a rule at an element that must get
   // 0: a rule multiplying by a 0/1 mask (inf * 0) or subtracting (inf - inf) gave NaN there.
   // Expected values are torch's.
