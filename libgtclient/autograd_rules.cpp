@@ -8,13 +8,22 @@
 // workers). A rule may return a gradient in the result's broadcast shape/dtype: the engine sums
 // it over broadcast dims and casts it to the input's shape and dtype.
 //
+// Rules follow PyTorch's formulas (tools/autograd/derivatives.yaml, FunctionsManual.cpp) down
+// to the operation order where it matters for NaN and inf: where a gradient is zeroed (a mask,
+// a clamp bound, relu, a losing operand), the rule selects with where() instead of multiplying
+// by a 0/1 mask, so an infinite or NaN upstream gradient does not turn the zeros into NaN
+// (inf * 0) -- x.clamp(min=0).sqrt() at x = -1 has gradient 0, as in torch -- and it avoids
+// `g - g_a` forms (inf - inf). Where torch itself multiplies (abs: g * sign(x); pow's exponent
+// gradient: g * where(...)), so does the rule, and NaN comes out where torch's does.
+//
 // Ties: maximum/minimum split the gradient evenly between equal operands (as PyTorch does);
-// max/min reductions (over all elements and over a dim) divide it evenly among the tied maxima
-// (PyTorch does this for full reductions; for a dim reduction PyTorch sends it all to the one
-// index it returns).
+// a max/min over all elements divides it evenly among the tied extrema (NaN results: among the
+// NaNs), while a max/min over a dim sends it all to the index argmax/argmin returns (the first
+// extreme), as PyTorch's max(dim) does.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -91,6 +100,8 @@ SaveSpec save_none(const OpAttrs&, const Node&) { return {}; }
 SaveSpec save_in0(const OpAttrs&, const Node&) { return {kIn0, false}; }
 SaveSpec save_out(const OpAttrs&, const Node&) { return {0, true}; }
 SaveSpec save_in0_out(const OpAttrs&, const Node&) { return {kIn0, true}; }
+// max/min: a reduction over all elements needs its result too (to find the tied elements).
+SaveSpec save_extremum(const OpAttrs& a, const Node&) { return {kIn0, a.reduce_all()}; }
 
 SaveSpec save_mul(const OpAttrs&, const Node& n) {
   if (scalar_form(n)) return {};
@@ -103,7 +114,7 @@ SaveSpec save_div(const OpAttrs& a, const Node& n) {
 SaveSpec save_pow(const OpAttrs& a, const Node& n) {
   if (scalar_form(n)) {
     if (a.scalar_side() == ScalarSide::kRight) return {kIn0, false};
-    return {0, true};
+    return {a.scalar() == 0 ? kIn0 : 0u, true};  // base 0: the exponent's sign picks the mask
   }
   return {kIn0 | kIn1, n.needs(1)};
 }
@@ -192,18 +203,17 @@ GRAD(pow, save_pow) {
   if (scalar_form(N)) {
     if (!N.needs(0)) return;
     const double s = scalar(N);
-    if (side(N) == ScalarSide::kRight) {  // d(t^s)/dt = s t^(s-1); 0 when s == 0
+    if (side(N) == ScalarSide::kRight) {  // d(t^s)/dt = s t^(s-1); zeros when s == 0
       if (s == 0) {
-        OUT(0) = G * 0.0;
+        OUT(0) = zeros(N.in_meta[0].shape, G.dtype());  // torch: zeros_like, whatever g is
       } else {
         OUT(0) = G * (pow(N.saved_input(0), s - 1) * s);
       }
-    } else {  // d(s^t)/dt = s^t ln s; 0 when s == 0 (PyTorch's mask for base 0)
-      if (s == 0) {
-        OUT(0) = G * 0.0;
-      } else {
-        OUT(0) = (G * N.output()) * std::log(s);
-      }
+    } else if (s == 0) {  // d(0^t)/dt: torch's g * where(t >= 0, 0, 0^t ln 0)
+      const double log0 = -std::numeric_limits<double>::infinity();
+      OUT(0) = G * where(N.saved_input(0) >= 0.0, 0.0, N.output() * log0);
+    } else {  // d(s^t)/dt = s^t ln s
+      OUT(0) = G * (N.output() * std::log(s));
     }
     return;
   }
@@ -212,27 +222,26 @@ GRAD(pow, save_pow) {
     Tensor v = G * (b * pow(a, b - 1.0));
     OUT(0) = where(b == 0.0, 0.0, v);
   }
-  if (N.needs(1)) {  // g a^b ln a, 0 where a == 0 and b >= 0
-    Tensor v = (G * N.output()) * a.log();
-    OUT(1) = where(a == 0.0, where(b >= 0.0, 0.0, v), v);
+  if (N.needs(1)) {  // torch's g * where(a == 0 and b >= 0, 0, a^b ln a)
+    Tensor v = N.output() * a.log();
+    OUT(1) = G * where(a == 0.0, where(b >= 0.0, 0.0, v), v);
   }
 }
 
-// maximum (is_max) / minimum: the winner gets g, ties split it evenly.
+// maximum (is_max) / minimum, as torch: each operand gets g unless it loses (0), ties split it
+// evenly; with a NaN operand nobody loses, so both get g.
 void grad_extremum(GradCtx& c, bool is_max) {
   Tensor a = N.saved_input(0);
   if (scalar_form(N)) {
     if (!N.needs(0)) return;
     const double s = scalar(N);
-    Tensor win = is_max ? a > s : a < s;
-    OUT(0) = where(a == s, G * 0.5, where(win, G, 0.0));
+    OUT(0) = where(is_max ? a < s : a > s, 0.0, where(a == s, G * 0.5, G));
     return;
   }
   Tensor b = N.saved_input(1);
-  Tensor win = is_max ? a > b : a < b;
-  Tensor ga = where(a == b, G * 0.5, where(win, G, 0.0));
-  if (N.needs(1)) OUT(1) = G - ga;
-  if (N.needs(0)) OUT(0) = std::move(ga);
+  Tensor shared = where(a == b, G * 0.5, G);
+  if (N.needs(1)) OUT(1) = where(is_max ? a > b : a < b, 0.0, shared);
+  if (N.needs(0)) OUT(0) = where(is_max ? a < b : a > b, 0.0, shared);
 }
 GRAD(maximum, save_binary_both) { grad_extremum(c, true); }
 GRAD(minimum, save_binary_both) { grad_extremum(c, false); }
@@ -262,16 +271,19 @@ GRAD(where, save_where) {
 GRAD(neg, save_none) { OUT(0) = G.neg(); }
 GRAD(exp, save_out) { OUT(0) = G * N.output(); }
 GRAD(log, save_in0) { OUT(0) = G / N.saved_input(0); }
-GRAD(sqrt, save_out) { OUT(0) = (G / N.output()) * 0.5; }
+GRAD(sqrt, save_out) { OUT(0) = G / (N.output() * 2.0); }
+// torch's g * sign(a): sign is 0 at 0 and at NaN (torch.sign(nan) == 0), so g * 0 there (NaN
+// for an infinite g, as in torch).
 GRAD(abs, save_in0) {
   Tensor a = N.saved_input(0);
-  OUT(0) = G * (a > 0.0) - G * (a < 0.0);  // sign(a), 0 at 0
+  const DType dt = G.dtype();
+  OUT(0) = G * ((a > 0.0).cast(dt) - (a < 0.0).cast(dt));
 }
-GRAD(relu, save_out) { OUT(0) = G * (N.output() > 0.0); }
-GRAD(sigmoid, save_out) {
+// torch's threshold_backward: 0 where the result is <= 0, g elsewhere (a NaN result passes g).
+GRAD(relu, save_out) { OUT(0) = where(N.output() <= 0.0, 0.0, G); }
+GRAD(sigmoid, save_out) {  // torch's g (1 - s) s
   Tensor s = N.output();
-  Tensor gs = G * s;
-  OUT(0) = gs - gs * s;  // g s (1 - s)
+  OUT(0) = (G * (1.0 - s)) * s;
 }
 GRAD(erf, save_in0) {  // 2/sqrt(pi) exp(-x^2)
   Tensor x = N.saved_input(0);
@@ -333,25 +345,41 @@ Tensor unreduce(const Tensor& g, const Node& n) {
 
 GRAD(sum, save_none) { OUT(0) = expand_to(unreduce(G, N), N.in_meta[0].shape); }
 
+// g / n, expanded (torch divides by the count; multiplying by 1/n can round differently).
 GRAD(mean, save_none) {
   const int64_t in_n = N.in_meta[0].shape.numel();
   const int64_t out_n = N.out_meta.shape.numel();
-  const double scale = in_n == 0 ? 0.0 : static_cast<double>(out_n) / static_cast<double>(in_n);
-  OUT(0) = expand_to(unreduce(G * scale, N), N.in_meta[0].shape);
+  if (in_n == 0) {  // nothing to give a gradient to
+    OUT(0) = zeros(N.in_meta[0].shape, G.dtype());
+    return;
+  }
+  const double count = static_cast<double>(in_n) / static_cast<double>(out_n);
+  OUT(0) = expand_to(unreduce(G / count, N), N.in_meta[0].shape);
 }
 
-// max/min: the gradient goes to the elements equal to the result, split evenly among ties.
-void grad_reduce_extremum(GradCtx& c) {
+// max/min over all elements: g split evenly among the elements equal to the result (the NaNs
+// when the result is NaN), torch's evenly_distribute_backward. Over a dim: all of g to the index
+// argmax/argmin gives (the first extreme, a NaN counting as one), which is the index torch's
+// max(dim)/min(dim) return and send the gradient to (value_selecting_reduction_backward).
+void grad_reduce_extremum(GradCtx& c, bool is_max) {
   Tensor a = N.saved_input(0);
-  Shape ks = keepdim_shape(N);
-  Tensor out = reshape_to(N.output(), ks);
-  Tensor mask = (a == out).cast(G.dtype());
-  Tensor count = N.attrs.reduce_all() ? mask.sum()
-                                      : (a.dim() == 0 ? mask : mask.sum(N.attrs.reduce_dim(), true));
-  OUT(0) = mask * (reshape_to(G, ks) / count);
+  if (a.dim() == 0) {
+    OUT(0) = G;
+    return;
+  }
+  if (!N.attrs.reduce_all()) {
+    const int64_t d = N.attrs.reduce_dim();
+    Tensor idx = is_max ? a.argmax(d, true) : a.argmin(d, true);
+    Tensor z = zeros(N.in_meta[0].shape, G.dtype());
+    OUT(0) = z.scatter_add(d, idx, reshape_to(G, keepdim_shape(N)));
+    return;
+  }
+  Tensor out = N.output();
+  Tensor mask = where(out != out, a != a, a == out);
+  OUT(0) = where(mask, G / mask.sum(), 0.0);
 }
-GRAD(max, save_in0_out) { grad_reduce_extremum(c); }
-GRAD(min, save_in0_out) { grad_reduce_extremum(c); }
+GRAD(max, save_extremum) { grad_reduce_extremum(c, true); }
+GRAD(min, save_extremum) { grad_reduce_extremum(c, false); }
 
 // var: g * 2 (x - mean) / max(0, n - correction) (inf / NaN where that is 0, like PyTorch).
 GRAD(var, save_in0) {
@@ -467,16 +495,16 @@ GRAD(expand, save_none) { OUT(0) = G; }
 // masked_fill: nothing flows through the filled elements (the engine sums over broadcast dims).
 GRAD(masked_fill, save_in1) { OUT(0) = G.masked_fill(N.saved_input(1), 0); }
 
-// clamp: g where min <= x <= max (inclusive, like PyTorch), else 0.
+// clamp: g where min <= x <= max (inclusive, like PyTorch; false for a NaN x or bound), else 0.
 GRAD(clamp, save_in0) {
   Tensor x = N.saved_input(0);
   Tensor inside;
   if (N.attrs.has_min()) inside = x >= N.attrs.clamp_min();
   if (N.attrs.has_max()) {
     Tensor below = x <= N.attrs.clamp_max();
-    inside = inside.defined() ? inside * below : below;
+    inside = inside.defined() ? inside * below : below;  // bool * bool: and
   }
-  OUT(0) = G * inside;
+  OUT(0) = where(inside, G, 0.0);
 }
 
 // index_select / gather: g's elements added back at the index positions (repeats accumulate).

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "gt/autograd.h"
 #include "gt/functional.h"
 #include "libgtclient/run_op.h"
 
@@ -16,16 +17,32 @@ int64_t dim_of(const Tensor& x, int64_t dim, const char* what) {
   return detail::normalize_dim_or_throw(dim, x.dim(), what);
 }
 
+// The shift of softmax / log_softmax: logsumexp over dim (kept), NaN where it is infinite.
+// torch's softmax and log_softmax give NaN for the whole of a row holding +inf (its kernel
+// subtracts the row max: inf - inf is NaN, and so is the row's sum), while x - logsumexp would
+// be NaN only at the +inf and -inf / 0 elsewhere. (An all -inf row is NaN either way, as in
+// torch: -inf - -inf.) lse - lse is 0 or NaN; it is made without recording, so the gradient
+// reaches logsumexp unchanged.
+Tensor softmax_shift(const Tensor& x, int64_t dim) {
+  Tensor lse = x.logsumexp(dim, true);
+  Tensor nan_where_inf;
+  {
+    NoGradGuard no_grad;
+    nan_where_inf = lse - lse;
+  }
+  return lse + nan_where_inf;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
   dim = dim_of(x, dim, "softmax");
-  return (x - x.logsumexp(dim, true)).exp();
+  return (x - softmax_shift(x, dim)).exp();
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   dim = dim_of(x, dim, "log_softmax");
-  return x - x.logsumexp(dim, true);
+  return x - softmax_shift(x, dim);
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "gt/autograd.h"
 #include "gt/functional.h"
 
 namespace gt::nn::functional {
@@ -121,21 +122,48 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   return reduce(d * d, reduction);
 }
 
+// -(y log p + (1 - y) log(1 - p)), each log clamped at -100 (PyTorch's). The gradient with
+// respect to p is PyTorch's closed form (p - y) / max(p (1 - p), 1e-12), not the derivative of
+// the clamped logs: that one is 0 where a log is clamped and NaN at p = 0 or 1 (log's 1/p is
+// inf there, times the clamp's 0), where torch gives e.g. -1e12 for p = 0, y = 1. So when p
+// needs a gradient, the logs are taken of p's value (detached) and the term dp * (p - p_value),
+// 0 in value, carries the gradient dp (in float32 for 16-bit inputs, where 1e-12 would round
+// to 0 and dp to inf: inf * 0 is NaN). The target's gradient is the derivative as written, the
+// clamped logs' difference (torch's -logit(p) equals it for p in (0, 1); at p = 0 or 1 torch
+// gives +-inf, gt +-100: a 0-valued carrier cannot hold an infinite gradient).
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCEOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy");
-  Tensor lp = input.log().clamp_min(-100.0);
-  Tensor lq = (1.0 - input).log().clamp_min(-100.0);
+  const bool carry = is_grad_enabled() && input.requires_grad();
+  Tensor p = carry ? input.detach() : input;
+  Tensor lp = p.log().clamp_min(-100.0);
+  Tensor lq = (1.0 - p).log().clamp_min(-100.0);
   Tensor loss = (target * lp + (1.0 - target) * lq).neg();
+  if (carry) {
+    const bool narrow = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
+    Tensor x = narrow ? input.cast(kFloat32) : input;
+    Tensor dp, px;
+    {
+      NoGradGuard no_grad;
+      px = narrow ? p.cast(kFloat32) : p;
+      dp = (px - target) / (px * (1.0 - px)).clamp_min(1e-12);
+    }
+    Tensor term = dp * (x - px);
+    loss = loss + (term.dtype() == loss.dtype() ? term : term.cast(loss.dtype()));
+  }
   if (o.weight.defined()) loss = loss * o.weight;
   return reduce(loss, o.reduction);
 }
 
 // PyTorch's stable form: (1 - y) x + lw (log(1 + exp(-|x|)) + max(-x, 0)),
-// lw = 1 + (pos_weight - 1) y.
+// lw = 1 + (pos_weight - 1) y. Its gradient is torch's lw sigmoid(x) - pos_weight y everywhere,
+// x = 0 included, because max(-x, 0) is `maximum`, whose gradient splits a tie evenly: at x = 0
+// the two kinks give 0 (|x|: sign(0) = 0) and -1/2 (the tie), as the smooth function does.
+// relu or clamp_min there would give 0 or -1 (e.g. [0.5, 0] instead of [0.25, -0.25] for
+// targets [0, 1], mean reduction).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BCEOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy_with_logits");
-  Tensor softplus_neg = (input.abs().neg().exp() + 1.0).log() + input.neg().relu();
+  Tensor softplus_neg = (input.abs().neg().exp() + 1.0).log() + input.neg().maximum(0.0);
   Tensor loss;
   if (o.pos_weight.defined()) {
     Tensor lw = (o.pos_weight - 1.0) * target + 1.0;

@@ -45,8 +45,8 @@ Status where_kernel(const KernelArgs& args) {
   return Status::ok();
 }
 
-// cast: floating -> integer truncates toward zero and saturates, NaN -> 0; anything -> bool is
-// != 0 (NaN -> true); see convert_value.
+// cast: floating -> integer truncates toward zero, NaN / inf / out of range -> the type's minimum
+// (PyTorch on x86-64); anything -> bool is != 0 (NaN -> true); see convert_value.
 Status cast_kernel(const KernelArgs& args) {
   convert_n(in_ptr(args, 0), in(args, 0).meta.dtype, out_ptr(args), args.out.meta.dtype,
             count(args.out.meta.shape));

@@ -1,12 +1,14 @@
 // masked_fill and clamp.
 //
 //   masked_fill(x, mask)  out = broadcast(x, mask) with `value` (converted to x's dtype like a
-//                         cast: floating -> integer truncates and saturates) where mask != 0
+//                         cast, convert_value; the shape rule keeps integer fills in range)
+//                         where mask != 0
 //   clamp(x)              out = min(max(x, lo), hi) with either bound optional, in the output
 //                         dtype (x converted first when a floating bound lifts an integer x to
-//                         float32); lo > hi gives hi everywhere, a NaN x stays NaN and a NaN
-//                         bound gives NaN, like torch.clamp. Integer bounds saturate to the
-//                         integer type's range.
+//                         float32); lo > hi gives hi everywhere, a NaN x stays NaN; a NaN
+//                         bound gives NaN everywhere when both bounds are given and changes
+//                         nothing when it is the only one, like torch.clamp on CPU
+//                         (clamp_value). Integer bounds saturate to the integer type's range.
 #include <cstring>
 
 #include "workerd/cpu/kernels.h"

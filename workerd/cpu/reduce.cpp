@@ -3,11 +3,14 @@
 // the reduced (scanned) extent; rows with inner == 1 reduce contiguously, otherwise a row of
 // `inner` accumulators sweeps the n slices (unit-stride, cache friendly).
 //
-// Accumulation: floating sums (means, cumsums) in double, integer and bool sums in int64
-// (wrapping), bool sums count trues; a cumsum rounds each running sum once to its output. mean
-// of zero elements is NaN. max/min propagate NaN. argmax/argmin give the first index of the
-// extreme value, a NaN counting as the extreme (like torch); over all elements it is the flat
-// index.
+// Accumulation: floating sums and means in float32, in PyTorch's CPU summation order (below),
+// so a partial sum that overflows float32 gives inf as torch's does (mean([3e38, 3e38, -3e38])
+// is inf, not 1e38); integer and bool sums in int64 (wrapping), bool sums count trues; a
+// floating mean is that float32 sum divided by n in float32 (torch's sum(...).div_(n)).
+// cumsum accumulates in double (as torch's CPU cumsum does) and rounds each running sum once to
+// its output. mean of zero elements is NaN. max/min propagate NaN. argmax/argmin give the first
+// index of the extreme value, a NaN counting as the extreme (like torch); over all elements it
+// is the flat index.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,6 +27,7 @@ using View = ReduceView;  // reduce_view() is in kernels.h (shared with reduce_s
 
 // ---- sum / mean ----
 
+// Integer accumulation (and cumsum's): int64 for integers and bool, double for floating types.
 template <class T>
 using acc_t = std::conditional_t<is_float_like_v<T>, double, int64_t>;
 
@@ -34,8 +38,169 @@ inline A acc_add(A s, A v) {
   else return s + v;
 }
 
+// Floating sums: PyTorch's CPU "cascade sum" (aten/src/ATen/native/cpu/SumKernel.cpp), whose
+// order of float32 additions this reproduces for its AVX2 build (vectors of 8 float lanes), so
+// that results, overflow included, are torch's: bit for bit on one thread for float32 and
+// bfloat16 (float16: the same order, unverified bit for bit; a float32 sum of float16 values
+// cannot overflow anyway). Running sums are fed one row at a time; every 2^p rows (p >= 4) the
+// level-0 sums move up a level, and up again when that completes a higher digit, so additions
+// join sums of similar size: the error grows like a pairwise sum's, not a running sum's, with
+// O(1) extra storage.
+constexpr int kLevels = 4;
+constexpr int kLanes = 8;  // one AVX2 vector of float32
+
+inline int64_t ceil_log2(int64_t x) {
+  return x <= 2 ? 1 : 64 - __builtin_clzll(static_cast<uint64_t>(x - 1));
+}
+
+// `width` running sums over `rows` rows; add_row(i, level0) adds row i into level0[0, width).
+// acc holds kLevels * width floats; the sums end in acc[0, width).
+template <class AddRow>
+void cascade(float* acc, int64_t width, int64_t rows, AddRow&& add_row) {
+  std::fill(acc, acc + kLevels * width, 0.0f);
+  const int64_t power = std::max<int64_t>(4, ceil_log2(rows) / kLevels);
+  const int64_t step = int64_t{1} << power, mask = step - 1;
+  int64_t i = 0;
+  while (i + step <= rows) {
+    for (int64_t j = 0; j < step; ++j, ++i) add_row(i, acc);
+    for (int l = 1; l < kLevels; ++l) {
+      float* __restrict up = acc + l * width;
+      float* __restrict down = up - width;
+      for (int64_t k = 0; k < width; ++k) {
+        up[k] += down[k];
+        down[k] = 0.0f;
+      }
+      if ((i & (mask << (l * power))) != 0) break;
+    }
+  }
+  for (; i < rows; ++i) add_row(i, acc);
+  for (int l = 1; l < kLevels; ++l)
+    for (int64_t k = 0; k < width; ++k) acc[k] += acc[l * width + k];
+}
+
 template <class T>
-acc_t<T> sum_contiguous(const T* x, int64_t n) {
+inline float ld(T v) {
+  return convert_value<float>(v);
+}
+
+// Elements per vector load of T (one AVX2 register: 8 floats, 16 16-bit floats), and lane k of
+// the 8 float lanes such a load feeds: a 16-bit vector is folded to 8 lanes as torch does
+// (bfloat16: its two halves added; float16, torch's generic path: adjacent pairs).
+template <class T>
+constexpr int kVecElems = is_half_v<T> ? 2 * kLanes : kLanes;
+
+template <class T>
+inline float vec_lane(const T* __restrict v, int k) {
+  if constexpr (std::is_same_v<T, bfloat16>) return ld(v[k]) + ld(v[k + kLanes]);
+  else if constexpr (is_half_v<T>) return (0.0f + ld(v[2 * k])) + ld(v[2 * k + 1]);
+  else return ld(v[k]);
+}
+
+// n values `stride` apart, as 4 interleaved running sums (value i feeds sum i % 4, cascaded)
+// added together at the end: torch's row_sum.
+template <class T>
+float row_sum4(const T* x, int64_t stride, int64_t n) {
+  float acc[kLevels * 4];
+  const int64_t groups = n / 4;
+  cascade(acc, 4, groups, [&](int64_t g, float* __restrict a0) {
+    const T* p = x + g * 4 * stride;
+    for (int k = 0; k < 4; ++k) a0[k] += ld(p[k * stride]);
+  });
+  for (int64_t i = groups * 4; i < n; ++i) acc[0] += ld(x[i * stride]);
+  return ((acc[0] + acc[1]) + acc[2]) + acc[3];
+}
+
+// A contiguous row: vector loads as 4 interleaved vector sums (32 lanes, cascaded), the vectors
+// left over into the first, the 4 folded into one; then the scalar tail in order and the kLanes
+// lanes added to it in order (torch's vectorized_inner_sum). Rows shorter than a vector:
+// row_sum4.
+template <class T>
+float row_sum_contiguous(const T* __restrict x, int64_t n) {
+  constexpr int64_t kE = kVecElems<T>;
+  if (n < kE) return row_sum4(x, 1, n);
+  constexpr int kW = 4 * kLanes;
+  float acc[kLevels * kW];
+  const int64_t vecs = n / kE, groups = vecs / 4;
+  cascade(acc, kW, groups, [&](int64_t g, float* __restrict a0) {
+    for (int q = 0; q < 4; ++q) {
+      const T* __restrict v = x + (4 * g + q) * kE;
+      for (int k = 0; k < kLanes; ++k) a0[q * kLanes + k] += vec_lane(v, k);
+    }
+  });
+  for (int64_t v = groups * 4; v < vecs; ++v)
+    for (int k = 0; k < kLanes; ++k) acc[k] += vec_lane(x + v * kE, k);
+  for (int q = 1; q < 4; ++q)
+    for (int k = 0; k < kLanes; ++k) acc[k] += acc[q * kLanes + k];
+  float total = 0.0f;
+  for (int64_t i = vecs * kE; i < n; ++i) total += ld(x[i]);
+  for (int k = 0; k < kLanes; ++k) total += acc[k];
+  return total;
+}
+
+// [n, inner] (rows `inner` apart) summed over n into out[0, inner): torch's outer sums. Columns
+// in whole groups (of 4 vectors of kLanes when a row holds a vector load, else of 4) each get one
+// cascaded running
+// sum over the rows; the remaining columns get row_sum4's 4 interleaved sums. Computed over
+// blocks of up to kBlock columns (their kLevels sums stay in L2), a row segment at a time (unit
+// stride, long contiguous reads).
+template <class T, class Emit>
+void column_sums(const T* __restrict x, int64_t n, int64_t inner, std::vector<float>& buf,
+                 Emit&& emit) {
+  constexpr int64_t kBlock = 8192;
+  const int64_t group = inner >= kVecElems<T> ? 4 * kLanes : 4;
+  const int64_t whole = inner / group * group;
+  // The leftover columns (< group) take 4 sums each: 4 * group floats per level suffice.
+  buf.resize(static_cast<size_t>(kLevels * std::max(std::min(whole, kBlock), 4 * group)));
+  float* acc = buf.data();
+  for (int64_t c0 = 0; c0 < whole; c0 += kBlock) {
+    const int64_t w = std::min(kBlock, whole - c0);
+    cascade(acc, w, n, [&](int64_t r, float* __restrict a0) {
+      const T* __restrict p = x + r * inner + c0;
+      for (int64_t k = 0; k < w; ++k) a0[k] += ld(p[k]);
+    });
+    for (int64_t k = 0; k < w; ++k) emit(c0 + k, acc[k]);
+  }
+  const int64_t w = inner - whole;  // < group
+  if (w == 0) return;
+  const int64_t groups = n / 4;
+  cascade(acc, 4 * w, groups, [&](int64_t g, float* __restrict a0) {
+    for (int q = 0; q < 4; ++q) {
+      const T* __restrict p = x + (4 * g + q) * inner + whole;
+      for (int64_t k = 0; k < w; ++k) a0[q * w + k] += ld(p[k]);
+    }
+  });
+  for (int64_t r = groups * 4; r < n; ++r)
+    for (int64_t k = 0; k < w; ++k) acc[k] += ld(x[r * inner + whole + k]);
+  for (int q = 1; q < 4; ++q)
+    for (int64_t k = 0; k < w; ++k) acc[k] += acc[q * w + k];
+  for (int64_t k = 0; k < w; ++k) emit(whole + k, acc[k]);
+}
+
+// A mean is the float32 sum divided by n in float32, rounded once to T: torch's
+// sum(...).div_(n) for float32. For the 16-bit types this is PyTorch 2.1+'s float32 mean; torch
+// 1.13 rounds the sum and n to the 16-bit type first (a float16 mean over more than 65504
+// elements is 0 there, n being inf), which gt does not copy.
+template <class T, bool kMean>
+void float_sum_impl(const T* x, T* y, const View& v) {
+  const float count = static_cast<float>(v.n);
+  auto finish = [&](float s) -> T {
+    if constexpr (kMean) return convert_value<T>(s / count);
+    else return convert_value<T>(s);
+  };
+  if (v.inner == 1) {
+    for (int64_t o = 0; o < v.outer; ++o) y[o] = finish(row_sum_contiguous(x + o * v.n, v.n));
+    return;
+  }
+  std::vector<float> buf;
+  for (int64_t o = 0; o < v.outer; ++o) {
+    T* yo = y + o * v.inner;
+    column_sums(x + o * v.n * v.inner, v.n, v.inner, buf,
+                [&](int64_t j, float s) { yo[j] = finish(s); });
+  }
+}
+
+template <class T>
+acc_t<T> int_sum_contiguous(const T* x, int64_t n) {
   using A = acc_t<T>;
   A s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t i = 0;
@@ -49,15 +214,17 @@ acc_t<T> sum_contiguous(const T* x, int64_t n) {
   return acc_add(acc_add(s0, s1), acc_add(s2, s3));
 }
 
+// Integer and bool inputs: int64 sums (wrapping); a mean (a gt extension: torch refuses
+// integer means) divides in double and gives float32.
 template <class T, class O, bool kMean>
-void sum_impl(const T* x, O* y, const View& v) {
+void int_sum_impl(const T* x, O* y, const View& v) {
   using A = acc_t<T>;
   auto finish = [&](A s) -> O {
     if constexpr (kMean) return convert_value<O>(static_cast<double>(s) / static_cast<double>(v.n));
     else return convert_value<O>(s);
   };
   if (v.inner == 1) {
-    for (int64_t o = 0; o < v.outer; ++o) y[o] = finish(sum_contiguous(x + o * v.n, v.n));
+    for (int64_t o = 0; o < v.outer; ++o) y[o] = finish(int_sum_contiguous(x + o * v.n, v.n));
     return;
   }
   std::vector<A> acc(static_cast<size_t>(v.inner));
@@ -80,10 +247,13 @@ Status sum_kernel(const KernelArgs& args) {
   GT_RETURN_IF_ERROR(check_reduce(args, v));
   return dispatch_dtype(x.meta.dtype, [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
-    // sum: floating keeps its dtype, others give int64; mean: others give float32.
-    using O = std::conditional_t<is_float_like_v<T>, T, std::conditional_t<kMean, float, int64_t>>;
-    sum_impl<T, O, kMean>(static_cast<const T*>(in_ptr(args, 0)),
-                          static_cast<O*>(out_ptr(args)), v);
+    const T* px = static_cast<const T*>(in_ptr(args, 0));
+    if constexpr (is_float_like_v<T>) {
+      float_sum_impl<T, kMean>(px, static_cast<T*>(out_ptr(args)), v);
+    } else {  // sum gives int64, mean float32
+      using O = std::conditional_t<kMean, float, int64_t>;
+      int_sum_impl<T, O, kMean>(px, static_cast<O*>(out_ptr(args)), v);
+    }
     return Status::ok();
   });
 }

@@ -32,7 +32,7 @@ using bf16 = __nv_bfloat16;
 enum : int { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3, kI64 = 4, kBool = 5 };
 
 // convert_value of convert.h on the device: anything -> bool is != 0, floating -> integer as
-// float_to_int, 16-bit floats through float32 with round-to-nearest-even.
+// cast_float_to_int, 16-bit floats through float32 with round-to-nearest-even.
 template <class To, class From>
 __device__ __forceinline__ To cvt(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -48,7 +48,7 @@ __device__ __forceinline__ To cvt(From v) {
   } else if constexpr (std::is_same_v<To, bf16>) {
     return __float2bfloat16_rn(cvt<float>(v));
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    return float_to_int<To>(static_cast<double>(v));
+    return cast_float_to_int<To>(static_cast<double>(v));
   } else {
     return static_cast<To>(v);
   }

@@ -1,14 +1,17 @@
 // Reductions over x viewed as [outer, n, inner] (workerd/cpu/reduce.cpp, reduce_stats.cpp):
-//   sum / mean        floating accumulate in double, integers and bool in int64 (wrapping);
+//   sum / mean        floating accumulate in float32 (as torch does, so a partial sum that
+//                     overflows gives inf), integers and bool in int64 (wrapping); a floating
+//                     mean is that sum divided by n in float32, rounded once to the output;
 //                     mean of zero elements is NaN
 //   max / min         NaN propagates; argmax / argmin: first index of the extreme (NaN counts as
 //                     the extreme) -- ties are broken by index, so the parallel order is irrelevant
 //   var               Welford/Chan in double, / max(0, n - correction); empty -> NaN
 //   logsumexp         online max-shifted sum in double; NaN -> NaN, infinite max -> itself,
 //                     empty -> -inf
-//   cumsum            running sums along n in sum's accumulator, each rounded once to the output
-// Results match the CPU up to the summation order (floating sums) -- exactly for the others
-// (cumsum sums in the CPU's order).
+//   cumsum            running sums along n in double (integers: int64), each rounded once to
+//                     the output
+// Results match the CPU up to the summation order (floating sums; the CPU follows torch's CPU
+// order) -- exactly for the others (cumsum sums in the CPU's order).
 //
 // Kernels: inner == 1 reduces each row with a block (rows split over several blocks plus a
 // finishing pass when there are few long rows, e.g. a reduction over everything); inner > 1
@@ -24,7 +27,9 @@ namespace {
 constexpr int kAccBytes = 32;  // every accumulator fits (scratch sizing)
 
 template <class T>
-using sum_acc_t = std::conditional_t<is_float_like_v<T>, double, int64_t>;
+using sum_acc_t = std::conditional_t<is_float_like_v<T>, float, int64_t>;
+template <class T>
+using scan_acc_t = std::conditional_t<is_float_like_v<T>, double, int64_t>;
 
 template <class A>
 __device__ __forceinline__ A acc_add(A s, A v) {
@@ -42,7 +47,9 @@ struct SumR {
   __device__ static void step(Acc& a, T x, int64_t) { a.s = acc_add(a.s, cvt<A>(x)); }
   __device__ static void combine(Acc& a, const Acc& b) { a.s = acc_add(a.s, b.s); }
   __device__ static Out finish(const Acc& a, int64_t n, double) {
-    if constexpr (kMean) return cvt<Out>(static_cast<double>(a.s) / static_cast<double>(n));
+    if constexpr (kMean && is_float_like_v<T>)  // the CPU's: float32 sum / n, rounded once
+      return cvt<Out>(a.s / static_cast<float>(n));
+    else if constexpr (kMean) return cvt<Out>(static_cast<double>(a.s) / static_cast<double>(n));
     else return cvt<Out>(a.s);
   }
 };
@@ -201,7 +208,7 @@ __global__ void col_kernel(const T* x, typename R::Out* out, int64_t outer, int6
 template <class T>
 __global__ void cumsum_kernel(const T* x, std::conditional_t<is_float_like_v<T>, T, int64_t>* y,
                               int64_t outer, int64_t n, int64_t inner) {
-  using A = sum_acc_t<T>;
+  using A = scan_acc_t<T>;
   using Out = std::conditional_t<is_float_like_v<T>, T, int64_t>;
   const int64_t lines = outer * inner;
   for (int64_t e = global_tid(); e < lines; e += grid_stride()) {

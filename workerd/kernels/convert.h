@@ -44,7 +44,8 @@ inline uint16_t float_to_half_bits(float value) {
 }
 
 // Value conversion between any two element/compute types (cast semantics: anything -> bool is
-// != 0; floating -> integer as float_to_int; 16-bit floats go through float32).
+// != 0, so NaN -> true; floating -> integer as cast_float_to_int (PyTorch on x86-64: NaN,
+// inf and out-of-range values give the minimum); 16-bit floats go through float32).
 template <class To, class From>
 inline To convert_value(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -63,7 +64,7 @@ inline To convert_value(From v) {
   } else if constexpr (std::is_same_v<From, bfloat16>) {
     return convert_value<To>(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    return float_to_int<To>(static_cast<double>(v));
+    return cast_float_to_int<To>(static_cast<double>(v));
   } else {
     return static_cast<To>(v);
   }

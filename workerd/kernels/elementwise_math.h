@@ -11,6 +11,10 @@
 //     INT_MIN; integer pow with a negative exponent is 0 unless the base is 1 (-> 1) or -1
 //     (-> +-1 by parity)
 //   - relu and abs keep NaN; maximum/minimum propagate NaN like torch.maximum
+//   - clamp with a NaN bound: NaN everywhere when both bounds are given, no effect when it is
+//     the only one (torch.clamp on CPU; clamp_value below)
+//   - floating -> integer casts (convert_value): NaN, inf and out of range give the type's
+//     minimum, as torch on x86-64 (cast_float_to_int in numeric.h)
 //   - sigmoid is 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) for x < 0, so it neither overflows nor
 //     loses the tiny tail for large |x|
 //   - bool arithmetic runs in int32 and is converted back with != 0 (add = or, mul = and)
@@ -186,13 +190,17 @@ GT_COMPARISON(ge, a >= b)
 
 // ---- clamp ----------------------------------------------------------------------------------
 
-// min(max(v, lo), hi) with either bound optional: lo > hi gives hi, a NaN v stays NaN and a
-// NaN bound gives NaN (torch.clamp). lo_nan/hi_nan are is_nan(lo)/is_nan(hi), hoisted.
+// min(max(v, lo), hi) with either bound optional: lo > hi gives hi and a NaN v stays NaN. A NaN
+// bound follows torch.clamp on CPU: with both bounds given, a NaN one makes every result NaN
+// (torch fills the result with NaN); a lone NaN bound changes nothing (torch's clamp_min /
+// clamp_max compute max(v, NaN) = v), so x.clamp(min=nan) == x. lo_nan/hi_nan are
+// is_nan(lo)/is_nan(hi), hoisted.
 template <class C>
 GT_HOST_DEVICE C clamp_value(C v, bool has_lo, C lo, bool lo_nan, bool has_hi, C hi,
                              bool hi_nan) {
-  if (has_lo && (v < lo || lo_nan)) v = lo;
-  if (has_hi && (v > hi || hi_nan)) v = hi;
+  if (has_lo && has_hi && (lo_nan || hi_nan)) return lo_nan ? lo : hi;
+  if (has_lo && v < lo) v = lo;
+  if (has_hi && v > hi) v = hi;
   return v;
 }
 

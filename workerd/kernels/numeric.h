@@ -1,6 +1,7 @@
 // Element-type facts shared by the CPU kernels (g++) and the CUDA kernels (nvcc): which type
-// arithmetic runs in, NaN tests and the saturating float -> integer rule. Everything here is
-// usable in host and device code (GT_HOST_DEVICE), so a rule is written once for both devices.
+// arithmetic runs in, NaN tests and the float -> integer rules (casts; attribute values).
+// Everything here is usable in host and device code (GT_HOST_DEVICE), so a rule is written once
+// for both devices.
 // The CUDA half types add their own specializations in workerd/cuda/cuda_common.cuh.
 #pragma once
 
@@ -43,8 +44,26 @@ GT_HOST_DEVICE bool is_nan(C v) {
   else return false;
 }
 
-// Floating -> integer: truncates toward zero, saturates at the type's range, NaN gives 0 (C++
-// leaves these undefined; PyTorch's results are platform dependent).
+// Floating -> integer as a cast (convert_value, the cast op): truncates toward zero; NaN, +-inf
+// and values whose truncation the type cannot hold give the type's minimum. C++ leaves these
+// undefined; this is what PyTorch gives on x86-64 CPUs, where the conversion instruction
+// (cvttss2si / cvttsd2si, 32 or 64 bit) returns its "integer indefinite" value, e.g.
+// torch.tensor([nan, inf, -inf, 1e20, 3e9]).to(torch.int32) is all -2147483648 and
+// .to(torch.int64) gives -9223372036854775808 for all but 3e9. Branch-free, so cast loops
+// vectorize.
+template <class To>
+GT_HOST_DEVICE To cast_float_to_int(double v) {
+  static_assert(std::is_integral_v<To> && std::is_signed_v<To>);
+  // The truncation fits iff min - 1 < v < -min (both bounds exact doubles for 32 bits; for 64
+  // bits min - 1 rounds to min, and no double lies strictly between them, so v >= min).
+  constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
+  const bool fits = (sizeof(To) >= 8 ? v >= lo : v > lo - 1.0) && v < -lo;  // false for NaN
+  const To t = static_cast<To>(fits ? v : 0.0);
+  return fits ? t : std::numeric_limits<To>::min();
+}
+
+// Floating -> integer for attribute values (a clamp bound, a scalar operand): truncates toward
+// zero, saturates at the type's range, NaN gives 0. (Casts use cast_float_to_int.)
 template <class To>
 GT_HOST_DEVICE To float_to_int(double v) {
   if (!(v == v)) return 0;

@@ -8,10 +8,12 @@
 // into the .grad() of the leaves. Saved tensors are released after a backward pass unless
 // retain_graph is set, so the tape frees what it no longer needs.
 //
-// Gradient conventions (libgtclient/autograd_rules.cpp): maximum/minimum split the gradient
-// evenly between equal operands (like PyTorch); max/min reductions share it evenly among tied
-// extrema (PyTorch does this for full reductions; for a dim reduction it picks one index);
-// abs/relu have gradient 0 at 0; pow follows PyTorch's masks at exponent 0 / base 0.
+// Gradient conventions (libgtclient/autograd_rules.cpp), PyTorch's: maximum/minimum split the
+// gradient evenly between equal operands; a max/min over all elements shares it evenly among
+// tied extrema, a max/min over a dim gives it all to the index argmax/argmin return (the first);
+// abs/relu have gradient 0 at 0; pow follows PyTorch's masks at exponent 0 / base 0. Zeroed
+// gradients are selected, not multiplied by 0/1 masks, so an inf or NaN flowing back does not
+// become NaN where the rule gives 0 (x.clamp(min=0).sqrt() at x = -1: gradient 0).
 //
 // Tensor methods (tensor.h): requires_grad_(), requires_grad(), is_leaf(), grad(), set_grad(),
 // backward(), retain_grad(), detach(), clone(), grad_fn_name(), and the in-place add_/sub_/mul_/

@@ -222,7 +222,8 @@ TEST_CASE("non-leaf grads are not retained unless asked, explicit seeds, errors"
   CHECK(host(u.grad()) == std::vector<double>{1});
 }
 
-TEST_CASE("ties: maximum/minimum split evenly, max/min reductions share among equal maxima",
+TEST_CASE("ties: maximum/minimum split evenly, a full max/min shares among equal maxima, a "
+          "max/min over a dim picks the first",
           "[autograd]") {
   agt::daemons();
   Tensor a = leaf({1, 2, 3}, {3}), b = leaf({1, 5, 0}, {3});
@@ -233,8 +234,109 @@ TEST_CASE("ties: maximum/minimum split evenly, max/min reductions share among eq
   m.max().backward();
   CHECK(host(m.grad()) == std::vector<double>{0.5, 0, 0.5, 0});
   m.set_grad(Tensor());
-  std::get<0>(m.min(0)).sum().backward();  // columns [3, 3] (tie) and [1, 2]
-  CHECK(host(m.grad()) == std::vector<double>{0.5, 1, 0.5, 0});
+  // Columns [3, 3] (tie) and [1, 2]: torch's min(dim) sends the whole gradient to the index it
+  // returns, the first of the tied minima (this used to expect 0.5 and 0.5, a full reduction's
+  // rule).
+  std::get<0>(m.min(0)).sum().backward();
+  CHECK(host(m.grad()) == std::vector<double>{1, 1, 0, 0});
+  m.set_grad(Tensor());
+  Tensor r = leaf({2, 7, 7, 7, 5, 5}, {2, 3});  // rows [2, 7, 7], [7, 5, 5]
+  std::get<0>(r.max(1)).sum().backward();
+  CHECK(host(r.grad()) == std::vector<double>{0, 1, 0, 1, 0, 0});
+  r.set_grad(Tensor());
+  std::get<0>(r.min(1)).sum().backward();
+  CHECK(host(r.grad()) == std::vector<double>{1, 0, 0, 0, 1, 0});
+}
+
+TEST_CASE("gradients select instead of multiplying by masks: inf and NaN do not leak",
+          "[autograd]") {
+  // Each case feeds an infinite gradient (sqrt's at 0) into a rule at an element that must get
+  // 0: a rule multiplying by a 0/1 mask (inf * 0) or subtracting (inf - inf) gave NaN there.
+  // Expected values are torch's.
+  agt::daemons();
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = leaf({-1, 0, 4}, {3});
+  x.clamp_min(0).sqrt().sum().backward();  // the issue's x.clamp(min=0).sqrt() at x = -1
+  CHECK(host(x.grad()) == std::vector<double>{0, inf, 0.25});
+  x.set_grad(Tensor());
+  x.relu().sqrt().sum().backward();
+  CHECK(host(x.grad()) == std::vector<double>{0, 0, 0.25});
+  x.set_grad(Tensor());
+  gt::maximum(x, 0.0).sqrt().sum().backward();  // scalar form; the tie at 0 halves
+  CHECK(host(x.grad()) == std::vector<double>{0, inf, 0.25});
+
+  Tensor a = leaf({0, 4}, {2}), b = leaf({-1, 16}, {2});
+  gt::maximum(a, b).sqrt().sum().backward();  // [0, 16]: a wins first, b second
+  CHECK(host(a.grad()) == std::vector<double>{inf, 0});
+  CHECK(host(b.grad()) == std::vector<double>{0, 0.125});
+  a.set_grad(Tensor());
+  Tensor c = leaf({1, 16}, {2});
+  gt::minimum(a, c).sqrt().sum().backward();  // [0, 4]: a wins both
+  CHECK(host(a.grad()) == std::vector<double>{inf, 0.25});
+  CHECK(host(c.grad()) == std::vector<double>{0, 0});
+
+  Tensor q = leaf({0, -1, 16, 4}, {2, 2});
+  std::get<0>(q.max(1)).sqrt().sum().backward();  // row maxima 0 and 16
+  CHECK(host(q.grad()) == std::vector<double>{inf, 0, 0.125, 0});
+  Tensor p = leaf({0, -1, -3, 0}, {4});
+  p.max().sqrt().backward();  // the two tied maxima share inf
+  CHECK(host(p.grad()) == std::vector<double>{inf, 0, 0, inf});
+
+  Tensor z = leaf({1, -1, 5}, {3});
+  (z.abs() - 1.0).sqrt().sum().backward();  // torch's g * sign(z): inf, -inf (not inf - NaN)
+  CHECK(host(z.grad()) == std::vector<double>{inf, -inf, 0.25});
+  Tensor w = leaf({1, -1, 16}, {3});  // masked_fill already selected; kept as a check
+  w.masked_fill(gt::from_vector(std::vector<bool>{true, false, false}, {3}), 0)
+      .clamp_min(0)
+      .sqrt()
+      .sum()
+      .backward();
+  CHECK(host(w.grad()) == std::vector<double>{0, 0, 0.125});
+}
+
+TEST_CASE("losses, softmax and layer_norm at the edges give PyTorch's values and gradients",
+          "[autograd]") {
+  agt::daemons();
+  namespace F = gt::nn::functional;
+  const double inf = std::numeric_limits<double>::infinity();
+  // binary_cross_entropy_with_logits at logit 0: torch's sigmoid(x) - y (this gave [0.5, 0]).
+  Tensor x = leaf({0, 0}, {2});
+  F::binary_cross_entropy_with_logits(x, agt::tensor({0, 1}, {2})).backward();
+  CHECK(host(x.grad()) == std::vector<double>{0.25, -0.25});
+  // ... with pos_weight: lw sigmoid(x) - pw y, lw = 1 + (pw - 1) y.
+  Tensor z = leaf({0, 0, 0}, {3});
+  F::BCEOptions o;
+  o.pos_weight = agt::tensor({2.5}, {1});
+  o.reduction = F::Reduction::kSum;
+  F::binary_cross_entropy_with_logits(z, agt::tensor({0, 1, 0.5}, {3}), o).backward();
+  CHECK(host(z.grad()) == std::vector<double>{0.5, -1.25, -0.375});
+  // binary_cross_entropy at p = 0 and 1: torch's (p - y) / max(p (1 - p), 1e-12), not NaN.
+  Tensor p = leaf({0, 0, 1, 1, 0.5}, {5});
+  F::BCEOptions s;
+  s.reduction = F::Reduction::kSum;
+  Tensor loss = F::binary_cross_entropy(p, agt::tensor({0, 1, 0, 1, 0.25}, {5}), s);
+  CHECK(loss.item<double>() == Approx(200 + std::log(2.0)));  // -100 twice, log 2 at p = 0.5
+  loss.backward();
+  std::vector<double> g = host(p.grad());
+  REQUIRE(g.size() == 5);
+  CHECK(g[0] == 0);
+  CHECK(g[1] == Approx(-1e12).epsilon(1e-6));
+  CHECK(g[2] == Approx(1e12).epsilon(1e-6));
+  CHECK(g[3] == 0);
+  CHECK(g[4] == Approx(1.0));  // (0.5 - 0.25) / 0.25
+  // softmax / log_softmax: a row holding +inf is NaN throughout (torch); an all -inf row too.
+  Tensor r = agt::tensor({inf, 1, 2, -inf, 1, 2, -inf, -inf, -inf}, {3, 3});
+  std::vector<double> sm = host(gt::softmax(r, 1)), lsm = host(gt::log_softmax(r, 1));
+  for (int i : {0, 1, 2, 6, 7, 8}) {
+    CHECK(std::isnan(sm[i]));
+    CHECK(std::isnan(lsm[i]));
+  }
+  CHECK(sm[3] == 0);
+  CHECK(sm[5] == Approx(1 / (1 + std::exp(-1.0))));
+  CHECK(lsm[3] == -inf);
+  // layer_norm whose variance overflows in float32 (as torch accumulates it): the row is 0.
+  CHECK(host(F::layer_norm(agt::tensor({1.5e19, -1.5e19}, {1, 2}), {2})) ==
+        std::vector<double>{0, 0});
 }
 
 TEST_CASE("the tape frees what it no longer needs", "[autograd][memory]") {

@@ -231,6 +231,13 @@ TEST_CASE("clamp: optional bounds, integer tensors, lo > hi, NaN", "[ops][clamp]
   }
   Tensor f = gt::from_vector<float>({NAN, -3, 3});
   CHECK_TENSOR(f.clamp(-1, 1), ref_of({3}, {NAN, -1, 1}), gt::kFloat32);
+  // NaN bounds as torch.clamp: a lone one changes nothing, one of two gives NaN everywhere.
+  CHECK_TENSOR(f.clamp_min(NAN), ref_of({3}, {NAN, -3, 3}), gt::kFloat32);
+  CHECK_TENSOR(f.clamp_max(NAN), ref_of({3}, {NAN, -3, 3}), gt::kFloat32);
+  CHECK_TENSOR(f.clamp(NAN, 1), ref_of({3}, {NAN, NAN, NAN}), gt::kFloat32);
+  CHECK_TENSOR(f.clamp(-1, NAN), ref_of({3}, {NAN, NAN, NAN}), gt::kFloat32);
+  Tensor i = gt::from_vector<int64_t>({1, -2});
+  CHECK_TENSOR(i.clamp_min(NAN), ref_of({2}, {1, -2}), gt::kFloat32);  // lifted to float32
   CHECK_THROWS_WITH(f.clamp(std::nullopt, std::nullopt), Catch::Contains("clamp"));
   CHECK_THROWS_WITH(gt::ones({2}, gt::kBool).clamp(0, 1), Catch::Contains("clamp"));
 }

@@ -48,14 +48,16 @@ TEST_CASE("cpu where: three-way broadcast and promotion", "[cpu][where]") {
   }
 }
 
-// The cast reference: floats -> ints truncate toward zero, saturate, NaN -> 0; -> bool is != 0.
+// The cast reference: floats -> ints truncate toward zero; NaN, +-inf and values whose
+// truncation does not fit give the type's minimum, as torch's .to(int32/int64) on x86-64 CPUs
+// (the conversion instruction's "integer indefinite"; this used to expect saturation and NaN ->
+// 0, which torch never gives); -> bool is != 0.
 double ref_cast(double v, DType to) {
   if (to == DType::kBool) return v != 0 ? 1 : 0;  // NaN != 0: true
   if (is_integral(to)) {
-    if (std::isnan(v)) return 0;
-    double lo = to == DType::kInt32 ? -2147483648.0 : -9223372036854775808.0;
-    double hi = to == DType::kInt32 ? 2147483647.0 : 9223372036854775807.0;
-    return v <= lo ? lo : v >= hi ? hi : std::trunc(v);
+    const double lo = to == DType::kInt32 ? -2147483648.0 : -9223372036854775808.0;
+    const double t = std::trunc(v);
+    return t >= lo && t < -lo ? t : lo;  // false for NaN
   }
   return quantize(v, to);
 }
@@ -75,6 +77,10 @@ TEST_CASE("cpu cast: every dtype pair", "[cpu][cast]") {
         v[5] = quantize(kInf, from);
         v[6] = -v[5];
         v[7] = quantize(3e9, from);  // beyond int32 (float16: inf)
+        v[8] = quantize(-2147483648.0, from);  // int32's minimum itself fits
+        v[9] = quantize(2147483648.0, from);   // one past int32's maximum
+        v[10] = quantize(1e20, from);          // beyond int64
+        v[11] = quantize(-1e20, from);
       }
       Tensor a = make_tensor(be, Shape{5, 10}, from, v);
       Tensor out = run_op(be, OpId::k_cast, {&a}, make_cast(to));

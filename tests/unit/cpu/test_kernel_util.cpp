@@ -44,9 +44,22 @@ TEST_CASE("cpu convert_value rules", "[cpu][convert]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   CHECK(convert_value<int32_t>(2.9) == 2);
   CHECK(convert_value<int32_t>(-2.9) == -2);
-  CHECK(convert_value<int32_t>(nan) == 0);
-  CHECK(convert_value<int32_t>(1e20) == std::numeric_limits<int32_t>::max());
+  // NaN, inf and out-of-range values give the minimum, as torch's casts on x86-64 CPUs (this
+  // used to expect NaN -> 0 and saturation, which torch never gives).
+  CHECK(convert_value<int32_t>(nan) == std::numeric_limits<int32_t>::min());
+  CHECK(convert_value<int32_t>(1e20) == std::numeric_limits<int32_t>::min());
+  CHECK(convert_value<int32_t>(3e9f) == std::numeric_limits<int32_t>::min());
+  CHECK(convert_value<int32_t>(-2147483648.0) == std::numeric_limits<int32_t>::min());
+  CHECK(convert_value<int32_t>(2147483647.9) == std::numeric_limits<int32_t>::max());
+  CHECK(convert_value<int32_t>(-2147483648.9) == std::numeric_limits<int32_t>::min());
   CHECK(convert_value<int64_t>(-1e30f) == std::numeric_limits<int64_t>::min());
+  CHECK(convert_value<int64_t>(1e30f) == std::numeric_limits<int64_t>::min());
+  CHECK(convert_value<int64_t>(3e9f) == 3000000000);
+  CHECK(convert_value<int64_t>(9223372036854774784.0) == 9223372036854774784);  // largest < 2^63
+  CHECK(convert_value<int64_t>(9223372036854775808.0) == std::numeric_limits<int64_t>::min());
+  CHECK(convert_value<int64_t>(-std::numeric_limits<double>::infinity()) ==
+        std::numeric_limits<int64_t>::min());
+  CHECK(convert_value<int64_t>(half(65504.0f)) == 65504);
   CHECK(convert_value<int64_t>(half(-3.5f)) == -3);
   CHECK(convert_value<bool>(nan) == true);
   CHECK(convert_value<bool>(half(0.0f)) == false);

@@ -205,6 +205,50 @@ TEST_CASE("cpu reductions: large float32 sums stay accurate", "[cpu][reduce]") {
   for (double c : cols) CHECK(std::fabs(c - want / 64) / (want / 64) < 1e-6);
 }
 
+// Floating sums accumulate in float32 in torch's CPU order, so a partial sum that overflows is
+// inf as in torch, even when the exact sum (and a double accumulator's) is finite:
+// torch.tensor([3e38, 3e38, -3e38]).mean() is inf (this used to give 1e38).
+TEST_CASE("cpu reductions: float32 partial sums overflow like torch's", "[cpu][reduce]") {
+  CpuBackend be;
+  const double inf = std::numeric_limits<double>::infinity();
+  auto reduce = [&](OpId op, const Tensor& x, int64_t dim) {
+    return to_doubles(be, run_op(be, op, {&x}, make_reduce(dim, false)));
+  };
+  // A short row: summed in order.
+  Tensor a = make_tensor(be, Shape{3}, DType::kFloat32, {3e38, 3e38, -3e38});
+  CHECK(reduce(OpId::k_sum, a, kAllDims) == std::vector<double>{inf});
+  CHECK(reduce(OpId::k_mean, a, kAllDims) == std::vector<double>{inf});
+  // A long row: lane k of 8 sums elements k, k + 8, ...; the first 16 are 3e38, the last 16
+  // -3e38, so lanes overflow before the negatives arrive.
+  std::vector<double> v(32, 3e38);
+  for (size_t i = 16; i < 32; ++i) v[i] = -3e38;
+  Tensor b = make_tensor(be, Shape{32}, DType::kFloat32, v);
+  CHECK(reduce(OpId::k_sum, b, kAllDims) == std::vector<double>{inf});
+  // ... but [3e38, -3e38] * 16 cancels within each lane: 0.
+  for (size_t i = 0; i < 32; ++i) v[i] = i % 16 < 8 ? 3e38 : -3e38;
+  Tensor c = make_tensor(be, Shape{32}, DType::kFloat32, v);
+  CHECK(reduce(OpId::k_sum, c, kAllDims) == std::vector<double>{0});
+  // Over a strided dim, both column layouts (>= 8 columns and fewer).
+  for (int64_t cols : {int64_t{2}, int64_t{40}}) {
+    std::vector<double> m(static_cast<size_t>(3 * cols), 3e38);
+    for (int64_t j = 0; j < cols; ++j) m[static_cast<size_t>(2 * cols + j)] = -3e38;
+    Tensor x = make_tensor(be, Shape{3, cols}, DType::kFloat32, m);
+    CHECK(reduce(OpId::k_sum, x, 0) == std::vector<double>(static_cast<size_t>(cols), inf));
+    CHECK(reduce(OpId::k_mean, x, 0) == std::vector<double>(static_cast<size_t>(cols), inf));
+  }
+  // A 16-bit mean divides the float32 sum, rounding once (PyTorch 2.1+; torch 1.13 rounds the
+  // sum to float16 first and gives inf here).
+  Tensor h = make_tensor(be, Shape{2}, DType::kFloat16, {60000, 60000});
+  CHECK(reduce(OpId::k_mean, h, kAllDims) == std::vector<double>{60000});
+  CHECK(reduce(OpId::k_sum, h, kAllDims) == std::vector<double>{inf});
+  // bfloat16 sums fold each 16-element load's halves first, as torch's: [3e38, -3e38] * 8
+  // gives lanes of 3e38 + 3e38 = inf and -inf, so NaN (not the 0 of adjacent pairs).
+  std::vector<double> alt(32, 0.0);
+  for (size_t i = 0; i < 16; ++i) alt[i] = i % 2 == 0 ? 3e38 : -3e38;
+  Tensor hb = make_tensor(be, Shape{32}, DType::kBFloat16, alt);
+  CHECK(std::isnan(reduce(OpId::k_sum, hb, kAllDims)[0]));
+}
+
 TEST_CASE("cpu reductions: bool and integer sums", "[cpu][reduce]") {
   CpuBackend be;
   Tensor b = make_tensor(be, Shape{2, 3}, DType::kBool, {1, 0, 1, 1, 1, 1});
