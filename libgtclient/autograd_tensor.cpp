@@ -5,6 +5,7 @@
 #include "gt/autograd.h"
 #include "libgtclient/autograd_node.h"
 #include "libgtclient/run_op.h"
+#include "libgtcore/shape_rules.h"
 
 namespace gt {
 namespace {
@@ -20,6 +21,34 @@ void check_in_place_named(const Tensor& t, const char* what) {
                 "modify it under gt::NoGradGuard (as optimizers do)");
 }
 
+// PyTorch refuses an in-place op whose result cannot be written back into self's dtype
+// (int64 a /= 2, a += 2.7: "result type Float can't be cast to the desired output type Long")
+// rather than truncating it. The result's dtype comes from the op's shape rule, before anything
+// is queued; an operand the rule refuses is left to the op itself, which throws its own error.
+void check_cast_back(const Tensor& self, OpId op, std::span<const TensorMeta> in,
+                     const OpAttrs& attrs, const char* what) {
+  Result<TensorMeta> r = infer_meta(op, in, attrs);
+  if (!r.is_ok() || can_cast(r->dtype, self.dtype())) return;
+  throw Error(std::string(what) + ": result type " + dtype_name(r->dtype) +
+              " can't be cast to the desired output type " + dtype_name(self.dtype()));
+}
+// self op= o (o scaled by alpha first, for add_/sub_).
+void check_cast_back(const Tensor& self, OpId op, const Tensor& o, const char* what,
+                     std::optional<Scalar> alpha = std::nullopt) {
+  TensorMeta om = o.meta();
+  if (alpha && alpha->to_double() != 1)
+    om.dtype = promote_with_scalar(om.dtype, detail::scalar_kind(*alpha));
+  const TensorMeta in[2] = {self.meta(), om};
+  check_cast_back(self, op, in, OpAttrs{}, what);
+}
+void check_cast_back(const Tensor& self, OpId op, Scalar o, const char* what) {
+  const TensorMeta in[1] = {self.meta()};
+  check_cast_back(self, op, in,
+                  make_binary_scalar(ScalarSide::kRight, o.to_double(), detail::scalar_kind(o),
+                                     o.exact_int()),
+                  what);
+}
+
 // For in-place ops whose gradient rule saves `self` (mul_, div_ by a tensor that requires grad):
 // the rule must see the old value, so compute from a copy.
 Tensor self_for_rule(const Tensor& self, const Tensor& o) {
@@ -32,34 +61,42 @@ Tensor self_for_rule(const Tensor& self, const Tensor& o) {
 // ---- in-place arithmetic ------------------------------------------------------------------------
 const Tensor& Tensor::add_(const Tensor& o, Scalar alpha) const {
   check_in_place_named(*this, "add_");
+  check_cast_back(*this, OpId::k_add, o, "add_", alpha);
   return copy_(alpha.to_double() == 1 ? *this + o : *this + o * alpha);
 }
 const Tensor& Tensor::add_(Scalar o) const {
   check_in_place_named(*this, "add_");
+  check_cast_back(*this, OpId::k_add, o, "add_");
   return copy_(*this + o);
 }
 const Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) const {
   check_in_place_named(*this, "sub_");
+  check_cast_back(*this, OpId::k_sub, o, "sub_", alpha);
   return copy_(alpha.to_double() == 1 ? *this - o : *this - o * alpha);
 }
 const Tensor& Tensor::sub_(Scalar o) const {
   check_in_place_named(*this, "sub_");
+  check_cast_back(*this, OpId::k_sub, o, "sub_");
   return copy_(*this - o);
 }
 const Tensor& Tensor::mul_(const Tensor& o) const {
   check_in_place_named(*this, "mul_");
+  check_cast_back(*this, OpId::k_mul, o, "mul_");
   return copy_(self_for_rule(*this, o) * o);
 }
 const Tensor& Tensor::mul_(Scalar o) const {
   check_in_place_named(*this, "mul_");
+  check_cast_back(*this, OpId::k_mul, o, "mul_");
   return copy_(*this * o);
 }
 const Tensor& Tensor::div_(const Tensor& o) const {
   check_in_place_named(*this, "div_");
+  check_cast_back(*this, OpId::k_div, o, "div_");
   return copy_(self_for_rule(*this, o) / o);
 }
 const Tensor& Tensor::div_(Scalar o) const {
   check_in_place_named(*this, "div_");
+  check_cast_back(*this, OpId::k_div, o, "div_");
   return copy_(*this / o);
 }
 const Tensor& Tensor::zero_() const { return fill_(0); }

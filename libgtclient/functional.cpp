@@ -36,11 +36,13 @@ Tensor softmax_shift(const Tensor& x, int64_t dim) {
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
+  detail::require_floating(x, "softmax");
   dim = dim_of(x, dim, "softmax");
   return (x - softmax_shift(x, dim)).exp();
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  detail::require_floating(x, "log_softmax");
   dim = dim_of(x, dim, "log_softmax");
   return x - softmax_shift(x, dim);
 }
@@ -134,6 +136,7 @@ Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) { return x.logsumex
 Tensor silu(const Tensor& x) { return x * x.sigmoid(); }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
+  detail::require_floating(x, "gelu");
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI);
     Tensor inner = (x + x * x * x * 0.044715) * k;
@@ -168,6 +171,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor layer_norm(const Tensor& x, Dims normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
+  detail::require_floating(x, "layer_norm");
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   if (k == 0 || k > x.dim())
     throw Error("layer_norm: normalized_shape has " + std::to_string(k) +
@@ -200,7 +204,10 @@ Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
                 std::string(dtype_name(indices.dtype())));
   if (num_classes < 0) {
     if (num_classes != -1) throw Error("one_hot: num_classes must be positive or -1");
-    num_classes = indices.numel() == 0 ? 0 : indices.max().item<int64_t>() + 1;
+    // As PyTorch: there is no max to infer the class count from.
+    if (indices.numel() == 0)
+      throw Error("one_hot: can not infer the total number of classes from an empty tensor");
+    num_classes = indices.max().item<int64_t>() + 1;
   }
   Tensor hot = detail::run_op(OpId::k_one_hot, make_num_classes(num_classes), {&indices});
   return dtype == kInt64 ? hot : hot.cast(dtype);
@@ -216,12 +223,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight) {
   return weight.index_select(0, indices.flatten()).reshape(shape);
 }
 
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
-  if (!min && !max) throw Error("clamp: at least one of min and max must be given");
-  std::optional<Scalar> lo, hi;
-  if (min) lo = *min;
-  if (max) hi = *max;
-  return x.clamp(lo, hi);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  return x.clamp(min, max);
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {

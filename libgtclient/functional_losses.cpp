@@ -5,6 +5,7 @@
 
 #include "gt/autograd.h"
 #include "gt/functional.h"
+#include "libgtclient/run_op.h"
 
 namespace gt::nn::functional {
 namespace {
@@ -118,6 +119,15 @@ Tensor finish(const Tensor& rows, const Tensor& denom, const Flat& f, Reduction 
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  // torch.mse_loss computes in the promoted dtype, which must be floating (an int input with
+  // a float target is fine, int with int is not).
+  if (!is_floating(input.dtype()) && !is_floating(target.dtype()))
+    throw Error(std::string("mse_loss: input or target must have a floating point dtype, got ") +
+                dtype_name(input.dtype()) + " and " + dtype_name(target.dtype()));
+  if (input.dtype() == kBool || target.dtype() == kBool) {  // `-` refuses bool; torch does not
+    const DType dt = promote(input.dtype(), target.dtype());
+    return mse_loss(input.to(dt), target.to(dt), reduction);
+  }
   Tensor d = input - target;
   return reduce(d * d, reduction);
 }
@@ -133,6 +143,11 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 // gives +-inf, gt +-100: a 0-valued carrier cannot hold an infinite gradient).
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCEOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy");
+  // As torch: floating probabilities, the target in the input's dtype.
+  detail::require_floating(input, "binary_cross_entropy");
+  if (target.dtype() != input.dtype())
+    throw Error(std::string("binary_cross_entropy: target dtype ") + dtype_name(target.dtype()) +
+                " differs from the input's " + dtype_name(input.dtype()));
   const bool carry = is_grad_enabled() && input.requires_grad();
   Tensor p = carry ? input.detach() : input;
   Tensor lp = p.log().clamp_min(-100.0);
@@ -200,7 +215,13 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const NLLOptions
   Tensor logp = log_softmax(input, class_dim);
 
   if (is_floating(target.dtype())) {  // class probabilities
-    check_same_shape(input, target, "cross_entropy");
+    // Floating targets are probabilities of the input's shape (torch's rule too); class
+    // indices must be an integer tensor.
+    if (input.shape() != target.shape())
+      throw Error("cross_entropy: a floating target holds class probabilities and must have the "
+                  "input's shape " + input.shape().str() + ", got " + target.shape().str() +
+                  " (class indices must be an integer tensor, got " +
+                  dtype_name(target.dtype()) + ")");
     const int64_t c = input.size(class_dim);
     check_weight(o.weight, c, "cross_entropy");
     Tensor t = eps > 0 ? target * (1.0 - eps) + eps / static_cast<double>(c) : target;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
+#include <string>
 #include <span>
 
 #include "gt/tensor.h"
@@ -15,6 +17,24 @@ namespace gt::detail {
 Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs);
 inline Tensor run_op(OpId op, const OpAttrs& attrs, std::initializer_list<const Tensor*> inputs) {
   return run_op(op, attrs, std::span<const Tensor* const>(inputs.begin(), inputs.size()));
+}
+
+// A number operand's promotion category (bool < integer < float).
+inline ScalarKind scalar_kind(const Scalar& s) {
+  return s.is_bool() ? ScalarKind::kBool : s.is_integral() ? ScalarKind::kInt : ScalarKind::kFloat;
+}
+
+// The scalar's exact integer, for an integral one; throws when an integral scalar does not fit
+// int64 (an unsigned value of 2^63 or more), as PyTorch refuses such a Python int ("Overflow
+// when unpacking long") rather than rounding it.
+std::optional<int64_t> checked_exact(const Scalar& s, const char* op);
+
+// Float-only composites (softmax, layer_norm, gelu, losses) refuse integer and bool inputs,
+// as PyTorch's kernels do ("not implemented for 'Long'"), instead of computing in float32.
+inline void require_floating(const Tensor& x, const char* op, const char* what = "input") {
+  if (!is_floating(x.dtype()))
+    throw Error(std::string(op) + ": " + what + " must have a floating point dtype, got " +
+                dtype_name(x.dtype()));
 }
 
 }  // namespace gt::detail

@@ -56,6 +56,14 @@ std::string op_error(OpId op, const std::string& message) {
 
 }  // namespace
 
+std::optional<int64_t> checked_exact(const Scalar& s, const char* op) {
+  if (!s.is_integral()) return std::nullopt;
+  if (!s.exact_int())
+    throw Error(std::string(op) + ": value " + std::to_string(s.to_double()) +
+                " cannot be converted to int64 without overflow");
+  return s.exact_int();
+}
+
 Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs) {
   constexpr size_t kInline = 4;
   std::array<TensorMeta, kInline> meta_buf;

@@ -77,17 +77,22 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 }
 
 // ---- masked_fill, clamp, expand -----------------------------------------------------------------
+// The value travels with its exact integer (int64 masked_fill beyond 2^53); the shape rule
+// checks that it fits x's dtype, as torch.masked_fill does.
 Tensor Tensor::masked_fill(const Tensor& mask, Scalar value) const {
-  return run_op(OpId::k_masked_fill, make_fill_value(value.to_double()), {this, &mask});
+  const std::optional<int64_t> exact = detail::checked_exact(value, "masked_fill");
+  return run_op(OpId::k_masked_fill, make_fill_value(value.to_double(), exact), {this, &mask});
 }
 
+// The bounds promote with x as scalar operands (torch.clamp: an int tensor with int bounds
+// stays int, a float bound makes it float32) and travel with their exact integers.
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   if (!min && !max) throw Error("clamp: at least one of min and max must be given");
-  const bool integral = (!min || min->is_integral()) && (!max || max->is_integral());
-  std::optional<double> lo, hi;
-  if (min) lo = min->to_double();
-  if (max) hi = max->to_double();
-  return run_op(OpId::k_clamp, make_clamp(lo, hi, integral), {this});
+  auto bound = [](const std::optional<Scalar>& s) -> std::optional<ClampBound> {
+    if (!s) return std::nullopt;
+    return ClampBound{s->to_double(), detail::scalar_kind(*s), detail::checked_exact(*s, "clamp")};
+  };
+  return run_op(OpId::k_clamp, make_clamp(bound(min), bound(max)), {this});
 }
 
 Tensor Tensor::clamp_min(Scalar min) const { return clamp(min, std::nullopt); }

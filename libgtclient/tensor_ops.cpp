@@ -14,9 +14,11 @@ Tensor binary(OpId op, const Tensor& a, const Tensor& b) {
   return run_op(op, OpAttrs{}, {&a, &b});
 }
 
-// `t op s` (side kRight) or `s op t` (side kLeft): one tensor input, the scalar in the attrs.
+// `t op s` (side kRight) or `s op t` (side kLeft): one tensor input, the scalar in the attrs
+// with its category (bool / integer / float: type promotion follows it).
 Tensor binary_scalar(OpId op, const Tensor& t, Scalar s, ScalarSide side) {
-  return run_op(op, make_binary_scalar(side, s.to_double(), s.is_integral(), s.exact_int()), {&t});
+  const std::optional<int64_t> exact = detail::checked_exact(s, op_name(op));
+  return run_op(op, make_binary_scalar(side, s.to_double(), detail::scalar_kind(s), exact), {&t});
 }
 
 Tensor reduce(OpId op, const Tensor& x, int64_t dim, bool keepdim) {
@@ -24,16 +26,17 @@ Tensor reduce(OpId op, const Tensor& x, int64_t dim, bool keepdim) {
   return run_op(op, make_reduce(dim, keepdim), {&x});
 }
 
-// A scalar operand of where() as a 0-d tensor whose dtype does not change the result's dtype
-// beyond what a Python scalar would.
+// A scalar operand of where() as a 0-d tensor of the dtype where() gives it with `other`
+// (torch.result_type(other, s)): as a 0-d tensor it then takes part in promotion no more than
+// the Python scalar would. Like torch.where, the value must fit that dtype (full checks it).
 Tensor scalar_operand(Scalar s, const Tensor* other) {
+  detail::checked_exact(s, "where");
+  const ScalarKind k = detail::scalar_kind(s);
   DType dt;
   if (other != nullptr) {
-    DType o = other->dtype();
-    dt = (s.is_bool() && o == DType::kBool) ? DType::kBool
-                                            : promote_with_scalar(o, s.is_integral());
+    dt = promote_with_scalar(other->dtype(), k);
   } else {
-    dt = s.is_bool() ? DType::kBool : s.is_integral() ? DType::kInt64 : DType::kFloat32;
+    dt = k == ScalarKind::kBool ? DType::kBool : k == ScalarKind::kInt ? DType::kInt64 : DType::kFloat32;
   }
   return full({}, s, dt);
 }

@@ -45,14 +45,56 @@ DType promote(DType a, DType b) {
   int ca = category(a), cb = category(b);
   if (ca != cb) return ca > cb ? a : b;
   if (ca == 1) return DType::kInt64;  // int32 with int64
-  // Both floating and different.
-  if (a == DType::kFloat32 || b == DType::kFloat32) return DType::kFloat32;
-  return DType::kFloat32;  // float16 with bfloat16
+  // Both floating and different: float32 wins, and float16 with bfloat16 gives float32.
+  return DType::kFloat32;
 }
 
-DType promote_with_scalar(DType t, bool scalar_is_integral) {
-  if (scalar_is_integral) return t == DType::kBool ? DType::kInt64 : t;
-  return is_floating(t) ? t : DType::kFloat32;
+// PyTorch's combine_categories(higher, lower) for real dtypes: the higher-priority class keeps
+// its dtype unless it is bool or the lower class is floating (then they promote).
+DType promote_ranked(DType a, bool a_zero_dim, DType b, bool b_zero_dim) {
+  if (a_zero_dim == b_zero_dim) return promote(a, b);
+  const DType dim = a_zero_dim ? b : a, zero = a_zero_dim ? a : b;
+  if (is_floating(dim)) return dim;
+  if (dim == DType::kBool || is_floating(zero)) return promote(dim, zero);
+  return dim;
+}
+
+DType promote_with_scalar(DType t, ScalarKind k) {
+  switch (k) {
+    case ScalarKind::kBool: return t;
+    case ScalarKind::kInt: return t == DType::kBool ? DType::kInt64 : t;
+    case ScalarKind::kFloat: return is_floating(t) ? t : DType::kFloat32;
+  }
+  return t;
+}
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::kBool && to == DType::kBool) return false;
+  return true;
+}
+
+bool scalar_fits(DType dt, double value, std::optional<int64_t> exact) {
+  switch (dt) {
+    case DType::kBool: return true;
+    case DType::kInt32:
+      if (exact) return *exact >= INT32_MIN && *exact <= INT32_MAX;
+      return value >= -2147483648.0 && value <= 2147483647.0;  // false for NaN
+    case DType::kInt64:
+      if (exact) return true;
+      return value >= -9223372036854775808.0 && value < 9223372036854775808.0;
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16: {
+      const double v = exact ? static_cast<double>(*exact) : value;
+      if (!(v - v == 0)) return true;  // inf and NaN convert to themselves
+      const double max = dt == DType::kFloat32   ? 3.4028234663852886e38
+                         : dt == DType::kFloat16 ? 65504.0
+                                                 : 3.3895313892515355e38;
+      return v >= -max && v <= max;
+    }
+  }
+  return false;
 }
 
 }  // namespace gt

@@ -33,14 +33,20 @@ OpAttrs make_random(const Shape& s, DType dt, uint64_t seed, uint64_t counter) {
   return a;
 }
 
-OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral,
+OpAttrs make_binary_scalar(ScalarSide side, double scalar, ScalarKind kind,
                            std::optional<int64_t> exact) {
   OpAttrs a;
   a.push_int(static_cast<int64_t>(side));
-  a.push_int(scalar_is_integral ? 1 : 0);
+  a.push_int(static_cast<int64_t>(kind));
   a.push_real(scalar);
   if (exact) a.push_int(*exact);
   return a;
+}
+
+OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral,
+                           std::optional<int64_t> exact) {
+  return make_binary_scalar(side, scalar, scalar_is_integral ? ScalarKind::kInt : ScalarKind::kFloat,
+                            exact);
 }
 
 OpAttrs make_reduce(int64_t dim, bool keepdim) {
@@ -75,9 +81,10 @@ OpAttrs make_cast(DType dt) {
   return a;
 }
 
-OpAttrs make_fill_value(double value) {
+OpAttrs make_fill_value(double value, std::optional<int64_t> exact) {
   OpAttrs a;
   a.push_real(value);
+  if (exact) a.push_int(*exact);
   return a;
 }
 
@@ -88,6 +95,23 @@ OpAttrs make_clamp(std::optional<double> min, std::optional<double> max, bool bo
   a.push_int(bounds_integral ? 1 : 0);
   a.push_real(min.value_or(0.0));
   a.push_real(max.value_or(0.0));
+  return a;
+}
+
+OpAttrs make_clamp(std::optional<ClampBound> min, std::optional<ClampBound> max) {
+  ScalarKind kind = ScalarKind::kBool;
+  if (min) kind = max_kind(kind, min->kind);
+  if (max) kind = max_kind(kind, max->kind);
+  OpAttrs a;
+  a.push_int(min ? 1 : 0);
+  a.push_int(max ? 1 : 0);
+  a.push_int(static_cast<int64_t>(kind));
+  a.push_real(min ? min->value : 0.0);
+  a.push_real(max ? max->value : 0.0);
+  if (kind != ScalarKind::kFloat && (!min || min->exact) && (!max || max->exact)) {
+    a.push_int(min ? *min->exact : 0);
+    a.push_int(max ? *max->exact : 0);
+  }
   return a;
 }
 

@@ -45,6 +45,10 @@ struct OpAttrs {
 
   // kBinary
   ScalarSide scalar_side() const { return static_cast<ScalarSide>(int_at(0)); }
+  // ints[1]: a ScalarKind (0 float, 1 integer, 2 bool: nonzero is integral, as before bools
+  // were told apart); other values are rejected by the shape rule.
+  bool scalar_kind_valid() const { return int_at(1) >= 0 && int_at(1) <= 2; }
+  ScalarKind scalar_kind() const { return static_cast<ScalarKind>(int_at(1)); }
   bool scalar_is_integral() const { return int_at(1) != 0; }
   double scalar() const { return real_at(0); }
   // The scalar as an exact integer (ints[2]), when the client sent one: int64 kernels use it,
@@ -76,18 +80,30 @@ struct OpAttrs {
   int64_t axis() const { return int_at(0); }
   // kHostChunk
   int64_t chunk_offset() const { return int_at(0); }
-  // kFillValue
+  // kFillValue (and full)
   double fill_value() const { return real_at(0); }
-  // full: the fill value as an exact integer (ints[0]), when the client sent one.
+  // full, masked_fill: the fill value as an exact integer (ints[0]), when the client sent one:
+  // int64 kernels use it, since the double loses integers beyond 2^53.
   std::optional<int64_t> fill_exact() const {
     return n_ints > 0 ? std::optional<int64_t>(ints[0]) : std::nullopt;
   }
   // kClamp
   bool has_min() const { return int_at(0) != 0; }
   bool has_max() const { return int_at(1) != 0; }
+  // ints[2]: the given bounds' ScalarKind together (max_kind): 0 some bound is a float, 1
+  // integers, 2 all bools (nonzero is integral, as before bools were told apart).
   bool bounds_integral() const { return int_at(2) != 0; }
+  bool bounds_kind_valid() const { return int_at(2) >= 0 && int_at(2) <= 2; }
+  ScalarKind bounds_kind() const { return static_cast<ScalarKind>(int_at(2)); }
   double clamp_min() const { return real_at(0); }
   double clamp_max() const { return real_at(1); }
+  // Integral bounds as exact integers (ints[3], ints[4]), when the client sent them.
+  std::optional<int64_t> clamp_min_exact() const {
+    return n_ints > 4 ? std::optional<int64_t>(ints[3]) : std::nullopt;
+  }
+  std::optional<int64_t> clamp_max_exact() const {
+    return n_ints > 4 ? std::optional<int64_t>(ints[4]) : std::nullopt;
+  }
   // kVar (dim and keepdim as kReduce)
   double correction() const { return real_at(0, 1.0); }
   // kNumClasses
@@ -100,6 +116,9 @@ OpAttrs make_full(const Shape& s, DType dt, double value,
                   std::optional<int64_t> exact = std::nullopt);
 OpAttrs make_arange(double start, double stop, double step, DType dt);
 OpAttrs make_random(const Shape& s, DType dt, uint64_t seed, uint64_t counter);
+OpAttrs make_binary_scalar(ScalarSide side, double scalar, ScalarKind kind,
+                           std::optional<int64_t> exact = std::nullopt);
+// `scalar_is_integral`: an integer scalar (kInt).
 OpAttrs make_binary_scalar(ScalarSide side, double scalar, bool scalar_is_integral,
                            std::optional<int64_t> exact = std::nullopt);
 OpAttrs make_reduce(int64_t dim, bool keepdim);  // dim = kAllDims for all elements
@@ -107,9 +126,16 @@ OpAttrs make_reshape(const Shape& s);
 OpAttrs make_permute(std::span<const int64_t> perm);
 OpAttrs make_axis(int64_t axis);
 OpAttrs make_cast(DType dt);
-OpAttrs make_fill_value(double value);
+OpAttrs make_fill_value(double value, std::optional<int64_t> exact = std::nullopt);
 // Either bound may be absent; `bounds_integral`: every given bound is an integer scalar.
 OpAttrs make_clamp(std::optional<double> min, std::optional<double> max, bool bounds_integral);
+// A bound: its value, and its exact integer when it is one.
+struct ClampBound {
+  double value = 0;
+  ScalarKind kind = ScalarKind::kFloat;
+  std::optional<int64_t> exact;
+};
+OpAttrs make_clamp(std::optional<ClampBound> min, std::optional<ClampBound> max);
 OpAttrs make_var(int64_t dim, bool keepdim, double correction);  // dim = kAllDims for all
 OpAttrs make_num_classes(int64_t num_classes);
 

@@ -8,26 +8,19 @@
 namespace gt {
 namespace {
 
-// A fill value going into an integer tensor must be representable there, as in PyTorch
-// (torch.full((2,), nan, dtype=torch.int64) raises): NaN/inf or an out-of-range value would
-// otherwise silently become 0 or saturate. `exact`: the value as an exact integer, when sent.
-Status check_integer_fill(const char* op, double value, std::optional<int64_t> exact, DType dt) {
-  if (!is_integral(dt)) return Status::ok();
-  const double lo = dt == DType::kInt32 ? -2147483648.0 : -9223372036854775808.0;
-  const double hi = dt == DType::kInt32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
-  if (exact) {
-    if (dt == DType::kInt32 && (*exact < INT32_MIN || *exact > INT32_MAX))
-      return invalid_argument("{}: value {} cannot be converted to {} without overflow", op,
-                              *exact, dtype_name(dt));
-    return Status::ok();
-  }
-  if (!std::isfinite(value))
-    return invalid_argument("{}: value {} cannot be converted to {} (not a finite number)", op,
-                            value, dtype_name(dt));
-  if (!(std::trunc(value) >= lo && std::trunc(value) < hi))  // truncation toward zero, as a cast
-    return invalid_argument("{}: value {} cannot be converted to {} without overflow", op, value,
-                            dtype_name(dt));
-  return Status::ok();
+// A value going into a tensor of dtype `dt` (full's and masked_fill's fill value, a clamp
+// bound, a pow exponent) must be representable there, as in PyTorch's checked scalar
+// conversion (torch.full((2,), nan, dtype=torch.int64), masked_fill(m, 1e5) on float16 raise):
+// it would otherwise silently become 0, saturate or turn into inf. `exact`: the value as an
+// exact integer, when sent.
+Status check_fits(const char* op, const char* what, double value, std::optional<int64_t> exact,
+                  DType dt) {
+  if (scalar_fits(dt, value, exact)) return Status::ok();
+  if (exact)
+    return invalid_argument("{}: {} {} cannot be converted to {} without overflow", op, what,
+                            *exact, dtype_name(dt));
+  return invalid_argument("{}: {} {} cannot be converted to {} without overflow", op, what,
+                          value, dtype_name(dt));
 }
 
 Status need_shape(OpId op, const OpAttrs& a) {
@@ -46,7 +39,7 @@ Result<TensorMeta> rule_create(OpId op, const OpAttrs& a, bool floating_only) {
   if (op == OpId::k_full && a.n_reals < 1)
     return invalid_argument("full: missing fill value");
   if (op == OpId::k_full)
-    GT_RETURN_IF_ERROR(check_integer_fill("full", a.fill_value(), a.fill_exact(), a.dtype));
+    GT_RETURN_IF_ERROR(check_fits("full", "value", a.fill_value(), a.fill_exact(), a.dtype));
   if (op == OpId::k_from_host && static_cast<int64_t>(a.data.size()) > m.nbytes())
     return invalid_argument("from_host: {} bytes of data for a {} {} tensor of {} bytes",
                             a.data.size(), dtype_name(a.dtype), a.shape.str(), m.nbytes());
@@ -83,6 +76,14 @@ Result<TensorMeta> rule_arange(const OpAttrs& a) {
   return TensorMeta{Shape{static_cast<int64_t>(n)}, a.dtype};
 }
 
+// PyTorch's message: a bool operand (tensor or scalar) is refused by sub whatever the result.
+Status no_bool_sub(OpId op) {
+  return invalid_argument(
+      "{}: subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+      "trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+      op_name(op));
+}
+
 Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const OpAttrs& a) {
   ShapeRule r = op_info(op).rule;
   TensorMeta out;
@@ -92,31 +93,47 @@ Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const Op
     auto b = broadcast_shapes(in[0].shape, in[1].shape);
     if (!b.is_ok()) return invalid_argument("{}: {}", op_name(op), b.status().message());
     out.shape = *b;
-    out.dtype = promote(in[0].dtype, in[1].dtype);
+    // A zero-dim operand counts less than one with dims (torch.result_type).
+    out.dtype = promote_ranked(in[0].dtype, in[0].shape.rank() == 0, in[1].dtype,
+                               in[1].shape.rank() == 0);
+    if (op == OpId::k_sub && (in[0].dtype == DType::kBool || in[1].dtype == DType::kBool))
+      return no_bool_sub(op);
   } else if (in.size() == 1) {
     ScalarSide side = a.scalar_side();
     if (a.n_ints < 2 || a.n_reals < 1 || (side != ScalarSide::kLeft && side != ScalarSide::kRight))
       return invalid_argument("{}: one tensor operand needs a scalar operand", op_name(op));
+    if (!a.scalar_kind_valid())
+      return invalid_argument("{}: bad scalar kind {}", op_name(op), a.int_at(1));
     out.shape = in[0].shape;
-    out.dtype = promote_with_scalar(in[0].dtype, a.scalar_is_integral());
+    out.dtype = promote_with_scalar(in[0].dtype, a.scalar_kind());
+    if (op == OpId::k_sub && (in[0].dtype == DType::kBool || a.scalar_kind() == ScalarKind::kBool))
+      return no_bool_sub(op);
   } else {
     return invalid_argument("{}: expects 2 operands, got {}", op_name(op), in.size());
   }
+  const bool scalar_exponent =
+      op == OpId::k_pow && in.size() == 1 && a.scalar_side() == ScalarSide::kRight;
   if (r == ShapeRule::kCompare) {
     out.dtype = DType::kBool;
   } else if (r == ShapeRule::kTrueDiv && !is_floating(out.dtype)) {
     out.dtype = DType::kFloat32;
   } else if (out.dtype == DType::kBool &&
-             (op == OpId::k_sub || op == OpId::k_pow || op == OpId::k_floor_divide ||
-              op == OpId::k_remainder)) {
+             (op == OpId::k_pow || op == OpId::k_floor_divide || op == OpId::k_remainder)) {
     return invalid_argument("{}: not supported for bool tensors", op_name(op));
-  } else if (op == OpId::k_pow && in.size() == 1 && a.scalar_side() == ScalarSide::kRight &&
-             is_integral(out.dtype) && a.scalar_is_integral() &&
+  } else if (scalar_exponent && is_integral(out.dtype) && a.scalar_is_integral() &&
              (a.scalar_exact() ? *a.scalar_exact() < 0 : a.scalar() < 0)) {
     // PyTorch's check, word for word (an integer tensor's exponent as a tensor is computed,
     // as there: a negative one gives 0, or +-1 for a base of +-1).
     return invalid_argument("Integers to negative integer powers are not allowed.");
   }
+  // A scalar exponent is converted to an int32 / 16-bit float result's type with a check in
+  // PyTorch (torch.pow(int32, 2**40) and float16 ** 70000. raise), unlike other scalars, which
+  // wrap or round.
+  if (scalar_exponent && (out.dtype == DType::kInt32 || out.dtype == DType::kFloat16 ||
+                          out.dtype == DType::kBFloat16))
+    GT_RETURN_IF_ERROR(check_fits("pow", "exponent", a.scalar(),
+                                  a.scalar_is_integral() ? a.scalar_exact() : std::nullopt,
+                                  out.dtype));
   return out;
 }
 
@@ -126,12 +143,20 @@ Result<TensorMeta> rule_where(std::span<const TensorMeta> in) {
   auto s = broadcast_shapes(in[0].shape, in[1].shape);
   if (s.is_ok()) s = broadcast_shapes(*s, in[2].shape);
   if (!s.is_ok()) return invalid_argument("where: {}", s.status().message());
-  return TensorMeta{*s, promote(in[1].dtype, in[2].dtype)};
+  return TensorMeta{*s, promote_ranked(in[1].dtype, in[1].shape.rank() == 0, in[2].dtype,
+                                       in[2].shape.rank() == 0)};
 }
 
 Result<TensorMeta> rule_reduce(OpId op, const TensorMeta& x, const OpAttrs& a) {
   if (a.n_ints < 2) return invalid_argument("{}: missing dim/keepdim", op_name(op));
   ShapeRule r = op_info(op).rule;
+  // torch.mean and torch.var refuse integer and bool inputs (no output dtype to infer), and
+  // argmax/argmin bool ones; sum and logsumexp take them.
+  if ((r == ShapeRule::kReduceMean || r == ShapeRule::kReduceVar) && !is_floating(x.dtype))
+    return invalid_argument("{}: input dtype must be floating point, got {}", op_name(op),
+                            dtype_name(x.dtype));
+  if (r == ShapeRule::kReduceIndex && x.dtype == DType::kBool)
+    return invalid_argument("{}: not supported for bool tensors", op_name(op));
   DType dt = x.dtype;
   if (r == ShapeRule::kReduceSum) dt = is_floating(x.dtype) ? x.dtype : DType::kInt64;
   if (r == ShapeRule::kReduceMean || r == ShapeRule::kReduceVar || r == ShapeRule::kReduceFloat)
@@ -248,18 +273,29 @@ Result<TensorMeta> rule_masked_fill(std::span<const TensorMeta> in, const OpAttr
   if (a.n_reals < 1) return invalid_argument("masked_fill: missing fill value");
   if (in[1].dtype != DType::kBool)
     return invalid_argument("masked_fill: mask must be bool, got {}", dtype_name(in[1].dtype));
-  GT_RETURN_IF_ERROR(check_integer_fill("masked_fill", a.fill_value(), std::nullopt, in[0].dtype));
+  GT_RETURN_IF_ERROR(check_fits("masked_fill", "value", a.fill_value(), a.fill_exact(), in[0].dtype));
   auto s = broadcast_shapes(in[0].shape, in[1].shape);
   if (!s.is_ok()) return invalid_argument("masked_fill: {}", s.status().message());
   return TensorMeta{*s, in[0].dtype};
 }
 
+// clamp(x, min, max): the dtype of x with the bounds as scalar operands (torch.result_type:
+// float bounds lift an integer or bool x to float32, integer bounds a bool x to int64), and
+// each bound must fit that dtype (PyTorch converts it with a check).
 Result<TensorMeta> rule_clamp(const TensorMeta& x, const OpAttrs& a) {
   if (a.n_ints < 3 || a.n_reals < 2) return invalid_argument("clamp: missing bounds");
   if (!a.has_min() && !a.has_max())
     return invalid_argument("clamp: at least one of min and max must be given");
-  if (x.dtype == DType::kBool) return invalid_argument("clamp: not supported for bool tensors");
-  DType dt = is_floating(x.dtype) || a.bounds_integral() ? x.dtype : DType::kFloat32;
+  if (!a.bounds_kind_valid()) return invalid_argument("clamp: bad bounds kind {}", a.int_at(2));
+  const DType dt = promote_with_scalar(x.dtype, a.bounds_kind());
+  if (dt == DType::kBool) return invalid_argument("clamp: not supported for bool tensors");
+  const bool exact = a.bounds_kind() != ScalarKind::kFloat;
+  if (a.has_min())
+    GT_RETURN_IF_ERROR(check_fits("clamp", "min", a.clamp_min(),
+                                  exact ? a.clamp_min_exact() : std::nullopt, dt));
+  if (a.has_max())
+    GT_RETURN_IF_ERROR(check_fits("clamp", "max", a.clamp_max(),
+                                  exact ? a.clamp_max_exact() : std::nullopt, dt));
   return TensorMeta{x.shape, dt};
 }
 
@@ -417,7 +453,7 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
     case ShapeRule::kCompare: return rule_binary(op, in, a);
     case ShapeRule::kWhere: return rule_where(in);
     case ShapeRule::kUnarySame:
-      if (in[0].dtype == DType::kBool && op != OpId::k_abs)
+      if (in[0].dtype == DType::kBool)  // torch: neg, abs and relu all refuse bool
         return invalid_argument("{}: not supported for bool tensors", info.name);
       return in[0];
     case ShapeRule::kUnaryFloat:
@@ -425,8 +461,12 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
     case ShapeRule::kMatmul: {
       if (in[0].dtype == DType::kBool || in[1].dtype == DType::kBool)
         return invalid_argument("matmul: bool operands are not supported");
+      // torch.matmul does not promote: both operands must have one dtype.
+      if (in[0].dtype != in[1].dtype)
+        return invalid_argument("matmul: both operands must have the same dtype, got {} and {}",
+                                dtype_name(in[0].dtype), dtype_name(in[1].dtype));
       GT_ASSIGN_OR_RETURN(Shape s, matmul_shape(in[0].shape, in[1].shape));
-      return TensorMeta{s, promote(in[0].dtype, in[1].dtype)};
+      return TensorMeta{s, in[0].dtype};
     }
     case ShapeRule::kReduceSum:
     case ShapeRule::kReduceMean:

@@ -99,7 +99,13 @@ void init_functional(py::module_& root) {
       "one_hot",
       [](const T& idx, int64_t n, py::handle dtype) { return F::one_hot(idx, n, to_dtype(dtype, gt::kInt64)); },
       "input"_a, "num_classes"_a = -1, "dtype"_a = py::none());
-  m.def("clamp", &F::clamp, "input"_a, "min"_a = py::none(), "max"_a = py::none());
+  m.def(
+      "clamp",
+      [](const T& x, std::optional<PyScalar> lo, std::optional<PyScalar> hi) {
+        return F::clamp(x, lo ? std::optional<gt::Scalar>(lo->get()) : std::nullopt,
+                        hi ? std::optional<gt::Scalar>(hi->get()) : std::nullopt);
+      },
+      "input"_a, "min"_a = py::none(), "max"_a = py::none());
   m.def(
       "masked_fill", [](const T& x, const T& mask, PyScalar v) { return F::masked_fill(x, mask, v.get()); },
       "input"_a, "mask"_a, "value"_a);

@@ -241,12 +241,12 @@ bool type_caster<gtpy::PyScalar>::load(handle src, bool) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
     if (overflow) {
-      double d = PyLong_AsDouble(o);
-      if (d == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return false;
-      }
-      value = {d, false, false};  // beyond int64: a float operand
+      // Beyond int64: PyTorch refuses such an int as an operand ("Overflow when unpacking
+      // long") whatever the tensor's dtype, so neither rounding it to a float operand nor
+      // letting a later overload take it: a call-site error (gt.ShapeError, a ValueError).
+      throw gt::Error(gt::Code::kOutOfRange,
+                      "value " + py::repr(src).cast<std::string>() +
+                          " cannot be converted to int64 without overflow");
     } else {
       value = {static_cast<double>(v), true, false, static_cast<int64_t>(v)};
     }

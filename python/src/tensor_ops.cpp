@@ -217,8 +217,10 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       .def("mm", &T::matmul)
       .def(
           "clamp",
-          [](const T& a, std::optional<double> lo, std::optional<double> hi) {
-            return gt::nn::functional::clamp(a, lo, hi);
+          [](const T& a, std::optional<PyScalar> lo, std::optional<PyScalar> hi) {
+            // Python ints stay integers (an int tensor with int bounds keeps its dtype).
+            return a.clamp(lo ? std::optional<gt::Scalar>(lo->get()) : std::nullopt,
+                           hi ? std::optional<gt::Scalar>(hi->get()) : std::nullopt);
           },
           "min"_a = py::none(), "max"_a = py::none());
 

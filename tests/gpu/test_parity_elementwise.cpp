@@ -127,6 +127,26 @@ TEST_CASE("cuda parity: exact int64 scalars in full and binary ops", "[.gpu]") {
       check_op(op, b, {&a}, fmt::format("{} int64 exact scalar", op_name(op)));
     }
   }
+  // Scalars are converted to the operand dtype first (issue 18): int32 wraps 2^40 + 7 to 7,
+  // float16 rounds 70000. to inf; masked_fill and clamp take exact int64 values.
+  const Pair i32 = random_pair(Shape{1023}, DType::kInt32, rng, -1e6, 1e6);
+  const Pair f16 = random_pair(Shape{1023}, DType::kFloat16, rng, -4, 4);
+  const int64_t wraps = (int64_t{1} << 40) + 7;
+  for (OpId op : {OpId::k_add, OpId::k_mul, OpId::k_eq, OpId::k_lt}) {
+    check_op(op, make_binary_scalar(ScalarSide::kRight, static_cast<double>(wraps), true, wraps),
+             {&i32}, fmt::format("{} int32 with a wrapping scalar", op_name(op)));
+    check_op(op, make_binary_scalar(ScalarSide::kLeft, 70000.0, false), {&f16},
+             fmt::format("{} float16 with 70000.", op_name(op)));
+  }
+  const Pair mask = random_pair(Shape{4097}, DType::kBool, rng);
+  check_op(OpId::k_masked_fill, make_fill_value(static_cast<double>(big), big), {&a, &mask},
+           "masked_fill int64 exact");
+  check_op(OpId::k_clamp,
+           make_clamp(ClampBound{static_cast<double>(-big), ScalarKind::kInt, -big},
+                      ClampBound{static_cast<double>(big), ScalarKind::kInt, big}),
+           {&a}, "clamp int64 exact");
+  check_op(OpId::k_clamp, make_clamp(ClampBound{static_cast<double>(big), ScalarKind::kInt, big}, std::nullopt),
+           {&a}, "clamp int64 exact min");
 }
 
 TEST_CASE("cuda parity: binary ops, broadcasting and mixed dtypes", "[.gpu]") {

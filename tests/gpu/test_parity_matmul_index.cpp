@@ -45,16 +45,14 @@ TEST_CASE("cuda parity: matmul", "[.gpu]") {
                matmul_tol(dt, k));
     }
   }
-  // k == 0 gives zeros; m == 0 gives an empty result; mixed dtypes promote.
+  // k == 0 gives zeros; m == 0 gives an empty result. (Mixed dtypes are refused by the shape
+  // rule, as torch.matmul refuses them.)
   const Pair a0 = random_pair(Shape{3, 0}, DType::kFloat32, rng);
   const Pair b0 = random_pair(Shape{0, 4}, DType::kFloat32, rng);
   check_op(OpId::k_matmul, OpAttrs{}, {&a0, &b0}, "matmul k = 0");
-  const Pair am = random_pair(Shape{0, 5}, DType::kFloat32, rng);
+  const Pair am = random_pair(Shape{0, 5}, DType::kBFloat16, rng);
   const Pair bm = random_pair(Shape{5, 4}, DType::kBFloat16, rng);
   check_op(OpId::k_matmul, OpAttrs{}, {&am, &bm}, "matmul m = 0");
-  const Pair ai = random_pair(Shape{6, 5}, DType::kInt64, rng, -3, 3);
-  check_op(OpId::k_matmul, OpAttrs{}, {&ai, &bm}, "matmul int64 @ bfloat16",
-           matmul_tol(DType::kBFloat16, 5));
 }
 
 Pair index_pair(const Shape& s, DType dt, int64_t limit, std::mt19937& rng) {

@@ -3,8 +3,8 @@
 // CUDA kernels, conventions there).
 //
 // Both operands are first brought to one operand dtype P (binary_operands(): arithmetic in
-// the output dtype, so int / int division runs in float; comparisons in promote(a, b) or
-// promote_with_scalar) and computed in compute_t<P> (float for float16/bfloat16, int32 for
+// the output dtype, so int / int division runs in float; comparisons in the promoted dtype;
+// a scalar operand converted to P first, as PyTorch does) and computed in compute_t<P> (float for float16/bfloat16, int32 for
 // bool). Loops, fastest first: same-shape operands and a scalar operand (attribute or
 // one-element tensor) are tight loops the compiler vectorizes; everything else goes through the
 // coalesced N-d iterator, whose inner rows again use contiguous or scalar loops when the strides
@@ -100,9 +100,9 @@ Status binary_kernel(const KernelArgs& args) {
     const T* xb = static_cast<const T*>(pb);
     O* xo = static_cast<O*>(out.storage->data());
     if (scalar_form) {
-      C s = convert_value<C>(args.attrs.scalar());
-      if constexpr (std::is_same_v<C, int64_t>)
-        if (auto e = args.attrs.scalar_exact()) s = *e;
+      // The scalar already converted to P (ops.scalar: integers wrapped, floats rounded).
+      C s = convert_value<C>(ops.scalar.value);
+      if constexpr (std::is_same_v<C, int64_t>) s = ops.scalar.exact;
       if constexpr (refuses_zero_divisor(kOp) && std::is_integral_v<C>) {
         const bool right = args.attrs.scalar_side() == ScalarSide::kRight;
         if (right ? s == C(0) : any_zero(xa, n)) {

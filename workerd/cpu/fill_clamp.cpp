@@ -1,18 +1,21 @@
 // masked_fill and clamp.
 //
 //   masked_fill(x, mask)  out = broadcast(x, mask) with `value` (converted to x's dtype like a
-//                         cast, convert_value; the shape rule keeps integer fills in range)
-//                         where mask != 0
+//                         cast: floating -> integer truncates; the shape rule has checked that
+//                         it fits; int64 takes the exact integer) where mask != 0
 //   clamp(x)              out = min(max(x, lo), hi) with either bound optional, in the output
-//                         dtype (x converted first when a floating bound lifts an integer x to
-//                         float32); lo > hi gives hi everywhere, a NaN x stays NaN; a NaN
-//                         bound gives NaN everywhere when both bounds are given and changes
-//                         nothing when it is the only one, like torch.clamp on CPU
-//                         (clamp_value). Integer bounds saturate to the integer type's range.
+//                         dtype (x converted first when a bound lifts x's dtype: a floating
+//                         bound an integer x to float32, an integer one a bool x to int64);
+//                         lo > hi gives hi everywhere, a NaN x stays NaN; a NaN bound gives
+//                         NaN everywhere when both bounds are given and changes nothing when
+//                         it is the only one, like torch.clamp on CPU (clamp_value). Bounds
+//                         fit the output dtype (checked by the shape rule); int64 takes the
+//                         exact integers.
 #include <cstring>
 
 #include "workerd/cpu/kernels.h"
 #include "workerd/kernels/elementwise_math.h"
+#include "workerd/kernels/elementwise_plan.h"
 
 namespace gt::worker::cpu {
 namespace {
@@ -23,11 +26,12 @@ Status masked_fill_kernel(const KernelArgs& args) {
   const Shape& os = args.out.meta.shape;
   if (count(os) == 0) return Status::ok();
   const DType dt = args.out.meta.dtype;
-  const double value = args.attrs.real_at(0);
+  const ScalarIn value = scalar_in(dt, args.attrs.fill_value(), args.attrs.fill_exact());
   const auto* m = static_cast<const uint8_t*>(mask.storage->data());
   dispatch_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const T fill = convert_value<T>(value);
+    T fill = convert_value<T>(value.value);
+    if constexpr (std::is_same_v<T, int64_t>) fill = value.exact;
     dispatch_size(sizeof(T), [&](auto utag) {
       using U = typename decltype(utag)::type;
       U f;
@@ -53,12 +57,16 @@ Status masked_fill_kernel(const KernelArgs& args) {
 }
 
 template <class T>
-void clamp_loop(const T* __restrict x, T* __restrict y, int64_t n, bool has_lo, double lo_d,
-                bool has_hi, double hi_d) {
+void clamp_loop(const T* __restrict x, T* __restrict y, int64_t n, bool has_lo, ScalarIn lo_s,
+                bool has_hi, ScalarIn hi_s) {
   using C = compute_t<T>;
-  // Integer bounds saturate (a NaN bound never reaches an integer clamp: the shape rule only
-  // keeps an integer dtype for integral bounds).
-  const C lo = value_as<C>(lo_d), hi = value_as<C>(hi_d);
+  // The bounds are already converted to T (a NaN bound never reaches an integer clamp: the
+  // shape rule only keeps an integer dtype for integral bounds).
+  C lo = value_as<C>(lo_s.value), hi = value_as<C>(hi_s.value);
+  if constexpr (std::is_same_v<C, int64_t>) {
+    lo = lo_s.exact;
+    hi = hi_s.exact;
+  }
   const bool lo_nan = is_nan(lo), hi_nan = is_nan(hi);
   for (int64_t i = 0; i < n; ++i)
     y[i] = convert_value<T>(clamp_value(convert_value<C>(x[i]), has_lo, lo, lo_nan, has_hi, hi,
@@ -70,14 +78,14 @@ Status clamp_kernel(const KernelArgs& args) {
   const int64_t n = count(x.meta.shape);
   if (n == 0) return Status::ok();
   const DType dt = args.out.meta.dtype;
-  const bool has_lo = args.attrs.int_at(0) != 0, has_hi = args.attrs.int_at(1) != 0;
-  const double lo = args.attrs.real_at(0), hi = args.attrs.real_at(1);
+  const bool has_lo = args.attrs.has_min(), has_hi = args.attrs.has_max();
+  const ClampBounds b = clamp_bounds(args.attrs, dt);
   TempBuffer tmp;
   const void* src = as_dtype(x, dt, tmp);
   dispatch_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    clamp_loop<T>(static_cast<const T*>(src), static_cast<T*>(out_ptr(args)), n, has_lo, lo,
-                  has_hi, hi);
+    clamp_loop<T>(static_cast<const T*>(src), static_cast<T*>(out_ptr(args)), n, has_lo, b.lo,
+                  has_hi, b.hi);
   });
   return Status::ok();
 }

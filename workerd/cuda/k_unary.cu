@@ -73,14 +73,19 @@ cudaError_t launch_convert(const void* in, int in_dtype, void* out, int out_dtyp
 }
 
 cudaError_t launch_clamp(const void* x, void* out, int dtype, int64_t n, bool has_lo, double lo,
-                         bool has_hi, double hi, cudaStream_t s) {
+                         int64_t lo_exact, bool has_hi, double hi, int64_t hi_exact,
+                         cudaStream_t s) {
   if (n <= 0) return cudaSuccess;
   return dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = compute_t<T>;
+    C l = value_as<C>(lo), h = value_as<C>(hi);
+    if constexpr (std::is_same_v<C, int64_t>) {  // exact beyond 2^53
+      l = lo_exact;
+      h = hi_exact;
+    }
     clamp_kernel<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(out),
-                                                     n, has_lo, value_as<C>(lo), has_hi,
-                                                     value_as<C>(hi));
+                                                     n, has_lo, l, has_hi, h);
     return cudaGetLastError();
   });
 }

@@ -67,9 +67,11 @@ cudaError_t launch_unary(OpId op, int in_dtype, const void* in, void* out, int64
 // Contiguous dtype conversion (cast rules of workerd/kernels/convert.h).
 cudaError_t launch_convert(const void* in, int in_dtype, void* out, int out_dtype, int64_t n,
                            cudaStream_t s);
-// clamp in `dtype` (x already converted to it); bounds as doubles, saturated for integers.
+// clamp in `dtype` (x already converted to it); bounds already converted to it (scalar_in):
+// as doubles, and as exact integers that int64 uses.
 cudaError_t launch_clamp(const void* x, void* out, int dtype, int64_t n, bool has_lo, double lo,
-                         bool has_hi, double hi, cudaStream_t s);
+                         int64_t lo_exact, bool has_hi, double hi, int64_t hi_exact,
+                         cudaStream_t s);
 
 // ---- moves (k_move.cu): kernels that only move elements of `elem_size` bytes ----
 // out[i] = in[nd input 0 offset(i)] (permute, slice, expand, broadcasting copy).

@@ -27,12 +27,12 @@ Status binary_kernel(const KernelArgs& args, OpContext& ctx) {
   x.n = ops.n;
   if (ops.scalar_form) {
     x.mode = args.attrs.scalar_side() == ScalarSide::kLeft ? 2 : 1;
-    x.scalar = args.attrs.scalar();
-    // An exact integer scalar (when the client sent one) is used by int64 operands, like the
-    // CPU worker.
-    if (auto e = args.attrs.scalar_exact(); e && p == DType::kInt64) {
+    // The scalar converted to p on the host (integers wrapped, floats rounded: PyTorch's
+    // conversion, as the CPU worker); int64 operands use the exact integer.
+    x.scalar = ops.scalar.value;
+    if (p == DType::kInt64) {
       x.has_exact = true;
-      x.exact = *e;
+      x.exact = ops.scalar.exact;
     }
   } else {
     GT_ASSIGN_OR_RETURN(const void* pb, ctx.as_dtype(in(args, 1), p, tb));
@@ -118,6 +118,13 @@ Status copy_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
+// masked_fill's value in dt's bytes: the exact integer for int64 (beyond 2^53 too).
+uint64_t fill_bits(const OpAttrs& a, DType dt) {
+  const ScalarIn v = scalar_in(dt, a.fill_value(), a.fill_exact());
+  if (dt == DType::kInt64) return static_cast<uint64_t>(v.exact);
+  return value_bits(v.value, dt);
+}
+
 Status masked_fill_kernel(const KernelArgs& args, OpContext& ctx) {
   const Tensor& x = in(args, 0);
   const Tensor& mask = in(args, 1);
@@ -127,7 +134,7 @@ Status masked_fill_kernel(const KernelArgs& args, OpContext& ctx) {
   const DType dt = args.out.meta.dtype;
   GT_LAUNCH(launch_masked_fill(x.storage->data(), static_cast<const uint8_t*>(mask.storage->data()),
                                out_ptr(args), n, static_cast<int>(dtype_size(dt)),
-                               value_bits(args.attrs.real_at(0), dt),
+                               fill_bits(args.attrs, dt),
                                broadcast_desc(os, {&x.meta.shape, &mask.meta.shape}), ctx.stream));
   return Status::ok();
 }
@@ -139,9 +146,9 @@ Status clamp_kernel(const KernelArgs& args, OpContext& ctx) {
   const DType dt = args.out.meta.dtype;
   DeviceTemp tmp;
   GT_ASSIGN_OR_RETURN(const void* src, ctx.as_dtype(x, dt, tmp));
-  GT_LAUNCH(launch_clamp(src, out_ptr(args), code(dt), n, args.attrs.int_at(0) != 0,
-                         args.attrs.real_at(0), args.attrs.int_at(1) != 0, args.attrs.real_at(1),
-                         ctx.stream));
+  const ClampBounds b = clamp_bounds(args.attrs, dt);
+  GT_LAUNCH(launch_clamp(src, out_ptr(args), code(dt), n, args.attrs.has_min(), b.lo.value,
+                         b.lo.exact, args.attrs.has_max(), b.hi.value, b.hi.exact, ctx.stream));
   return Status::ok();
 }
 

@@ -75,7 +75,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight);
 // [0, num_classes) is an error on the worker, raised at the next sync point (like PyTorch).
 // num_classes = -1 infers max(indices) + 1 (a sync point).
 Tensor one_hot(const Tensor& indices, int64_t num_classes = -1, DType dtype = kInt64);
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+// Integer bounds keep an integer x's dtype (torch.clamp); a floating bound gives float32.
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
 // Variance over all elements (no dim) or one dim (unbiased: divide by n - 1); Tensor::var
 // takes any correction.

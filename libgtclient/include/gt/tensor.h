@@ -50,8 +50,10 @@ struct TensorImpl {
   uint32_t version = 0;
 };
 
-// A number operand (Python-style scalar): remembers whether it was written as an integer, which
-// decides type promotion (int tensor + 2 stays int; int tensor + 2.0 becomes float32).
+// A number operand (Python-style scalar): remembers whether it was written as a bool, an
+// integer or a float, which decides type promotion as in PyTorch (int tensor + 2 stays int;
+// int tensor + 2.0 becomes float32; bool tensor + true stays bool, + 1 becomes int64). The op
+// converts it to its dtype first: an int32 op wraps 2^40, a float16 op rounds 70000. to inf.
 class Scalar {
  public:
   template <typename T>

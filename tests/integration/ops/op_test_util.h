@@ -346,6 +346,14 @@ inline gt::DType promote_ref(gt::DType a, gt::DType b) {
   if (category(a) == 1) return gt::kInt64;
   return gt::kFloat32;
 }
+// Two tensors, either zero-dim (torch.result_type): a 0-d tensor counts less than one with
+// dims, so it only matters when its category is higher (int32[n] + int64[] is int32,
+// int32[n] * float16[] is float16, float16[n] * float32[] is float16).
+inline gt::DType promote_ranked_ref(gt::DType a, bool a_0d, gt::DType b, bool b_0d) {
+  if (a_0d == b_0d) return promote_ref(a, b);
+  const gt::DType dim = a_0d ? b : a, zero = a_0d ? a : b;
+  return category(zero) > category(dim) ? promote_ref(dim, zero) : dim;
+}
 // A Python scalar operand: an int scalar lifts bool to int64; a float scalar lifts non-floats
 // to float32.
 inline gt::DType promote_scalar_ref(gt::DType t, bool scalar_int) {

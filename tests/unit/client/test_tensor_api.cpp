@@ -538,3 +538,116 @@ TEST_CASE("session-level functions forward to the session", "[client]") {
   gt::connect("unix:/tmp/x.sock");
   CHECK(fake().connected_to == "unix:/tmp/x.sock");
 }
+
+// Issue 18 items 5, 7, 8, 9 on the client (shared by C++ and Python): PyTorch's result types
+// with 0-d tensors and bool scalars, exact int64 fill values and clamp bounds, and the errors
+// torch raises at the call site (expectations checked in torch.result_type / torch).
+TEST_CASE("promotion: 0-d tensors and bool scalars, as torch.result_type", "[client][promote]") {
+  fake().reset();
+  gt::Tensor i32 = gt::zeros({3}, gt::kInt32);
+  gt::Tensor f16 = gt::zeros({3}, gt::kFloat16);
+  gt::Tensor b = gt::zeros({3}, gt::kBool);
+  gt::Tensor i64_0 = gt::scalar_tensor(int64_t{1} << 40, gt::kInt64);
+  gt::Tensor f32_0 = gt::scalar_tensor(1.0, gt::kFloat32);
+  CHECK((i32 + i64_0).dtype() == gt::kInt32);  // a 0-d tensor does not widen its category
+  CHECK((i64_0 + i32).dtype() == gt::kInt32);
+  CHECK((f16 * f32_0).dtype() == gt::kFloat16);
+  CHECK((i32 * f32_0).dtype() == gt::kFloat32);  // ... but a higher category lifts it
+  CHECK((b + gt::scalar_tensor(1, gt::kInt32)).dtype() == gt::kInt32);
+  CHECK((i64_0 + f32_0).dtype() == gt::kFloat32);  // two 0-d tensors: ordinary promotion
+  CHECK(gt::where(b, f16, f32_0).dtype() == gt::kFloat16);
+  CHECK(gt::where(b, i32, i64_0).dtype() == gt::kInt32);
+  CHECK(gt::maximum(i32, i64_0).dtype() == gt::kInt32);
+  CHECK((i32 < f32_0).dtype() == gt::kBool);
+
+  gt::Tensor s = b + true;
+  CHECK(s.dtype() == gt::kBool);  // bool + True stays bool (was int64)
+  CHECK(last().attrs.scalar_kind() == gt::ScalarKind::kBool);
+  CHECK((b + 1).dtype() == gt::kInt64);
+  CHECK(last().attrs.scalar_kind() == gt::ScalarKind::kInt);
+  CHECK((b * 0.5).dtype() == gt::kFloat32);
+  CHECK(last().attrs.scalar_kind() == gt::ScalarKind::kFloat);
+  CHECK((i32 + true).dtype() == gt::kInt32);
+  CHECK((i32 + (int64_t{1} << 40)).dtype() == gt::kInt32);  // wraps on the worker, as torch
+  CHECK(gt::where(b, true, false).dtype() == gt::kBool);
+  CHECK(gt::where(b, b, 2).dtype() == gt::kInt64);
+}
+
+TEST_CASE("masked_fill and clamp carry exact integers and keep int dtypes", "[client][promote]") {
+  fake().reset();
+  gt::Tensor x = gt::zeros({3}, gt::kInt64);
+  gt::Tensor m = gt::zeros({3}, gt::kBool);
+  const int64_t big = (int64_t{1} << 62) + 1;
+  x.masked_fill(m, big);
+  CHECK(last().attrs.fill_exact() == big);
+  gt::Tensor c = x.clamp(big, std::nullopt);
+  CHECK(c.dtype() == gt::kInt64);
+  CHECK(last().attrs.clamp_min_exact() == big);
+  CHECK(gt::nn::functional::clamp(x, 0, 5).dtype() == gt::kInt64);  // int bounds: int64 (was float32)
+  CHECK(gt::nn::functional::clamp(x, 0.5, std::nullopt).dtype() == gt::kFloat32);
+  CHECK(gt::zeros({2}, gt::kInt32).clamp(-3, 3).dtype() == gt::kInt32);
+  CHECK(gt::zeros({2}, gt::kBool).clamp(std::nullopt, 1).dtype() == gt::kInt64);
+  CHECK_THROWS_WITH(gt::zeros({2}, gt::kInt32).clamp(int64_t{1} << 40, std::nullopt),
+                    Contains("clamp") && Contains("int32"));
+  CHECK_THROWS_WITH(gt::zeros({2}, gt::kInt32).masked_fill(gt::zeros({2}, gt::kBool), int64_t{1} << 40),
+                    Contains("masked_fill"));
+  CHECK_THROWS_WITH(gt::zeros({2}, gt::kFloat16).masked_fill(gt::zeros({2}, gt::kBool), 1e5),
+                    Contains("masked_fill") && Contains("float16"));
+  CHECK_THROWS_WITH(x + (uint64_t{1} << 63), Contains("int64"));
+}
+
+TEST_CASE("errors torch raises are raised at the call site", "[client][promote]") {
+  fake().reset();
+  gt::Tensor i = gt::zeros({2, 2}, gt::kInt64);
+  gt::Tensor f = gt::zeros({2, 2});
+  gt::Tensor b = gt::zeros({2, 2}, gt::kBool);
+  const size_t n = fake().instrs.size();
+  // in-place results that cannot be cast back
+  CHECK_THROWS_WITH(i.div_(2), Contains("result type float32 can't be cast") && Contains("int64"));
+  CHECK_THROWS_WITH(i.add_(2.7), Contains("can't be cast"));
+  CHECK_THROWS_WITH(i.mul_(f), Contains("can't be cast"));
+  CHECK_THROWS_WITH(b.add_(1), Contains("result type int64 can't be cast"));
+  CHECK_THROWS_WITH(i.sub_(f, 1), Contains("can't be cast"));
+  CHECK_THROWS_WITH(i.add_(i, 0.5), Contains("can't be cast"));
+  CHECK(fake().instrs.size() == n);  // nothing was queued
+  i.add_(true);
+  b.add_(true);
+  gt::zeros({2}, gt::kInt32).add_(gt::zeros({2}, gt::kInt64));
+  gt::zeros({2}, gt::kFloat16).mul_(gt::zeros({2}));
+  // mixed-dtype matmul
+  CHECK_THROWS_WITH(f.matmul(f.to(gt::kFloat16)), Contains("matmul") && Contains("same dtype"));
+  CHECK_THROWS_WITH(gt::matmul(i, f), Contains("matmul"));
+  // float-only ops
+  CHECK_THROWS_WITH(i.mean(), Contains("mean") && Contains("floating"));
+  CHECK_THROWS_WITH(b.mean(0), Contains("mean"));
+  CHECK_THROWS_WITH(i.var(), Contains("var"));
+  CHECK_THROWS_WITH(gt::softmax(i, 0), Contains("softmax"));
+  CHECK_THROWS_WITH(gt::log_softmax(b, 0), Contains("log_softmax"));
+  CHECK_THROWS_WITH(gt::nn::functional::gelu(i), Contains("gelu"));
+  CHECK_THROWS_WITH(gt::nn::functional::layer_norm(i, {2}), Contains("layer_norm"));
+  CHECK_THROWS_WITH(gt::nn::functional::mse_loss(i, i), Contains("mse_loss"));
+  CHECK_THROWS_WITH(gt::nn::functional::binary_cross_entropy(i, i), Contains("binary_cross_entropy"));
+  CHECK_THROWS_WITH(gt::nn::functional::binary_cross_entropy(f, f.to(gt::kFloat16)),
+                    Contains("binary_cross_entropy"));
+  CHECK(gt::nn::functional::mse_loss(f, i).dtype() == gt::kFloat32);
+  CHECK(i.logsumexp().dtype() == gt::kFloat32);  // torch takes integers here
+  // bool: abs, argmax, neg, sub
+  CHECK_THROWS_WITH(b.abs(), Contains("abs"));
+  CHECK_THROWS_WITH(b.argmax(), Contains("argmax"));
+  CHECK_THROWS_WITH(b.argmin(0), Contains("argmin"));
+  CHECK_THROWS_WITH(-b, Contains("neg"));
+  CHECK_THROWS_WITH(f - b, Contains("sub"));
+  CHECK_THROWS_WITH(f - true, Contains("sub"));
+  CHECK_THROWS_WITH(1 - b, Contains("sub"));
+  // integers to negative integer powers; exponents beyond an int32 / float16 result
+  CHECK_THROWS_WITH(gt::pow(i, -1), Contains("Integers to negative integer powers"));
+  CHECK_THROWS_WITH(gt::pow(i.to(gt::kInt32), int64_t{1} << 40), Contains("pow"));
+  CHECK_THROWS_WITH(gt::pow(f.to(gt::kFloat16), 70000.0), Contains("pow"));
+  CHECK(gt::pow(2, i).dtype() == gt::kInt64);
+  // one_hot of an empty tensor cannot infer the class count
+  CHECK_THROWS_WITH(gt::nn::functional::one_hot(gt::zeros({0}, gt::kInt64), -1),
+                    Contains("one_hot") && Contains("empty"));
+  // cross_entropy: floating targets are probabilities of the input's shape
+  CHECK_THROWS_WITH(gt::nn::functional::cross_entropy(f, gt::zeros({2})),
+                    Contains("class probabilities"));
+}

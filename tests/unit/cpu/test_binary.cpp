@@ -201,6 +201,72 @@ TEST_CASE("cpu binary ops: result dtypes follow promotion", "[cpu][binary]") {
   check_close(to_doubles(be, half_s), {3.5, -3.5}, DType::kFloat32, "int * 0.5");
 }
 
+// PyTorch converts a scalar operand to the op's dtype before computing (issue 18 item 5): an
+// int32 op wraps a Python int, a float16 op rounds a Python float (70000. is inf there), and
+// comparisons convert to their promoted dtype too. Expectations from torch.
+TEST_CASE("cpu binary ops: scalar operands are converted to the operand dtype first",
+          "[cpu][binary][promote]") {
+  CpuBackend be;
+  const int64_t big = (int64_t{1} << 40) + 7;
+  auto scalar = [](ScalarSide side, int64_t v) {
+    return make_binary_scalar(side, static_cast<double>(v), true, v);
+  };
+  Tensor i32 = make_tensor(be, Shape{2}, DType::kInt32, {-10, 7});
+  CHECK(to_doubles(be, run_op(be, OpId::k_add, {&i32}, scalar(ScalarSide::kRight, big))) ==
+        std::vector<double>{-3, 14});  // 2^40 + 7 wraps to 7
+  CHECK(to_doubles(be, run_op(be, OpId::k_mul, {&i32}, scalar(ScalarSide::kLeft, int64_t{1} << 40))) ==
+        std::vector<double>{0, 0});
+  CHECK(to_doubles(be, run_op(be, OpId::k_eq, {&i32}, scalar(ScalarSide::kRight, big))) ==
+        std::vector<double>{0, 1});
+  CHECK(to_doubles(be, run_op(be, OpId::k_sub, {&i32}, scalar(ScalarSide::kLeft, big))) ==
+        std::vector<double>{17, 0});
+
+  Tensor f16 = make_tensor(be, Shape{2}, DType::kFloat16, {0.5, 65504});
+  auto f = [](ScalarSide side, double v) { return make_binary_scalar(side, v, false); };
+  auto r = to_doubles(be, run_op(be, OpId::k_mul, {&f16}, f(ScalarSide::kRight, 70000.0)));
+  CHECK(std::isinf(r[0]));  // not 35008: 70000. rounds to inf in float16 first
+  r = to_doubles(be, run_op(be, OpId::k_eq, {&f16}, f(ScalarSide::kRight, 65520.0)));
+  CHECK(r == std::vector<double>{0, 0});  // 65520. is inf in float16
+  r = to_doubles(be, run_op(be, OpId::k_lt, {&f16}, f(ScalarSide::kLeft, 65519.0)));
+  CHECK(r == std::vector<double>{0, 0});  // 65519. is 65504 in float16: not < 65504
+  Tensor bf = make_tensor(be, Shape{1}, DType::kBFloat16, {1e38});
+  CHECK(std::isinf(to_doubles(be, run_op(be, OpId::k_mul, {&bf}, f(ScalarSide::kRight, 1e39)))[0]));
+
+  // bool with a bool scalar stays bool (kind 2 on the wire)
+  Tensor b = make_tensor(be, Shape{2}, DType::kBool, {1, 0});
+  Tensor bs = run_op(be, OpId::k_add, {&b}, make_binary_scalar(ScalarSide::kRight, 1, ScalarKind::kBool, 1));
+  CHECK(bs.meta.dtype == DType::kBool);
+  CHECK(to_doubles(be, bs) == std::vector<double>{1, 1});
+
+  // int64: exact beyond 2^53
+  Tensor i64 = make_tensor(be, Shape{1}, DType::kInt64, {1});
+  Tensor sum = run_op(be, OpId::k_add, {&i64}, scalar(ScalarSide::kRight, (int64_t{1} << 62) + 1));
+  int64_t got = 0;
+  GT_REQUIRE_OK(be.copy_to_host(sum, 0, &got, 8, 0));
+  CHECK(got == (int64_t{1} << 62) + 2);
+}
+
+// A 0-d operand converts to the dimensioned one's dtype (torch.result_type), for comparisons
+// too: int32[n] == int64[] compares in int32 (2^32 + 1 wraps to 1).
+TEST_CASE("cpu binary ops: a 0-d tensor operand promotes below a tensor with dims",
+          "[cpu][binary][promote]") {
+  CpuBackend be;
+  Tensor i32 = make_tensor(be, Shape{2}, DType::kInt32, {1, 2});
+  Tensor z = make_tensor(be, Shape{}, DType::kInt64, {4294967297.0});
+  Tensor eq = run_op(be, OpId::k_eq, {&i32, &z});
+  CHECK(to_doubles(be, eq) == std::vector<double>{1, 0});
+  Tensor add = run_op(be, OpId::k_add, {&z, &i32});
+  CHECK(add.meta.dtype == DType::kInt32);
+  CHECK(to_doubles(be, add) == std::vector<double>{2, 3});
+  Tensor f16 = make_tensor(be, Shape{2}, DType::kFloat16, {0.5, 1});
+  Tensor zf = make_tensor(be, Shape{}, DType::kFloat32, {1e5});
+  Tensor mul = run_op(be, OpId::k_mul, {&f16, &zf});
+  CHECK(mul.meta.dtype == DType::kFloat16);
+  CHECK(std::isinf(to_doubles(be, mul)[0]));
+  Tensor lt = run_op(be, OpId::k_lt, {&zf, &f16});  // compared in float16: inf < 0.5 is false
+  CHECK(to_doubles(be, lt) == std::vector<double>{0, 0});
+}
+
 TEST_CASE("cpu binary ops: integer pow conventions", "[cpu][binary]") {
   CpuBackend be;
   for (DType dt : {DType::kInt32, DType::kInt64}) {

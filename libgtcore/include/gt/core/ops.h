@@ -19,16 +19,16 @@ enum class AttrKind : uint8_t {
   kRandom,      // shape, dtype (floating), ints = {seed, counter}
   kHostData,    // shape, dtype, data = first chunk of the row-major bytes
   kHostChunk,   // ints = {byte offset}, data = bytes written there
-  kBinary,      // optional scalar operand: ints = {mode, scalar_is_integral}, reals = {scalar}
+  kBinary,      // optional scalar operand: ints = {mode, ScalarKind[, exact int]}, reals = {scalar}
   kReduce,      // ints = {dim or kAllDims, keepdim}
   kShape,       // shape = target (no -1: the client resolves it)
   kDims,        // ints = permutation
   kSlice,       // shape = output extents, ints = {start_d, step_d} per dim
   kAxis,        // ints = {axis}
   kDType,       // dtype
-  kFillValue,   // reals = {value} (converted to the input's dtype like a cast)
-  kClamp,       // ints = {has_min, has_max, bounds_integral}, reals = {min, max}; an integer
-                // input keeps its dtype only when every given bound is integral (else float32)
+  kFillValue,   // reals = {value}[, ints = {exact int}] (must fit the input's dtype)
+  kClamp,       // ints = {has_min, has_max, bounds ScalarKind[, exact min, exact max]},
+                // reals = {min, max}; the result is promote_with_scalar(input, bounds kind)
   kVar,         // ints = {dim or kAllDims, keepdim}, reals = {correction} (torch.var's)
   kNumClasses,  // ints = {num_classes} (>= 0, resolved by the client)
 };
