@@ -41,6 +41,12 @@ Tensor scalar_operand(Scalar s, const Tensor* other) {
   return full({}, s, dt);
 }
 
+// What the indices of max/min(dim) are computed on: a bool tensor (which argmax refuses, as
+// torch does) as int32, whose maxima sit at the same places.
+Tensor index_source(const Tensor& x) {
+  return x.dtype() == DType::kBool ? x.cast(DType::kInt32) : x;
+}
+
 }  // namespace
 
 // ---- the table-shaped ops of gt/tensor_api.def ---------------------------------------------------
@@ -69,7 +75,7 @@ Tensor scalar_operand(Scalar s, const Tensor* other) {
   Tensor Tensor::name() const { return reduce(OpId::k_##name, *this, kAllDims, false); }  \
   std::tuple<Tensor, Tensor> Tensor::name(int64_t dim, bool keepdim) const {            \
     return {reduce(OpId::k_##name, *this, dim, keepdim),                               \
-            reduce(OpId::k_##index_op, *this, dim, keepdim)};                          \
+            reduce(OpId::k_##index_op, index_source(*this), dim, keepdim)};            \
   }                                                                                     \
   Tensor name(const Tensor& x) { return x.name(); }                                     \
   std::tuple<Tensor, Tensor> name(const Tensor& x, int64_t dim, bool keepdim) {         \

@@ -30,6 +30,13 @@ DELIBERATE = [
         lambda c, m: ("torch-raised-at-backward" in m.facts
                       and c.has_any("inplace-on-grad-history", "view-inplace"))),
     Cause(
+        "bool-index-reduction-size-one", None,
+        "argmax / argmin of a bool tensor always raise (torch: not implemented for Bool). torch "
+        "skips its dtype check when the reduced dim has one element (no kernel runs), so there "
+        "it answers; a program's validity should not depend on a size.",
+        lambda c, m: (gt_raised(m) and "not supported for bool" in m.detail
+                      and ("argmax" in m.detail or "argmin" in m.detail))),
+    Cause(
         "index-range-on-empty", None,
         "An index out of range is an error even when the indexed tensor has no elements "
         "(t[idx], index_select, gather on a 0-size dim): the program is wrong whatever the "
