@@ -236,9 +236,15 @@ class Builder:
             ptr = tt.storage().data_ptr()
             aliases = [n for n in self.tensors() if n != target and self.ns[n].numel() > 0
                        and self.ns[n].storage().data_ptr() == ptr]
+            # A tuple result (max(dim)'s (values, indices), split parts) aliases through its
+            # elements.
+            aliases += [n for n in self.names if n != target and isinstance(self.ns.get(n), tuple)
+                        and any(isinstance(e, torch.Tensor) and e.numel() > 0
+                                and e.storage().data_ptr() == ptr for e in self.ns[n])]
         if aliases:
             local.add("view-inplace")
-            if any(self.ns[a].requires_grad and self.ns[a].grad_fn is None for a in aliases):
+            if any(self.is_tensor(a) and self.ns[a].requires_grad and self.ns[a].grad_fn is None
+                   for a in aliases):
                 local.add("inplace-view-of-grad-leaf")
         self.tags.update(local)
         self.lines.append(stmt)

@@ -12,6 +12,8 @@ libraries' results compare without either library's objects:
 """
 from dataclasses import dataclass, field
 
+import warnings
+
 import numpy as np
 
 from . import dtypes as D
@@ -43,11 +45,13 @@ class Result:
 
 def run_lines(case, ns):
     """Executes the lines in namespace ns; returns (exception, line index) or (None, None)."""
-    for i, line in enumerate(case.lines):
-        try:
-            exec(_compiled(line), ns)
-        except Exception as e:  # noqa: BLE001 - any exception is the behaviour compared
-            return e, i
+    with warnings.catch_warnings():  # deprecation warnings both libraries give (x.T, ...)
+        warnings.simplefilter("ignore")
+        for i, line in enumerate(case.lines):
+            try:
+                exec(_compiled(line), ns)
+            except Exception as e:  # noqa: BLE001 - any exception is the behaviour compared
+                return e, i
     return None, None
 
 

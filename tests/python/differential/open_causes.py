@@ -7,11 +7,6 @@ item "new" were found by this tester and are not in issue 18's list yet.
 from .causes import (Cause, at_step, base_var, dtypes_of, forward, grad, gt_raised,
                      torch_raised, wrote)
 
-MASKING_OPS = ("op:clamp", "op:relu", "op:max", "op:min", "op:maximum", "op:minimum",
-               "op:masked_fill", "op:where", "op:abs",
-               "op:binary_cross_entropy")  # a composite on clamp (log clamped at -100)
-
-
 # In-place ops on views that torch refuses (they would corrupt autograd or write one element
 # twice); gt, whose views are copies, has no reason to refuse them yet.
 TORCH_VIEW_REFUSALS = ("inplace-view-of-grad-leaf", "inplace-overlapping-view",
@@ -30,24 +25,6 @@ def _bce_grad(c, m):
         (c.has("op:binary_cross_entropy_with_logits")
          and c.has_any("bce-logits-zero", "bce-logits-pos-weight"))
         or c.has("op:binary_cross_entropy", "bce-prob-0-or-1"))
-
-
-def _mask_grad(c, m):
-    return (m.kind == "grad-value" and "gt-nonfinite-torch-finite" in m.facts
-            and c.has_any(*MASKING_OPS))
-
-
-def _reduce_forms(c, m):
-    if "reduce-empty-dims" in c.tags and wrote(c, m, "sum", "mean", "max", "min", "argmax",
-                                                  "argmin"):
-        return forward(m)
-    if m.kind == "raise" and at_step(c, m, "reduce-empty-dims"):
-        return True
-    if torch_raised(m) and at_step(c, m, "index-reduce-tuple-dims"):
-        return True
-    if "max-min-dim" in c.tags and m.kind == "structure" and "torch-pair-gt-tensor" in m.facts:
-        return True
-    return m.kind == "grad-value" and "max-min-dim-ties" in c.tags
 
 
 def _scalar_rounding(c, m):
@@ -77,21 +54,6 @@ def _nonfinite_edges(c, m):
             and m.kind == "value" and wrote(c, m, "cast", "to-python-int", "to-python-item"))
 
 
-def _zero_dim_promotion(c, m):
-    return ("0d-promotion" in c.tags and m.kind in ("dtype", "value", "grad-dtype", "grad-value")
-            or m.kind == "raise" and at_step(c, m, "0d-promotion"))
-
-
-def _small_semantics(c, m):
-    if "bool-with-pybool" in c.tags and m.kind == "dtype":
-        return True
-    if "clamp-int" in c.tags and wrote(c, m, "clamp") and m.kind == "dtype":
-        return True
-    if "T-over-2d" in c.tags and wrote(c, m, "T") and m.kind in ("shape", "value"):
-        return True
-    return "chunk-empty-dim" in c.tags and wrote(c, m, "chunk") and m.kind == "structure"
-
-
 MISSING_ERROR_TAGS = (
     "inplace-cast-back", "matmul-mixed-dtype", "float-only-on-int", "argmax-bool", "abs-bool",
     "masked-fill-value-out-of-range", "scalar:int-outside-int64", "bool-sub", "int-pow-negative",
@@ -112,10 +74,6 @@ def _spurious_errors(c, m):
     return (gt_raised(m) or m.kind == "error-class") and at_step(c, m, *SPURIOUS_ERROR_TAGS)
 
 
-def _int_operators(c, m):
-    return gt_raised(m) and at_step(c, m, "op:floordiv", "op:mod", "invert-int")
-
-
 OPEN = [
     Cause("views-do-not-alias", 1,
           "in-place ops on reshape/view/slice/x[i]/t/transpose/permute/squeeze/unsqueeze/detach "
@@ -126,14 +84,6 @@ OPEN = [
     Cause("bce-gradients", 2,
           "binary_cross_entropy_with_logits gradient wrong at logit 0 (also with pos_weight); "
           "binary_cross_entropy gradient NaN at p = 0 or 1", _bce_grad),
-    Cause("nonfinite-grads-through-masks", 3,
-          "NaN/inf gradients leak through masks (clamp(min=0).sqrt() at x=-1; relu, max/min(dim), "
-          "minimum, masked_fill, where, abs)", _mask_grad),
-    Cause("reduction-forms", 4,
-          "sum(dim=())/mean(dim=[]) return the input (torch reduces all); argmax(dim=(0,1)) "
-          "returns a value (torch TypeError); max/min(dim) return the values only (torch (values, "
-          "indices)); argmax/argmin/max/min take a tuple of dims (torch TypeError); max/min(dim) "
-          "backward splits the gradient among ties", _reduce_forms),
     Cause("scalar-and-int-rounding", 5,
           "int64 masked_fill/clamp go through double; int32 tensor with a Python int outside "
           "int32 saturates; Python scalars are not rounded to float16/bfloat16 first (torch: "
@@ -143,13 +93,6 @@ OPEN = [
           "softmax/log_softmax/logsumexp with +inf in a row, layer_norm with overflowing variance, "
           "clamp(min=nan), overflow in float32 reductions, NaN/out-of-range float->int casts",
           _nonfinite_edges),
-    Cause("zero-dim-promotion", 7,
-          "0-d tensors take part in promotion like dimensioned ones (torch promotes by category "
-          "first; where too)", _zero_dim_promotion),
-    Cause("small-semantics", 8,
-          "bool + Python bool gives int64 (torch bool); clamp on ints gives float32; .T on >2-d "
-          "swaps the last two dims (torch reverses all); chunk of a 0-size dim gives 1 chunk",
-          _small_semantics),
     Cause("missing-errors", 9,
           "accepted where torch raises: in-place results that cannot be cast back, mixed-dtype "
           "matmul, float-only ops on int/bool, abs/argmax on bool, out-of-range scalars, - with "
@@ -158,15 +101,7 @@ OPEN = [
           "raises where torch does not: negative values in t[index_tensor], int(float tensor), "
           "var/logsumexp over a tuple of dims, index_select/index_add on 0-d, cat with a legacy "
           "empty 1-d tensor, empty-index gather/index_add shapes", _spurious_errors),
-    Cause("missing-int-operators", 11, "no //, % or ~ on integer tensors", _int_operators),
     # ---- found by this tester, not in issue 18's list yet --------------------------------------
-    Cause("clamp-bool-raises", "new",
-          "clamp on a bool tensor raises; torch promotes (an int bound gives int64, a float bound "
-          "float32)", lambda c, m: gt_raised(m) and at_step(c, m, "clamp-bool")),
-    Cause("nan-maximum-grad", "new",
-          "maximum/minimum backward at a NaN operand gives it no gradient (torch passes the "
-          "gradient to both operands there)",
-          lambda c, m: m.kind == "grad-value" and c.has("nan-in-maximum")),
     Cause("loss-weight-broadcasts-up", "new",
           "binary_cross_entropy(_with_logits) accept a weight whose broadcast enlarges the "
           "input's shape (torch raises: the weight must broadcast to the input)",
@@ -197,16 +132,4 @@ OPEN = [
     Cause("arange-empty-range", "new",
           "arange whose step points away from the end (arange(0, -4)) is empty; torch raises",
           lambda c, m: torch_raised(m) and at_step(c, m, "arange-empty-range")),
-    Cause("pow-bool", "new", "bool ** bool is accepted (torch: pow is not implemented for bool)",
-          lambda c, m: torch_raised(m) and at_step(c, m, "pow-bool")),
-    Cause("pow-int-exponent-rounded", "new",
-          "x.pow(n) on a float tensor with a Python int n beyond 2**24 rounds n to float32 first, "
-          "so an odd n can become even (torch keeps n exact: (-1) ** -2147483649 is -1)",
-          lambda c, m: (c.has("op:pow", "scalar:int-inexact-float")
-                        and (m.kind == "value" and wrote(c, m, "pow") or m.kind == "grad-value"))),
-    Cause("pow-zero-base-grad", "new",
-          "the gradient of 0 ** x with respect to a negative x is 0 (torch: -inf, from "
-          "0 ** x * log(0))",
-          lambda c, m: (m.kind == "grad-value" and "torch-inf-gt-finite" in m.facts
-                        and c.has("pow-zero-base"))),
 ]
