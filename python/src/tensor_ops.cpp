@@ -124,7 +124,9 @@ T reduce_merged(const T& t, std::vector<int64_t> axes, bool keepdim, One one, co
 // max/min: over everything a tensor; over one dim a named tuple (values, indices) like
 // torch.return_types.max; with a tensor argument the elementwise maximum/minimum (torch.max(a, b)).
 py::object indexed_result(const char* name, std::tuple<T, T> r) {
-  static py::object types = py::module_::import("gt.return_types");
+  // Held for the process's life and never released: a static py::object would be decref'd by
+  // its destructor after the interpreter has finalized (a crash at exit).
+  static const py::handle types = py::module_::import("gt.return_types").release();
   return types.attr(name)(py::cast(std::move(std::get<0>(r))), py::cast(std::move(std::get<1>(r))));
 }
 #define GT_PY_INDEXED_REDUCTION(NAME, PAIRWISE)                                               \

@@ -205,3 +205,16 @@ def test_invert():
     assert gt.bitwise_not(gt.tensor([3], dtype=gt.int64)).tolist() == [-4]
     with pytest.raises(ValueError):
         ~gt.tensor([1.0])
+
+
+def test_named_tuple_results_leave_a_clean_interpreter_exit():
+    # The binding once kept gt.return_types in a static py::object, decref'd after the
+    # interpreter had finalized: a crash (SIGSEGV) at exit of any program that used max(dim).
+    import os
+    import subprocess
+    import sys
+    code = "import gt; v, i = gt.randn(3, 4).max(1); print(v.shape, i.shape)"
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert "(3,) (3,)" in r.stdout
