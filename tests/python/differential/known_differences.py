@@ -37,6 +37,18 @@ DELIBERATE = [
         lambda c, m: (gt_raised(m) and "not supported for bool" in m.detail
                       and ("argmax" in m.detail or "argmin" in m.detail))),
     Cause(
+        "floor-divide-no-gradient", None,
+        "floor_divide is piecewise constant: its result does not require grad (its gradient "
+        "is 0 almost everywhere), so a backward through it runs; torch marks the result as "
+        "requiring grad and raises at backward (no derivative formula).",
+        lambda c, m: (torch_raised(m) and "floor_divide" in m.detail
+                      and "derivative" in m.detail)),
+    Cause(
+        "mixed-dtype-matmul-when-empty", None,
+        "matmul of two dtypes raises whatever the sizes; torch skips its dtype check when an "
+        "operand has no elements. A program's validity should not depend on a size.",
+        lambda c, m: (gt_raised(m) and "matmul" in m.detail and "same dtype" in m.detail)),
+    Cause(
         "index-range-on-empty", None,
         "An index out of range is an error even when the indexed tensor has no elements "
         "(t[idx], index_select, gather on a 0-size dim): the program is wrong whatever the "
