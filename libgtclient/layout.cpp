@@ -1,5 +1,6 @@
 // Layout and dtype ops: reshape (with -1 resolved here), permute/transpose, (un)squeeze, cat,
 // casts and copy_. Every tensor is contiguous, so each of these is one instruction.
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -145,19 +146,21 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   // PyTorch's legacy rule: a 1-d tensor of size 0 is skipped whatever the others' shapes (so
   // `acc = torch.tensor([])` can start a concatenation of matrices); its dtype still promotes.
   auto legacy_empty = [](const Tensor& t) { return t.defined() && t.dim() == 1 && t.numel() == 0; };
+  // When every input is one, they all concatenate (along their one dim) as usual.
+  const bool all_empty = std::all_of(tensors.begin(), tensors.end(), legacy_empty);
+  if (all_empty) dim = 0;
   std::vector<const Tensor*> inputs;
   inputs.reserve(tensors.size());
   DType promoted = tensors[0].defined() ? tensors[0].dtype() : DType::kFloat32;
   bool skipped = false;
   for (const Tensor& t : tensors) {
     if (t.defined()) promoted = promote(promoted, t.dtype());
-    if (legacy_empty(t)) {
+    if (legacy_empty(t) && !all_empty) {
       skipped = true;
       continue;
     }
     inputs.push_back(&t);
   }
-  if (inputs.empty()) return tensors[0].to(promoted);  // all empty: an empty 1-d result
   std::vector<Tensor> cast_inputs;
   if (skipped) {  // the skipped ones' dtypes still count
     cast_inputs.reserve(inputs.size());

@@ -150,6 +150,15 @@ def test_cat_skips_legacy_empty_vectors():
     for i in range(3):
         acc = gt.cat([acc, gt.full((1, 2), float(i))])
     close(acc, [[0, 0], [1, 1], [2, 2]])
+    # Only legacy empty vectors: they concatenate as usual, and each gets its (empty) gradient.
+    e1, e2 = gt.tensor([], requires_grad=True), gt.tensor([], requires_grad=True)
+    out = gt.cat([gt.tensor([]), e1, e2], dim=1)
+    assert out.shape == (0,)
+    out.exp().backward(gt.tensor([]))
+    assert e1.grad.shape == (0,) and e2.grad.shape == (0,)
+    # A skipped one that requires grad also gets one.
+    gt.cat([gt.from_numpy(m), e1]).sum().backward()
+    assert e1.grad.shape == (0,)
 
 
 # ---- item 11: // % ~ --------------------------------------------------------------------------

@@ -45,9 +45,11 @@ DELIBERATE = [
                       and "derivative" in m.detail)),
     Cause(
         "mixed-dtype-matmul-when-empty", None,
-        "matmul of two dtypes raises whatever the sizes; torch skips its dtype check when an "
-        "operand has no elements. A program's validity should not depend on a size.",
-        lambda c, m: (gt_raised(m) and "matmul" in m.detail and "same dtype" in m.detail)),
+        "matmul of two dtypes (or of bool operands) raises whatever the sizes; torch skips "
+        "its dtype check when an operand has no elements. A program's validity should not "
+        "depend on a size.",
+        lambda c, m: (gt_raised(m) and "matmul" in m.detail
+                      and ("same dtype" in m.detail or "bool operands" in m.detail))),
     Cause(
         "index-range-on-empty", None,
         "An index out of range is an error even when the indexed tensor has no elements "
