@@ -132,4 +132,14 @@ OPEN = [
     Cause("arange-empty-range", "new",
           "arange whose step points away from the end (arange(0, -4)) is empty; torch raises",
           lambda c, m: torch_raised(m) and at_step(c, m, "arange-empty-range")),
+    Cause("pow-int-exponent-rounded", "new",
+          "x.pow(n) on a float tensor with a Python int n beyond 2**24 rounds n to float32 first, "
+          "so an odd n can become even (torch keeps n exact: (-1) ** -2147483649 is -1)",
+          lambda c, m: (c.has("op:pow", "scalar:int-inexact-float")
+                        and (m.kind == "value" and wrote(c, m, "pow") or m.kind == "grad-value"))),
+    Cause("pow-zero-base-grad", "new",
+          "the gradient of 0 ** x with respect to a negative x is 0 (torch: -inf, from "
+          "0 ** x * log(0))",
+          lambda c, m: (m.kind == "grad-value" and "torch-inf-gt-finite" in m.facts
+                        and c.has("pow-zero-base"))),
 ]

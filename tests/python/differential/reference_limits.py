@@ -13,9 +13,11 @@ LIMITS = [
         lambda c, m: c.torch_emulated and "gt-raised-at-backward" in m.facts),
     Cause(
         "floor-divide-overflow-vectorized", None,
-        "x // y whose quotient overflows float: torch 1.13's vectorized CPU loop gives NaN, its "
-        "scalar loop (short tensors, 0-d) gives +-inf, as gt does; which one torch takes "
-        "depends on the tensor's length, so the value cannot be judged.",
+        "x // y or x % y whose quotient overflows float: torch 1.13's vectorized CPU loop gives "
+        "NaN (it computes through a / b), its scalar loop (short tensors, 0-d) follows fmod as "
+        "gt does; which one torch takes depends on the tensor's length, so the value cannot be "
+        "judged.",
         lambda c, m: (m.kind == "value" and "torch-nan-gt-not" in m.facts
-                      and c.producer.get(m.var.split("[")[0], (None,))[0] == "floor_divide")),
+                      and c.producer.get(m.var.split("[")[0], (None,))[0]
+                      in ("floor_divide", "remainder"))),
 ]
