@@ -10,7 +10,8 @@ bool takes_shape(AttrKind k) {
     case AttrKind::kRandom:
     case AttrKind::kHostData:
     case AttrKind::kShape:
-    case AttrKind::kSlice: return true;
+    case AttrKind::kSlice:
+    case AttrKind::kStrided: return true;
     default: return false;
   }
 }

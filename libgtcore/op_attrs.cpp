@@ -127,6 +127,15 @@ OpAttrs make_num_classes(int64_t num_classes) {
   return a;
 }
 
+OpAttrs make_strided(const Shape& sizes, std::span<const int64_t> strides, int64_t offset) {
+  OpAttrs a;
+  a.shape = sizes;
+  a.has_shape = true;
+  a.push_int(offset);
+  for (int64_t s : strides) a.push_int(s);
+  return a;
+}
+
 Result<SliceSpec> resolve_slice(int64_t n, std::optional<int64_t> start_o,
                                 std::optional<int64_t> stop_o, int64_t step) {
   if (step == 0) return invalid_argument("slice step cannot be zero");

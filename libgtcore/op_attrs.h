@@ -108,6 +108,9 @@ struct OpAttrs {
   double correction() const { return real_at(0, 1.0); }
   // kNumClasses
   int64_t num_classes() const { return int_at(0); }
+  // kStrided: sizes in shape; the first position, then one stride per dim (in elements)
+  int64_t strided_offset() const { return int_at(0); }
+  int64_t strided_stride(int d) const { return int_at(1 + d); }
 };
 
 // Builders (client side).
@@ -138,6 +141,8 @@ struct ClampBound {
 OpAttrs make_clamp(std::optional<ClampBound> min, std::optional<ClampBound> max);
 OpAttrs make_var(int64_t dim, bool keepdim, double correction);  // dim = kAllDims for all
 OpAttrs make_num_classes(int64_t num_classes);
+// A strided view of a tensor's elements: `sizes`, one stride per dim, the first position.
+OpAttrs make_strided(const Shape& sizes, std::span<const int64_t> strides, int64_t offset);
 
 // Python-style slice of one dim, resolved against its extent (numpy semantics, any step sign).
 struct SliceSpec {

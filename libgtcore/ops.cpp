@@ -76,6 +76,9 @@ uint64_t op_table_hash() {
 }
 
 bool is_creation(OpId op) { return op_info(op).arity == 0; }
-bool is_in_place(OpId op) { return op_info(op).rule == ShapeRule::kInPlace || op_info(op).rule == ShapeRule::kCopyInto; }
+bool is_in_place(OpId op) {
+  const ShapeRule r = op_info(op).rule;
+  return r == ShapeRule::kInPlace || r == ShapeRule::kCopyInto || r == ShapeRule::kStridedInto;
+}
 
 }  // namespace gt

@@ -242,6 +242,45 @@ Result<TensorMeta> rule_slice(const TensorMeta& x, const OpAttrs& a) {
   return TensorMeta{a.shape, x.dtype};
 }
 
+// as_strided / strided_copy_: `n` elements of the sizes and strides in the attrs, every position
+// inside a tensor of `numel` elements (checked in 128 bits: strides and offsets come off the wire).
+Status check_strided(const char* op, const OpAttrs& a, int64_t numel) {
+  const int r = a.shape.rank();
+  if (!a.has_shape || a.n_ints != r + 1)
+    return invalid_argument("{}: needs an offset and one stride for each of {} dims", op, r);
+  for (int d = 0; d < r; ++d) {
+    if (a.shape[d] < 0) return invalid_argument("{}: dim {} has negative size {}", op, d, a.shape[d]);
+    if (a.shape[d] == 0) return Status::ok();  // no element: nothing is read or written
+  }
+  __int128 lo = a.strided_offset(), hi = a.strided_offset();
+  for (int d = 0; d < r; ++d) {
+    const __int128 span = static_cast<__int128>(a.shape[d] - 1) * a.strided_stride(d);
+    (span < 0 ? lo : hi) += span;
+  }
+  if (lo < 0 || hi >= numel)
+    return invalid_argument("{}: a view of sizes {} with offset {} reaches outside a tensor of {} "
+                            "elements",
+                            op, a.shape.str(), a.strided_offset(), numel);
+  return Status::ok();
+}
+
+Result<TensorMeta> rule_as_strided(const TensorMeta& x, const OpAttrs& a) {
+  GT_RETURN_IF_ERROR(check_strided("as_strided", a, x.shape.numel()));
+  GT_RETURN_IF_ERROR(check_shape_size(a.shape, x.dtype));
+  return TensorMeta{a.shape, x.dtype};
+}
+
+Result<TensorMeta> rule_strided_into(std::span<const TensorMeta> in, const OpAttrs& a) {
+  GT_RETURN_IF_ERROR(check_strided("strided_copy_", a, in[0].shape.numel()));
+  if (in[1].shape != a.shape)
+    return invalid_argument("strided_copy_: source of shape {} for a view of sizes {}",
+                            in[1].shape.str(), a.shape.str());
+  if (in[1].dtype != in[0].dtype)
+    return invalid_argument("strided_copy_: source dtype {} differs from the destination's {}",
+                            dtype_name(in[1].dtype), dtype_name(in[0].dtype));
+  return in[0];
+}
+
 Result<TensorMeta> rule_cat(std::span<const TensorMeta> in, const OpAttrs& a) {
   if (a.n_ints < 1) return invalid_argument("cat: missing axis");
   int r = in[0].shape.rank();
@@ -495,6 +534,8 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
     case ShapeRule::kScatterAdd: return rule_gather(op, in, a);
     case ShapeRule::kOneHot: return rule_one_hot(in[0], a);
     case ShapeRule::kCumsum: return rule_cumsum(in[0], a);
+    case ShapeRule::kAsStrided: return rule_as_strided(in[0], a);
+    case ShapeRule::kStridedInto: return rule_strided_into(in, a);
   }
   return internal_error("{}: no shape rule", info.name);
 }

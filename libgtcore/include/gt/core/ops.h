@@ -31,6 +31,7 @@ enum class AttrKind : uint8_t {
                 // reals = {min, max}; the result is promote_with_scalar(input, bounds kind)
   kVar,         // ints = {dim or kAllDims, keepdim}, reals = {correction} (torch.var's)
   kNumClasses,  // ints = {num_classes} (>= 0, resolved by the client)
+  kStrided,     // shape = sizes, ints = {offset, stride_0, ..., stride_{r-1}} (elements)
 };
 
 // Shape/dtype rules (implemented in shape_rules.cpp).
@@ -47,6 +48,8 @@ enum class ShapeRule : uint8_t {
   kExpand,
   kIndexSelect, kGather, kScatterAdd, kIndexAdd, kOneHot,
   kCumsum,  // the input's shape; sum's dtype rule (floating keeps its dtype, else int64)
+  kAsStrided,    // shape = the sizes, the input's dtype; every position inside the input
+  kStridedInto,  // in place into input 0; input 1 has the sizes and input 0's dtype
 };
 
 enum class OpId : uint16_t {
