@@ -6,9 +6,11 @@
   (b) 1000x1000 float32 matmul + fetch to numpy -> ms, median
   (c) MLP training step: 64x784 -> 256 -> 10 (ReLU), cross entropy, SGD(lr=0.01),
       loss.item() every step -> ms/step, median (target <= 1.5x torch CPU; the original: 44-75x)
+  (d) writes through views: a 256x256 float32 buffer filled row by row (`buf[i] = row`, each a
+      write through an aliasing view into its base), then one fetch -> ms, median
 
   PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--ops N] [--reps R]
-      [--steps S] [--only abc]
+      [--steps S] [--only abcd]
 
 GT runs on GT_ADDRESS when set, else on the embedded default (a private dispatcher + one worker).
 Without torch (apt-get install python3-torch) it prints GT's figures and says torch is missing.
@@ -115,6 +117,18 @@ def mlp_torch_step():
     return step
 
 
+# ---- (d) ------------------------------------------------------------------------------------------
+def row_writes(m, n=256):
+    rows = [m.full((n,), float(i)) for i in range(n)]
+    buf = m.zeros(n, n)
+
+    def run():
+        for i in range(n):
+            buf[i] = rows[i]
+        return float(buf.numpy()[n - 1, 0])
+    return run
+
+
 def interleaved(fns, steps, blocks=5, warmup=3):
     """Per-step times of each fn, measured in alternating blocks (so load changes on a shared
     machine hit both sides alike); returns (median seconds, first result, last result) per fn."""
@@ -139,7 +153,7 @@ def main():
     ap.add_argument("--ops", type=int, default=200000, help="ops per small-op run")
     ap.add_argument("--reps", type=int, default=5, help="runs of (a), (b)")
     ap.add_argument("--steps", type=int, default=100, help="timed MLP steps (each side)")
-    ap.add_argument("--only", default="abc")
+    ap.add_argument("--only", default="abcd")
     args = ap.parse_args()
 
     where = os.environ.get("GT_ADDRESS") or "embedded default (private dispatcher + 1 worker)"
@@ -180,6 +194,16 @@ def main():
             t, t0, t1 = res[1]
             line += (f"; torch median {t * 1e3:.2f} ms/step (loss {t0:.3f} -> {t1:.3f}); "
                      f"ratio {g / t:.2f}x (target <= 1.5x)")
+        print(line, flush=True)
+
+    if "d" in args.only:
+        fns = [row_writes(gt)] + ([row_writes(torch)] if torch is not None else [])
+        res = interleaved(fns, args.reps * 4, blocks=args.reps, warmup=1)
+        g = res[0][0]
+        line = f"(d) 256 row writes buf[i] = row + fetch: gt median {g * 1e3:.2f} ms"
+        if torch is not None:
+            t = res[1][0]
+            line += f"; torch median {t * 1e3:.2f} ms; ratio {g / t:.2f}x"
         print(line, flush=True)
 
 

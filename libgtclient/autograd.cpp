@@ -9,6 +9,7 @@
 
 #include "libgtclient/autograd_node.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/view.h"
 
 namespace gt {
 namespace {
@@ -125,7 +126,8 @@ Tensor Node::saved_input(size_t i) const {
     throw Error("autograd: internal error: " + name() + " did not save input " +
                 std::to_string(i));
   const SavedTensor& s = saved[i];
-  if (s.impl->version != s.version) throw_modified(*this, "an input", s.impl->version, s.version);
+  const uint32_t now = gt::detail::version_of(*s.impl);
+  if (now != s.version) throw_modified(*this, "an input", now, s.version);
   return Tensor(s.impl);
 }
 
@@ -133,7 +135,8 @@ Tensor Node::output() const {
   if (released) throw_released(*this);
   std::shared_ptr<TensorImpl> o = out_adopted ? out_adopted : out_weak.lock();
   if (!o) throw_modified(*this, "the result", out_version + 1, out_version);
-  if (o->version != out_version) throw_modified(*this, "the result", o->version, out_version);
+  const uint32_t now = gt::detail::version_of(*o);
+  if (now != out_version) throw_modified(*this, "the result", now, out_version);
   return Tensor(std::move(o));
 }
 
@@ -197,12 +200,12 @@ void record(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs
     node->saved.resize(n);
     for (size_t i = 0; i < n && i < 32; ++i)
       if (spec.inputs & (1u << i))
-        node->saved[i] = SavedTensor{inputs[i]->impl(), inputs[i]->impl()->version};
+        node->saved[i] = SavedTensor{inputs[i]->impl(), gt::detail::version_of(*inputs[i]->impl())};
   }
   node->out_weak = out.impl();  // also used by retain_grad
   if (spec.output) {
     node->needs_out = true;
-    node->out_version = out.impl()->version;
+    node->out_version = gt::detail::version_of(*out.impl());
   }
   out.impl()->grad_fn = std::move(node);
 }
@@ -216,17 +219,23 @@ void check_in_place(OpId op, std::span<const Tensor* const> inputs) {
                 "modify it under gt::NoGradGuard (as optimizers do)");
 }
 
-// copy_(dst, src) while recording: dst's old value is overwritten, so its history gets no
-// gradient; the new value's gradient flows to src (summed over broadcast dims, cast to src's
-// dtype). dst becomes a non-leaf whose grad_fn is the copy (PyTorch's CopyBackwards).
-void record_in_place(OpId op, std::span<const Tensor* const> inputs) {
-  if (!is_grad_enabled() || op != OpId::k_copy_ || inputs.size() != 2) return;
+// copy_(dst, src) while recording: dst's old value is overwritten, so its history gets a zero
+// gradient (its leaves get .grad = 0, as in PyTorch, not None); the new value's gradient flows
+// to src (summed over broadcast dims, cast to src's dtype). dst becomes a non-leaf whose grad_fn
+// is the copy (PyTorch's CopyBackwards).
+// strided_copy_(base, view) (a write through a view, view.h): the base keeps its other elements,
+// so its old history gets the gradient of those and the view's value that of the written ones
+// (PyTorch's CopySlices).
+void record_in_place(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs) {
+  const bool strided = op == OpId::k_strided_copy_;
+  if (!is_grad_enabled() || (op != OpId::k_copy_ && !strided) || inputs.size() != 2) return;
   const std::shared_ptr<TensorImpl>& dst = inputs[0]->impl();
   bool src_needs = is_floating(dst->meta.dtype) && needs_grad(inputs[1]);
   if (!src_needs && !dst->grad_fn) return;
-  std::shared_ptr<Node> node = new_node(op, OpAttrs{});
+  std::shared_ptr<Node> node = new_node(op, strided ? attrs : OpAttrs{});
   node->in_meta = {dst->meta, inputs[1]->impl()->meta};
   node->next.resize(2);
+  if (dst->grad_fn) node->next[0] = edge_to(inputs[0]);
   if (src_needs) node->next[1] = edge_to(inputs[1]);
   node->out_meta = dst->meta;
   node->out_weak = dst;
@@ -242,6 +251,7 @@ bool adopt_output(TensorImpl& impl) noexcept {
   try {
     auto keep = std::make_shared<TensorImpl>(impl.id, impl.meta);
     keep->version = impl.version;
+    keep->view = impl.view;  // a view keeps sharing its base's version counter
     node->out_adopted = std::move(keep);
     impl.id = 0;
     return true;

@@ -99,7 +99,7 @@ bool requires_grad(const TensorImpl& t);
 void check_in_place(OpId op, std::span<const Tensor* const> inputs);
 void record(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
             const Tensor& out);
-void record_in_place(OpId op, std::span<const Tensor* const> inputs);
+void record_in_place(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs);
 // Called by ~TensorImpl for a tensor with a grad_fn: when that node still needs the tensor as
 // its saved result, the node takes over the id (returns true; impl.id is then 0). Never throws.
 bool adopt_output(TensorImpl& impl) noexcept;

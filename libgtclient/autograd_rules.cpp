@@ -547,8 +547,41 @@ GRAD(index_add, save_index_for_src) {
 
 GRAD(cast, save_none) { OUT(0) = G; }  // the engine casts back to the input's dtype
 
-GRAD(copy_, save_none) {  // the old destination gets nothing; the source gets g (reduced, cast back)
+GRAD(copy_, save_none) {  // the old destination gets zeros; the source gets g (reduced, cast back)
+  if (N.needs(0)) OUT(0) = zeros(N.in_meta[0].shape, G.dtype());
   if (N.needs(1)) OUT(1) = G;
+}
+
+// Aliasing views (view.h). as_strided recomputes a stale view from its base: the base gets g at
+// the view's positions and zeros elsewhere. An expanded view reaches one element through every
+// index of a stride-0 dim, so those gradients are summed first and written once.
+GRAD(as_strided, save_none) {
+  const OpAttrs& a = N.attrs;
+  Tensor g = G;
+  Shape sizes = a.shape;
+  std::vector<int64_t> strides;
+  for (int d = 0; d < sizes.rank(); ++d) {
+    strides.push_back(a.strided_stride(d));
+    if (strides.back() == 0 && sizes[d] > 1) {
+      g = g.sum(d, /*keepdim=*/true);
+      sizes[d] = 1;
+    }
+  }
+  Tensor base = zeros(N.in_meta[0].shape, G.dtype());
+  run_op(OpId::k_strided_copy_, make_strided(sizes, strides, a.strided_offset()), {&base, &g});
+  OUT(0) = base;
+}
+// strided_copy_ writes a view's value into its base (PyTorch's CopySlices): the old base keeps
+// the gradient of the elements not written, the view's value gets that of the written ones.
+GRAD(strided_copy_, save_none) {
+  const OpAttrs& a = N.attrs;
+  if (N.needs(0)) {
+    Tensor rest = G.clone();
+    Tensor written = zeros(a.shape, G.dtype());
+    run_op(OpId::k_strided_copy_, a, {&rest, &written});
+    OUT(0) = rest;
+  }
+  if (N.needs(1)) OUT(1) = run_op(OpId::k_as_strided, a, {&G});
 }
 
 #undef GRAD

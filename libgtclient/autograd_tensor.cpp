@@ -5,6 +5,7 @@
 #include "gt/autograd.h"
 #include "libgtclient/autograd_node.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/view.h"
 #include "libgtcore/shape_rules.h"
 
 namespace gt {
@@ -13,6 +14,7 @@ namespace {
 namespace ad = autograd::detail;
 
 void check_in_place_named(const Tensor& t, const char* what) {
+  detail::check_view_write(t, what);
   if (!is_grad_enabled()) return;
   const TensorImpl& impl = *t.impl();
   if (impl.requires_grad && !impl.grad_fn)
@@ -159,9 +161,11 @@ void Tensor::retain_grad() const {
 
 Tensor Tensor::detach() const {
   NoGradGuard no_grad;
-  // A reshape to the same shape: a new id viewing the same bytes on the worker (copied on the
-  // first in-place write to either), no history.
-  return detail::run_op(OpId::k_reshape, make_reshape(shape()), {this});
+  // A reshape to the same shape: a new id sharing the bytes on the worker (copied on the first
+  // in-place write to either), no history; a view of this tensor's base here.
+  Tensor r = detail::run_op(OpId::k_reshape, make_reshape(shape()), {this});
+  return detail::make_view(*this, std::move(r), detail::geometry_of(*this),
+                           detail::ViewKind::kDetached);
 }
 
 Tensor Tensor::clone() const { return cast(dtype()); }

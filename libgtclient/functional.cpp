@@ -9,6 +9,7 @@
 #include "gt/autograd.h"
 #include "gt/functional.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/view.h"
 
 namespace gt {
 namespace {
@@ -72,7 +73,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
   std::vector<Tensor> out;
   int64_t off = 0;
   for (int64_t s : sizes) {
-    out.push_back(s == n ? x : x.slice(dim, off, off + s));
+    out.push_back(x.slice(dim, off, off + s));
+    detail::mark_split_part(out.back());
     off += s;
   }
   return out;
@@ -84,7 +86,14 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   const int64_t n = x.size(dim);
   const int64_t size = (n + chunks - 1) / chunks;
   // An empty dim gives `chunks` empty pieces (PyTorch's), not one.
-  if (size == 0) return std::vector<Tensor>(static_cast<size_t>(chunks), x);
+  if (size == 0) {
+    std::vector<Tensor> out;
+    for (int64_t i = 0; i < chunks; ++i) {
+      out.push_back(x.slice(dim, 0, 0));
+      detail::mark_split_part(out.back());
+    }
+    return out;
+  }
   return split(x, size, dim);
 }
 

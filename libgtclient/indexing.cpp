@@ -1,10 +1,12 @@
 // slice / select / index: Python-style indexing lowered to at most one slice instruction (all
-// dims at once) plus one reshape when dims are dropped or inserted.
+// dims at once) plus one reshape when dims are dropped or inserted. Each result is a view of the
+// indexed tensor (libgtclient/view.h).
 #include <array>
 #include <string>
 
 #include "gt/tensor.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/view.h"
 
 namespace gt {
 namespace {
@@ -33,7 +35,9 @@ Tensor emit_slice(const Tensor& x, const Specs& specs) {
     a.push_int(specs[d].start);
     a.push_int(specs[d].step);
   }
-  return run_op(OpId::k_slice, a, {&x});
+  const detail::ViewGeometry g =
+      detail::sliced(detail::geometry_of(x), std::span(specs.data(), x.shape().rank()));
+  return detail::make_view(x, run_op(OpId::k_slice, a, {&x}), g);
 }
 
 SliceSpec resolve_or_throw(int64_t n, const Slice& sl, const char* what) {
@@ -71,7 +75,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   Shape out;
   for (int i = 0; i < s.rank(); ++i)
     if (i != d) out.push_back(s[i]);
-  return run_op(OpId::k_reshape, make_reshape(out), {&y});
+  return y.reshape(out);  // drops a size-1 dim: always a view
 }
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
@@ -121,7 +125,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
   for (; d < rank; ++d) out.push_back(s[d]);
 
   Tensor y = is_identity(s, specs) ? *this : emit_slice(*this, specs);
-  if (out != y.shape()) y = run_op(OpId::k_reshape, make_reshape(out), {&y});
+  if (out != y.shape()) y = y.reshape(out);  // drops or adds size-1 dims: always a view
   return y;
 }
 

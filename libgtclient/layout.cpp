@@ -1,20 +1,30 @@
-// Layout and dtype ops: reshape (with -1 resolved here), permute/transpose, (un)squeeze, cat,
-// casts and copy_. Every tensor is contiguous, so each of these is one instruction.
+// Layout and dtype ops: reshape/view (with -1 resolved here), permute/transpose, (un)squeeze,
+// cat, casts and copy_. The layout ops return views of their input (libgtclient/view.h): one
+// instruction computes the view's value, and its geometry is kept here.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "gt/tensor.h"
 #include "libgtcore/shape_rules.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/view.h"
 
 namespace gt {
 namespace {
 
 using detail::run_op;
 
-Tensor reshape_to(const Tensor& x, const Shape& s) {
-  return run_op(OpId::k_reshape, make_reshape(s), {&x});
+// A view of x when the strides allow it (always for a contiguous x), else a copy (PyTorch's
+// reshape), or an error for `view`, which never copies.
+Tensor reshape_to(const Tensor& x, const Shape& s, bool must_view = false) {
+  std::optional<detail::ViewGeometry> g = detail::reshaped(detail::geometry_of(x), s);
+  if (!g && must_view)
+    throw Error("view: view size is not compatible with input tensor's size and stride (at least "
+                "one dimension spans across two contiguous subspaces); use .reshape(...) instead");
+  Tensor r = run_op(OpId::k_reshape, make_reshape(s), {&x});
+  return g ? detail::make_view(x, std::move(r), *g) : r;
 }
 
 // Resolves one -1 in `dims` against x's element count (PyTorch's infer_size).
@@ -53,13 +63,36 @@ Shape resolve_reshape(const Tensor& x, const Dims& dims) {
 }
 
 Tensor permute_to(const Tensor& x, std::span<const int64_t> perm) {
-  return run_op(OpId::k_permute, make_permute(perm), {&x});
+  detail::ViewGeometry g = detail::permuted(detail::geometry_of(x), perm);
+  return detail::make_view(x, run_op(OpId::k_permute, make_permute(perm), {&x}), g);
 }
 
 }  // namespace
 
 Tensor Tensor::reshape(Dims shape) const {
   return reshape_to(*this, resolve_reshape(*this, shape));
+}
+
+Tensor Tensor::view(Dims shape) const {
+  return reshape_to(*this, resolve_reshape(*this, shape), /*must_view=*/true);
+}
+
+bool Tensor::is_contiguous() const {
+  checked();
+  return detail::geometry_of(*this).is_contiguous();
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+std::vector<int64_t> Tensor::stride() const {
+  checked();
+  const detail::ViewGeometry g = detail::geometry_of(*this);
+  return {g.strides.begin(), g.strides.begin() + g.sizes.rank()};
+}
+
+int64_t Tensor::storage_offset() const {
+  checked();
+  return detail::geometry_of(*this).offset;
 }
 
 Tensor Tensor::flatten() const { return reshape_to(*this, Shape{numel()}); }

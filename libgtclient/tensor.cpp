@@ -7,6 +7,7 @@
 #include "gt/tensor.h"
 #include "libgtclient/autograd_node.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/view.h"
 #include "libgtclient/session.h"
 #include "libgtcore/shape_rules.h"
 
@@ -83,6 +84,7 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
     if (t == nullptr || !t->defined())
       throw Error(Code::kFailedPrecondition, std::string(op_name(op)) + ": input " + std::to_string(i) +
                   " is an undefined tensor");
+    refresh_if_stale(*t);  // a view whose base was written since: its value first
     metas[i] = t->impl()->meta;
     ids[i] = t->impl()->id;
   }
@@ -90,12 +92,18 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
   if (!meta) throw Error(meta.status().code(), op_error(op, meta.status().message()));
 
   const bool in_place = is_in_place(op);
-  if (in_place) autograd::detail::check_in_place(op, inputs);
+  if (in_place) {
+    check_view_write(*inputs[0], op_name(op));
+    autograd::detail::check_in_place(op, inputs);
+  }
 
   uint64_t id = Session::get().emit(op, attrs, ids);
   if (in_place) {
-    ++inputs[0]->impl()->version;
-    autograd::detail::record_in_place(op, inputs);
+    autograd::detail::record_in_place(op, attrs, inputs);
+    // A view's write reaches its base with one strided_copy_, which bumps the shared version
+    // (the view counts as up to date until then); anything else bumps its own.
+    if (inputs[0]->impl()->view) write_back_view(*inputs[0]);
+    else ++inputs[0]->impl()->version;
     return *inputs[0];
   }
   if (id == 0) throw Error(std::string(op_name(op)) + ": the session returned no result id");
@@ -123,6 +131,7 @@ Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes) {
 
 std::string fetch_bytes(const Tensor& t) {
   const TensorMeta& meta = t.meta();
+  refresh_if_stale(t);
   HostTensor h = Session::get().fetch(t.id());
   if (static_cast<int64_t>(h.bytes.size()) != meta.nbytes())
     throw Error(Code::kDataLoss, "fetch: got " + std::to_string(h.bytes.size()) +

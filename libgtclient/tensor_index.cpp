@@ -5,6 +5,7 @@
 
 #include "gt/tensor.h"
 #include "libgtclient/run_op.h"
+#include "libgtclient/view.h"
 
 namespace gt {
 namespace {
@@ -112,7 +113,8 @@ Tensor Tensor::expand(Dims shape) const {
       throw Error("expand: -1 is not allowed in a leading, non-existing dimension");
     to[i] = s[i - shift];
   }
-  return run_op(OpId::k_expand, make_reshape(to), {this});
+  Tensor r = run_op(OpId::k_expand, make_reshape(to), {this});  // the rule checks the sizes
+  return detail::make_view(*this, std::move(r), detail::expanded(detail::geometry_of(*this), to));
 }
 
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.shape()); }

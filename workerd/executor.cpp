@@ -354,9 +354,10 @@ Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {
   Tensor old = dst;  // keeps the shared bytes alive while they are copied
   dst.storage = std::move(*fresh);
   if (op == OpId::k_copy_) return Status::ok();  // copy_ overwrites every element
+  // copy_(dst, src): inputs as the op takes them, the destination first.
   OpAttrs none;
-  const Tensor* src[] = {&old};
-  return backend_.run(KernelArgs{OpId::k_copy_, none, std::span<const Tensor* const>(src, 1), dst,
+  const Tensor* args[] = {&dst, &old};
+  return backend_.run(KernelArgs{OpId::k_copy_, none, std::span<const Tensor* const>(args, 2), dst,
                                  session});
 }
 

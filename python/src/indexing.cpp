@@ -106,10 +106,47 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
     check_integer_ranges(t, ix);
     return t.index(ix);
   });
-  cls.def("__setitem__", [](const gt::Tensor&, py::handle, py::handle) {
-    throw py::type_error(
-        "gt: item assignment (t[i] = v) is not supported; build the new tensor with gt.where / "
-        "gt.cat, or update whole tensors in place (t.copy_(v), t += v)");
+  // t[index] = value: basic indexes (ints, slices, None, ...) select a view, which takes the
+  // value in place (copy_ for a tensor or array, fill_ for a number), so t changes, as in
+  // PyTorch; a bool mask of t's shape with a number or 0-d value is a masked fill of t.
+  cls.def("__setitem__", [](py::object self, py::handle idx, py::handle value) {
+    const gt::Tensor t = self.cast<gt::Tensor>();
+    if (py::isinstance<gt::Tensor>(idx) || PyList_Check(idx.ptr()) ||
+        py::isinstance<py::array>(idx)) {
+      gt::Tensor mask = py::isinstance<gt::Tensor>(idx) ? idx.cast<gt::Tensor>() : gt::Tensor();
+      if (!mask.defined() || mask.dtype() != gt::DType::kBool || mask.shape() != t.shape())
+        throw py::type_error(
+            "gt: assignment through an index tensor is supported for a bool mask of the "
+            "tensor's shape (t[mask] = number); for integer indices use index_add / scatter_add "
+            "or assign through ints and slices");
+      py::object v = py::reinterpret_borrow<py::object>(value);
+      if (!py::isinstance<gt::Tensor>(value))
+        v = py::module_::import("gt").attr("tensor")(v, py::arg("dtype") = self.attr("dtype"));
+      const gt::Tensor vt = v.cast<gt::Tensor>();  // a number (a list fails numel below)
+      if (vt.numel() != 1)
+        throw py::type_error("gt: t[mask] = value needs a number or a one-element tensor, got " +
+                             std::to_string(vt.numel()) + " elements");
+      self.attr("copy_")(gt::where(mask, vt.reshape(std::vector<int64_t>{}).to(t.dtype()), t));
+      return;
+    }
+    std::vector<gt::TensorIndex> ix;
+    if (PyTuple_Check(idx.ptr())) {
+      for (py::handle h : py::reinterpret_borrow<py::tuple>(idx)) ix.push_back(to_index(h));
+    } else {
+      ix.push_back(to_index(idx));
+    }
+    check_integer_ranges(t, ix);
+    py::object view = py::cast(t.index(ix));
+    if (py::isinstance<gt::Tensor>(value)) {
+      view.attr("copy_")(value);
+    } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
+               PyFloat_Check(value.ptr()) ||
+               py::isinstance(value, py::module_::import("numpy").attr("generic"))) {
+      view.attr("fill_")(value);
+    } else {  // as torch: lists and arrays become tensors explicitly (gt.tensor(v))
+      throw py::type_error("gt: can't assign a " + std::string(py::str(py::type::handle_of(value).attr("__name__"))) +
+                           " to a gt.Tensor; assign a tensor (gt.tensor(value)) or a number");
+    }
   });
   cls.def("__iter__", [](const gt::Tensor& t) {
     if (t.dim() == 0) throw py::type_error("iteration over a 0-d tensor");

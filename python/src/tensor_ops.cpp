@@ -271,7 +271,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
 
   // ---- layout -------------------------------------------------------------------------------------
   cls.def("reshape", [](const T& a, py::args shape) { return a.reshape(dims_from_args(shape, "reshape")); })
-      .def("view", [](const T& a, py::args shape) { return a.reshape(dims_from_args(shape, "view")); })
+      .def("view", [](const T& a, py::args shape) { return a.view(dims_from_args(shape, "view")); })
       .def("permute", [](const T& a, py::args dims) { return a.permute(dims_from_args(dims, "permute")); })
       .def(
           "flatten",
@@ -311,7 +311,18 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       .def(
           "chunk", [](const T& a, int64_t chunks, int64_t dim) { return to_tuple(gt::chunk(a, chunks, dim)); },
           "chunks"_a, "dim"_a = 0)
-      .def("contiguous", [](const T& a) { return a; })
+      .def("contiguous", &T::contiguous)
+      .def("is_contiguous", &T::is_contiguous)
+      .def(
+          "stride",
+          [](const T& a, py::object dim) -> py::object {
+            std::vector<int64_t> st = a.stride();
+            if (dim.is_none()) return py::tuple(py::cast(st));
+            return py::int_(st[static_cast<size_t>(gt::wrap_dim(dim.cast<int64_t>(), a.dim(), "stride"))]);
+          },
+          "dim"_a = py::none(), "Strides in elements (PyTorch's): views share their base's elements.")
+      .def("storage_offset", &T::storage_offset)
+      .def("_is_view", &T::is_view)
       .def("expand", [](const T& a, py::args shape) { return a.expand(dims_from_args(shape, "expand")); })
       .def("expand_as", &T::expand_as, "other"_a);
 

@@ -30,6 +30,9 @@
 namespace gt {
 
 class Tensor;
+namespace detail {
+struct ViewInfo;  // libgtclient/view.h
+}
 
 // The state behind a Tensor handle. Shared by all copies of the handle; its destructor frees the
 // id on the workers (never throws; does nothing once the session is gone).
@@ -47,7 +50,11 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<void> grad_fn;  // autograd node
-  uint32_t version = 0;
+  uint32_t version = 0;  // a view uses its base's (detail::version_of)
+
+  // Set for a view (reshape, slice, permute, expand, detach, ...): where its elements sit in the
+  // base it aliases (libgtclient/view.h).
+  std::shared_ptr<detail::ViewInfo> view;
 };
 
 // A number operand (Python-style scalar): remembers whether it was written as a bool, an
@@ -172,10 +179,16 @@ class Tensor {
   Tensor clamp_min(Scalar min) const;
   Tensor clamp_max(Scalar max) const;
 
-  // ---- layout (every tensor is contiguous; layout ops produce new tensors) ----------------
+  // ---- layout: views that alias, as in PyTorch. These results share the elements of the tensor
+  // they were made from (its base): an in-place write through either is seen by both. Each
+  // keeps PyTorch's strides (stride(), is_contiguous()); the workers hold a contiguous copy of
+  // every view, refreshed lazily after its base is written (libgtclient/view.h). --------------
+  // A view when the new shape fits the strides (always for a contiguous tensor), else a copy.
   Tensor reshape(Dims shape) const;  // one -1 is inferred
-  Tensor view(Dims shape) const { return reshape(std::move(shape)); }
-  Tensor flatten() const;
+  // Always a view: throws where reshape would have to copy (a non-contiguous tensor whose dims
+  // the new shape merges or splits), as PyTorch's view does.
+  Tensor view(Dims shape) const;
+  Tensor flatten() const;  // reshape to 1-D
   Tensor permute(Dims dims) const;  // negative dims allowed
   Tensor transpose(int64_t dim0, int64_t dim1) const;
   Tensor t() const;  // transpose of a tensor with <= 2 dims
@@ -188,13 +201,16 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
-  // Broadcast to `shape` (new leading dims allowed; -1 keeps a dim) as a new tensor.
+  // Broadcast to `shape` (new leading dims allowed; -1 keeps a dim): a view whose broadcast
+  // dims have stride 0, so in-place writes through it are refused (as in PyTorch).
   Tensor expand(Dims shape) const;
   Tensor expand_as(const Tensor& other) const;
-  Tensor contiguous() const {
-    checked();
-    return *this;
-  }
+  // *this when its strides are row-major, else a copy that is (differentiable).
+  Tensor contiguous() const;
+  bool is_contiguous() const;
+  std::vector<int64_t> stride() const;  // in elements, PyTorch's
+  int64_t storage_offset() const;       // where the first element sits in the base
+  bool is_view() const { return checked().view != nullptr; }
 
   // ---- dtype and in-place --------------------------------------------------------------------
   Tensor to(DType dtype) const;  // returns *this when the dtype already matches (like PyTorch)
@@ -228,8 +244,8 @@ class Tensor {
   // Saved tensors are freed afterwards unless retain_graph.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   void retain_grad() const;  // a non-leaf keeps the gradient reaching it in grad()
-  // Same values, no history: a zero-copy view on the worker. Unlike PyTorch, tensors have value
-  // semantics, so an in-place write to either one does not change the other.
+  // Same elements, no history: a view, so an in-place write through either changes both (the
+  // write through the detached one is not recorded, as in PyTorch).
   Tensor detach() const;
   Tensor clone() const;      // a copy (differentiable)
   std::string grad_fn_name() const;  // e.g. "MulBackward"; "" for a leaf

@@ -236,6 +236,32 @@ std::map<OpId, std::vector<GradCase>> op_cases() {
                        [](const In& x) { return x[0].expand({2, 3, 4}); }});
   add(OpId::k_expand, {"expand -1 and 0-d", {V({1, 3}, 127), V({}, 128)},
                        [](const In& x) { return x[0].expand({2, -1}) * x[1].expand({2, 3}); }});
+  // Aliasing views (libgtclient/view.h): as_strided recomputes a view read after its base was
+  // written (a stride-0 expanded one sums its gradient), strided_copy_ is a write through one.
+  add(OpId::k_as_strided, {"as_strided: stale strided view", {V({2, 4}, 150)}, [](const In& x) {
+                             Tensor y = x[0] * 1.0;
+                             Tensor v = y.slice(1, 1, gt::None, 2).t();
+                             y.mul_(y.exp());
+                             return v;
+                           }});
+  add(OpId::k_as_strided, {"as_strided: stale expanded view", {V({2, 3}, 151)}, [](const In& x) {
+                             Tensor y = x[0] * 1.0;
+                             Tensor e = y.select(1, 0).unsqueeze(1).expand({2, 4});
+                             y.add_(y.sigmoid());
+                             return e;
+                           }});
+  add(OpId::k_strided_copy_, {"strided_copy_: write through a row view",
+                              {V({2, 3}, 152), V({3}, 153)}, [](const In& x) {
+                                Tensor y = x[0] * 1.0;
+                                y.select(0, 1).copy_(x[1] * 2.0);
+                                return y * y;
+                              }});
+  add(OpId::k_strided_copy_, {"strided_copy_: in-place op through a transposed slice",
+                              {V({3, 4}, 154), V({2, 3}, 155)}, [](const In& x) {
+                                Tensor y = x[0] * 1.0;
+                                y.slice(1, 0, 2).t().mul_(x[1]);
+                                return y;
+                              }});
   add(OpId::k_var, {"var all", {V({2, 3}, 129)}, [](const In& x) { return x[0].var(); }});
   add(OpId::k_var, {"var dim keepdim", {V({3, 4}, 130)}, [](const In& x) { return x[0].var(1, 1, true); }});
   add(OpId::k_var, {"var dim 0 population", {V({3, 2}, 131)}, [](const In& x) { return x[0].var(0, 0); }});

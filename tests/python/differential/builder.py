@@ -30,7 +30,6 @@ class Builder:
         self.exact = {}            # name -> its values are bit-for-bit reproducible
         self.grad_leaves = []      # inputs created with requires_grad
         self.producer = {}         # name -> (op, operand dtype names)
-        self.view_affected = set()
         self.deps = {}             # name -> operand names
         self.defined_at = {}       # name -> line index
         self.tol_boost = {}        # name -> atol factor for an ill-conditioned op
@@ -201,8 +200,6 @@ class Builder:
         if tol_boost:
             self.tol_boost[name] = tol_boost
         self.producer[name] = (op, dts)
-        if any(o in self.view_affected for o in operands):
-            self.view_affected.add(name)
         if not ok:
             return None
         self.exact[name] = exact and all(self.exact.get(o, True) for o in operands)
@@ -211,7 +208,7 @@ class Builder:
 
     def emit_inplace(self, stmt, op, target, operands, exact=False, tags=()):
         """An in-place statement on `target`. Tensors sharing storage with it in torch (views,
-        detach results, bases) change too: they are recorded as view-affected."""
+        detach results, bases) change too: they depend on the statement's operands."""
         dts = self._note(op, [target] + list(operands))
         local = {"op:" + op} | set(tags)
         tt = self.ns[target]
@@ -255,9 +252,6 @@ class Builder:
         self.deps[target] = self.deps.get(target, set()) | set(operands)
         for a in aliases:
             self.deps[a] = self.deps.get(a, set()) | {target} | set(operands)
-        self.view_affected.update(aliases)
-        if any(o in self.view_affected for o in operands):
-            self.view_affected.add(target)
         if not ok:
             return None
         self.exact[target] = (exact and self.exact.get(target, True)
@@ -301,7 +295,7 @@ class Builder:
         return Case(seed=self.seed, lines=list(self.lines), outputs=list(self.names),
                     grad_inputs=list(self.grad_leaves) if "backward" in self.tags else [],
                     tags=set(self.tags), producer=dict(self.producer),
-                    view_affected=set(self.view_affected), deps=dict(self.deps),
+                    deps=dict(self.deps),
                     defined_at=dict(self.defined_at), tol_boost=dict(self.tol_boost),
                     line_tags=dict(self.line_tags),
                     exact={n for n, e in self.exact.items() if e},

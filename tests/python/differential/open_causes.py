@@ -4,20 +4,7 @@ Mismatches they explain are counted and reported but do not fail the test. The t
 entry when its fix lands; from then on the same mismatch is UNEXPLAINED and fails. Entries with
 item "new" were found by this tester and are not in issue 18's list yet.
 """
-from .causes import (Cause, at_step, base_var, dtypes_of, forward, grad, gt_raised,
-                     torch_raised, wrote)
-
-# In-place ops on views that torch refuses (they would corrupt autograd or write one element
-# twice); gt, whose views are copies, has no reason to refuse them yet.
-TORCH_VIEW_REFUSALS = ("inplace-view-of-grad-leaf", "inplace-overlapping-view",
-                       "inplace-multi-output-view", "view-of-noncontiguous")
-
-
-def _views(c, m):
-    if torch_raised(m) and at_step(c, m, *TORCH_VIEW_REFUSALS):
-        return True
-    return "view-inplace" in c.tags and (
-        (forward(m) and base_var(m) in c.view_affected) or grad(m))
+from .causes import Cause, at_step, dtypes_of, forward, grad, gt_raised, torch_raised, wrote
 
 
 def _bce_grad(c, m):
@@ -75,12 +62,6 @@ def _spurious_errors(c, m):
 
 
 OPEN = [
-    Cause("views-do-not-alias", 1,
-          "in-place ops on reshape/view/slice/x[i]/t/transpose/permute/squeeze/unsqueeze/detach "
-          "results never reach the base (nor other views of it); so the in-place ops on views "
-          "torch refuses (a view of a leaf that requires grad, of an expand, of a split/chunk "
-          "output) are not refused either, nor is view() of a non-contiguous tensor (gt's view "
-          "is reshape)", _views),
     Cause("bce-gradients", 2,
           "binary_cross_entropy_with_logits gradient wrong at logit 0 (also with pos_weight); "
           "binary_cross_entropy gradient NaN at p = 0 or 1", _bce_grad),
@@ -106,11 +87,6 @@ OPEN = [
           "binary_cross_entropy(_with_logits) accept a weight whose broadcast enlarges the "
           "input's shape (torch raises: the weight must broadcast to the input)",
           lambda c, m: torch_raised(m) and at_step(c, m, "loss-weight-broadcasts-up")),
-    Cause("overwrite-detaches", "new",
-          "fill_/zero_/copy_ on a tensor with autograd history detach it: the leaves' .grad "
-          "stays None (torch keeps the graph and they get zero gradients)",
-          lambda c, m: (m.kind == "grad-structure" and "gt-none-torch-tensor" in m.facts
-                        and c.has_any("op:fill_", "op:zero_", "op:copy_"))),
     Cause("extreme-magnitude-grads", "new",
           "gradient formulas overflow or underflow at extreme inputs where torch's do not (gelu "
           "and silu at |x| ~ 3e38 give NaN: g * x before the vanishing factor; div backward "

@@ -16,7 +16,6 @@ class Case:
     grad_inputs: list = field(default_factory=list)  # leaves whose .grad is compared
     tags: set = field(default_factory=set)
     producer: dict = field(default_factory=dict)     # var -> (op, operand dtype names)
-    view_affected: set = field(default_factory=set)  # vars whose torch value depends on aliasing
     deps: dict = field(default_factory=dict)         # var -> the vars it was computed from
     defined_at: dict = field(default_factory=dict)   # var -> index of the line that set it
     tol_boost: dict = field(default_factory=dict)    # var -> atol factor (ill-conditioned ops)
