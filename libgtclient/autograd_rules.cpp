@@ -204,7 +204,9 @@ GRAD(pow, save_pow) {
     if (!N.needs(0)) return;
     const double s = scalar(N);
     if (side(N) == ScalarSide::kRight) {  // d(t^s)/dt = s t^(s-1); zeros when s == 0
-      if (s == 0) {
+      // torch special-cases a number 0, not False: t ** False takes the general formula
+      // (NaN at t = 0, from 0 * 0^-1).
+      if (s == 0 && N.attrs.scalar_kind() != ScalarKind::kBool) {
         OUT(0) = zeros(N.in_meta[0].shape, G.dtype());  // torch: zeros_like, whatever g is
       } else {
         OUT(0) = G * (pow(N.saved_input(0), s - 1) * s);

@@ -103,6 +103,7 @@ const Tensor& Tensor::div_(Scalar o) const {
 }
 const Tensor& Tensor::zero_() const { return fill_(0); }
 const Tensor& Tensor::fill_(Scalar value) const {
+  detail::UniformWriteScope uniform;  // one value everywhere: an expanded view may take it
   check_in_place_named(*this, "fill_");
   return copy_(full({}, value, dtype()));
 }
@@ -164,8 +165,9 @@ Tensor Tensor::detach() const {
   // A reshape to the same shape: a new id sharing the bytes on the worker (copied on the first
   // in-place write to either), no history; a view of this tensor's base here.
   Tensor r = detail::run_op(OpId::k_reshape, make_reshape(shape()), {this});
-  return detail::make_view(*this, std::move(r), detail::geometry_of(*this),
-                           detail::ViewKind::kDetached);
+  return detail::make_view(
+      *this, std::move(r), [](const detail::ViewGeometry& g) { return g; },
+      detail::ViewKind::kDetached);
 }
 
 Tensor Tensor::clone() const { return cast(dtype()); }

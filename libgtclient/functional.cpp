@@ -142,26 +142,25 @@ Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) { return x.logsumex
 #include "gt/tensor_api.def"
 #undef GT_API_FUNCTIONAL_0
 #undef GT_API_FUNCTIONAL_1
-Tensor silu(const Tensor& x) { return x * x.sigmoid(); }
+Tensor silu(const Tensor& x) {
+  detail::require_floating(x, "silu");
+  return x * x.sigmoid();
+}
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   detail::require_floating(x, "gelu");
+  if (approximate != "none" && approximate != "tanh")
+    throw Error("gelu: approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  // float16 / bfloat16 compute in float32 and round once, as PyTorch's kernels do (its opmath
+  // type): x^3 and the gradient's x^2 overflow float16 from |x| ~ 40.
+  if (x.dtype() == kFloat16 || x.dtype() == kBFloat16)
+    return gelu(x.to(kFloat32), approximate).to(x.dtype());
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI);
     Tensor inner = (x + x * x * x * 0.044715) * k;
     return (x * 0.5) * (inner.tanh() + 1.0);
   }
-  if (approximate != "none")
-    throw Error("gelu: approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
-  // erf(|z|) = 1 - poly(t) exp(-z^2), t = 1 / (1 + p |z|)  (Abramowitz & Stegun 7.1.26)
-  constexpr double p = 0.3275911, a1 = 0.254829592, a2 = -0.284496736, a3 = 1.421413741,
-                   a4 = -1.453152027, a5 = 1.061405429;
-  Tensor z = x.abs() * M_SQRT1_2;
-  Tensor t = 1.0 / (z * p + 1.0);
-  Tensor poly = ((((t * a5 + a4) * t + a3) * t + a2) * t + a1) * t;
-  Tensor erf_abs = 1.0 - poly * (z * z).neg().exp();
-  Tensor erf = where(x < 0.0, erf_abs.neg(), erf_abs);
-  return (x * 0.5) * (erf + 1.0);
+  return (x * 0.5) * ((x * M_SQRT1_2).erf() + 1.0);  // x Phi(x)
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {

@@ -178,6 +178,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BCEOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy_with_logits");
+  // torch refuses integer logits or targets (its floating result cannot be cast back).
+  detail::require_floating(input, "binary_cross_entropy_with_logits");
+  detail::require_floating(target, "binary_cross_entropy_with_logits", "target");
   Tensor softplus_neg = (input.abs().neg().exp() + 1.0).log() + input.neg().maximum(0.0);
   Tensor loss;
   if (o.pos_weight.defined()) {

@@ -35,9 +35,10 @@ Tensor emit_slice(const Tensor& x, const Specs& specs) {
     a.push_int(specs[d].start);
     a.push_int(specs[d].step);
   }
-  const detail::ViewGeometry g =
-      detail::sliced(detail::geometry_of(x), std::span(specs.data(), x.shape().rank()));
-  return detail::make_view(x, run_op(OpId::k_slice, a, {&x}), g);
+  const std::span<const SliceSpec> dims(specs.data(), static_cast<size_t>(x.shape().rank()));
+  return detail::make_view(x, run_op(OpId::k_slice, a, {&x}), [&](const detail::ViewGeometry& g) {
+    return std::optional(detail::sliced(g, dims));
+  });
 }
 
 SliceSpec resolve_or_throw(int64_t n, const Slice& sl, const char* what) {

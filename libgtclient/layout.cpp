@@ -19,12 +19,14 @@ using detail::run_op;
 // A view of x when the strides allow it (always for a contiguous x), else a copy (PyTorch's
 // reshape), or an error for `view`, which never copies.
 Tensor reshape_to(const Tensor& x, const Shape& s, bool must_view = false) {
-  std::optional<detail::ViewGeometry> g = detail::reshaped(detail::geometry_of(x), s);
-  if (!g && must_view)
+  const bool viewable = detail::reshaped(detail::geometry_of(x), s).has_value();
+  if (!viewable && must_view)
     throw Error("view: view size is not compatible with input tensor's size and stride (at least "
                 "one dimension spans across two contiguous subspaces); use .reshape(...) instead");
   Tensor r = run_op(OpId::k_reshape, make_reshape(s), {&x});
-  return g ? detail::make_view(x, std::move(r), *g) : r;
+  if (!viewable) return r;
+  return detail::make_view(x, std::move(r),
+                           [&](const detail::ViewGeometry& g) { return detail::reshaped(g, s); });
 }
 
 // Resolves one -1 in `dims` against x's element count (PyTorch's infer_size).
@@ -63,8 +65,10 @@ Shape resolve_reshape(const Tensor& x, const Dims& dims) {
 }
 
 Tensor permute_to(const Tensor& x, std::span<const int64_t> perm) {
-  detail::ViewGeometry g = detail::permuted(detail::geometry_of(x), perm);
-  return detail::make_view(x, run_op(OpId::k_permute, make_permute(perm), {&x}), g);
+  return detail::make_view(x, run_op(OpId::k_permute, make_permute(perm), {&x}),
+                           [&](const detail::ViewGeometry& g) {
+                             return std::optional(detail::permuted(g, perm));
+                           });
 }
 
 }  // namespace

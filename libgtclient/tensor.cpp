@@ -93,7 +93,10 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
 
   const bool in_place = is_in_place(op);
   if (in_place) {
-    check_view_write(*inputs[0], op_name(op));
+    bool writes_grad = false;  // the written value would require grad (split/chunk parts refuse)
+    for (size_t i = 1; i < inputs.size(); ++i)
+      writes_grad = writes_grad || (is_floating(metas[0].dtype) && inputs[i]->requires_grad());
+    check_view_write(*inputs[0], op_name(op), writes_grad);
     autograd::detail::check_in_place(op, inputs);
   }
 

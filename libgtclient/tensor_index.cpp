@@ -114,7 +114,9 @@ Tensor Tensor::expand(Dims shape) const {
     to[i] = s[i - shift];
   }
   Tensor r = run_op(OpId::k_expand, make_reshape(to), {this});  // the rule checks the sizes
-  return detail::make_view(*this, std::move(r), detail::expanded(detail::geometry_of(*this), to));
+  return detail::make_view(*this, std::move(r), [&](const detail::ViewGeometry& g) {
+    return std::optional(detail::expanded(g, to));
+  });
 }
 
 Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.shape()); }

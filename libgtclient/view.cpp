@@ -127,16 +127,27 @@ ViewGeometry expanded(const ViewGeometry& g, const Shape& shape) {
   return out;
 }
 
-Tensor make_view(const Tensor& src, Tensor out, const ViewGeometry& g, ViewKind kind) {
+Tensor make_view(const Tensor& src, Tensor out, const GeometryFn& fn, ViewKind kind) {
   const TensorImpl& s = *src.impl();
   auto info = std::make_shared<ViewInfo>();
   info->base = s.view ? s.view->base : src.impl();
-  info->geometry = g;
-  // A view of a detached, no-grad or split/chunk view is one too (PyTorch propagates its
-  // creation meta); an ordinary one made under no_grad records nothing either.
-  const ViewKind parent = s.view ? s.view->kind : ViewKind::kTracked;
-  if (kind != ViewKind::kDetached &&
-      (parent == ViewKind::kDetached || parent == ViewKind::kNoGradMode))
+  info->geometry = *fn(geometry_of(src));
+  // detach() makes a view that autograd does not see through: views of it have it as their
+  // autograd base (PyTorch's backward-view base), whatever it aliases.
+  const bool from_detached = s.view && s.view->kind == ViewKind::kDetached;
+  const TensorImpl* grad_src = from_detached ? &s : (s.view ? s.view->grad_base.get() : nullptr);
+  if (grad_src != nullptr) {
+    std::optional<ViewGeometry> gg =
+        fn(from_detached ? ViewGeometry::contiguous(s.meta.shape) : s.view->grad_geometry);
+    if (gg) {
+      info->grad_base = from_detached ? src.impl() : s.view->grad_base;
+      info->grad_geometry = *gg;
+    }
+  }
+  // A view of a no-grad or split/chunk view is one too (PyTorch propagates its creation meta);
+  // an ordinary one made under no_grad records nothing either.
+  const ViewKind parent = s.view && !from_detached ? s.view->kind : ViewKind::kTracked;
+  if (kind != ViewKind::kDetached && parent == ViewKind::kNoGradMode)
     kind = parent;
   else if (kind == ViewKind::kTracked && parent == ViewKind::kMultiOutput)
     kind = parent;
@@ -161,7 +172,6 @@ void refresh_view(const Tensor& t) {
   TensorImpl& impl = *t.impl();
   ViewInfo& v = *impl.view;
   const bool tracked = v.kind == ViewKind::kTracked || v.kind == ViewKind::kMultiOutput;
-  Tensor base(v.base);
   Tensor fresh;
   {
     // Recorded (or not) by how the view was made, not by the grad mode of whoever reads it.
@@ -169,7 +179,14 @@ void refresh_view(const Tensor& t) {
     std::optional<EnableGradGuard> on;
     if (tracked) on.emplace();
     else off.emplace();
-    fresh = run_op(OpId::k_as_strided, v.geometry.attrs(), {&base});
+    if (tracked && v.grad_base) {  // from the leaf it is a view of (itself a fresh view then)
+      Tensor leaf(v.grad_base);
+      refresh_if_stale(leaf);
+      fresh = run_op(OpId::k_as_strided, v.grad_geometry.attrs(), {&leaf});
+    } else {
+      Tensor base(v.base);
+      fresh = run_op(OpId::k_as_strided, v.geometry.attrs(), {&base});
+    }
   }
   std::swap(impl.id, fresh.impl()->id);  // `fresh` frees the stale value
   if (tracked && !impl.requires_grad) {
@@ -179,33 +196,43 @@ void refresh_view(const Tensor& t) {
   v.synced = v.base->version;
 }
 
-void check_view_write(const Tensor& t, const char* what) {
+namespace {
+thread_local bool t_uniform_write = false;
+}  // namespace
+
+UniformWriteScope::UniformWriteScope() : prev_(t_uniform_write) { t_uniform_write = true; }
+UniformWriteScope::~UniformWriteScope() { t_uniform_write = prev_; }
+
+void check_view_write(const Tensor& t, const char* what, bool writes_grad) {
   const ViewInfo* v = t.impl()->view.get();
   if (v == nullptr) return;
-  if (v->geometry.overlaps())
+  if (v->geometry.overlaps() && !t_uniform_write)
     throw Error(std::string(what) +
                 ": unsupported operation: more than one element of the written-to tensor refers "
                 "to a single memory location (an expanded view); clone() it before writing");
   if (!is_grad_enabled()) return;
-  const TensorImpl& base = *v->base;
+  // PyTorch's checks (torch/csrc/autograd/VariableTypeUtils.h, check_inplace): against the
+  // autograd base, and whether the view, or the value written into it, requires grad.
+  const TensorImpl& base = v->grad_base ? *v->grad_base : *v->base;
   const bool base_needs_grad = base.grad_fn != nullptr || base.requires_grad;
   switch (v->kind) {
     case ViewKind::kDetached: return;  // writes go to the base, unrecorded (PyTorch's .detach())
     case ViewKind::kNoGradMode:
-      if (base_needs_grad)
+      if (base_needs_grad || writes_grad)
         throw Error(std::string(what) +
                     ": a view created in no_grad mode is being modified in place with grad mode "
-                    "enabled, and its base requires grad; modify it under no_grad or clone() it");
+                    "enabled, and it or its base requires grad; modify it under no_grad or "
+                    "clone() it");
       return;
     case ViewKind::kMultiOutput:
-      if (t.requires_grad())
+      if (t.requires_grad() || writes_grad)
         throw Error(std::string(what) +
                     ": this view is an output of split/chunk, which returns several views; such "
-                    "views cannot be modified in place while they require grad (use an "
+                    "views cannot be modified in place when they require grad (use an "
                     "out-of-place op, or clone() it first)");
       [[fallthrough]];
     case ViewKind::kTracked:
-      if (base.requires_grad && !base.grad_fn)
+      if (t.requires_grad() && base.grad_fn == nullptr)
         throw Error(std::string(what) +
                     ": a view of a leaf tensor that requires grad is being used in an in-place "
                     "operation; modify it under gt::NoGradGuard (as optimizers do)");
@@ -215,11 +242,20 @@ void check_view_write(const Tensor& t, const char* what) {
 
 void write_back_view(const Tensor& t) {
   ViewInfo& v = *t.impl()->view;
+  const bool tracked = v.kind == ViewKind::kTracked || v.kind == ViewKind::kMultiOutput;
   Tensor base(v.base);
   {
+    // Recorded on the base's history, unless the view's autograd base is another tensor (a
+    // view of a detached one): then the elements go to the base unrecorded and that tensor
+    // records the write (PyTorch's CopySlices on the backward-view base).
     std::optional<NoGradGuard> off;
-    if (v.kind == ViewKind::kDetached || v.kind == ViewKind::kNoGradMode) off.emplace();
+    if (!tracked || v.grad_base) off.emplace();
     run_op(OpId::k_strided_copy_, v.geometry.attrs(), {&base, &t});
+  }
+  if (tracked && v.grad_base && is_grad_enabled()) {
+    Tensor grad_base(v.grad_base);
+    const Tensor* inputs[] = {&grad_base, &t};
+    autograd::detail::record_in_place(OpId::k_strided_copy_, v.grad_geometry.attrs(), inputs);
   }
   v.synced = v.base->version;
 }

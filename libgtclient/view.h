@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -53,6 +54,11 @@ struct ViewInfo {
   ViewGeometry geometry;
   ViewKind kind = ViewKind::kTracked;
   uint32_t synced = 0;  // base->version when this view's value was last computed
+  // For autograd, a view of a detach() result has that result as its base (PyTorch's
+  // backward-view base: detach is a view autograd does not see through): a stale view is
+  // recomputed from it and a write through the view is recorded on it. Null: `base`.
+  std::shared_ptr<TensorImpl> grad_base;
+  ViewGeometry grad_geometry;  // this view's geometry over grad_base
 };
 
 // The geometry of any tensor: its view's, or contiguous over itself.
@@ -66,8 +72,12 @@ ViewGeometry permuted(const ViewGeometry& g, std::span<const int64_t> perm);
 ViewGeometry sliced(const ViewGeometry& g, std::span<const SliceSpec> specs);
 ViewGeometry expanded(const ViewGeometry& g, const Shape& shape);
 
-// Makes `out` (the op's fresh result, computed from `src`) a view of src's base. Returns out.
-Tensor make_view(const Tensor& src, Tensor out, const ViewGeometry& g,
+// How a layout op maps its input's geometry to its result's (one of the functions above).
+using GeometryFn = std::function<std::optional<ViewGeometry>(const ViewGeometry&)>;
+
+// Makes `out` (the op's fresh result, computed from `src`) a view of src's base, with the
+// geometry `fn` gives (the caller has checked that it gives one). Returns out.
+Tensor make_view(const Tensor& src, Tensor out, const GeometryFn& fn,
                  ViewKind kind = ViewKind::kTracked);
 
 // Marks a split/chunk part (made by slice, so a view) as one of several outputs.
@@ -81,10 +91,23 @@ uint32_t& version_of(TensorImpl& impl);
 inline void refresh_if_stale(const Tensor& t);
 void refresh_view(const Tensor& t);
 
-// Before an in-place op on `t`: the refusals PyTorch makes for views (a view of a leaf that
-// requires grad, an overlapping view, a split/chunk part that requires grad, a no-grad view of
-// a tensor that requires grad written with grad mode on). Throws gt::Error naming `what`.
-void check_view_write(const Tensor& t, const char* what);
+// Before an in-place op on `t` whose result requires grad when `writes_grad`: the refusals
+// PyTorch makes for views (a view of a leaf that requires grad; an overlapping view, except by
+// fill_/zero_, which write one value everywhere; a split/chunk part, or a view made under
+// no_grad, that would require grad or whose base does). Throws gt::Error naming `what`.
+void check_view_write(const Tensor& t, const char* what, bool writes_grad = false);
+// While one lives (on this thread), writes through overlapping views are allowed: fill_ and
+// zero_ write the same value to every element, so overlap cannot make them ambiguous.
+class UniformWriteScope {
+ public:
+  UniformWriteScope();
+  ~UniformWriteScope();
+  UniformWriteScope(const UniformWriteScope&) = delete;
+  UniformWriteScope& operator=(const UniformWriteScope&) = delete;
+
+ private:
+  bool prev_;
+};
 // After an in-place op wrote view `t`'s value: writes it into the base (one strided_copy_).
 void write_back_view(const Tensor& t);
 

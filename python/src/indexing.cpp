@@ -1,9 +1,10 @@
-// t[...]: Python indexing with ints, slices (any step), None and Ellipsis, lowered to
-// gt::Tensor::index. Integer indices out of range raise IndexError (so iteration protocols and
-// numpy habits work). t[index_tensor] with an integer tensor picks rows (index_select along dim
-// 0, negative entries counting from the end; the result has the index's shape then t's other
-// dims); boolean masks and lists inside tuples
-// are refused with a TypeError (their result shapes depend on values: use gt.where).
+// t[...]: Python indexing with ints (0-d integer tensors too), slices (any step), None and
+// Ellipsis, lowered to gt::Tensor::index: a view of t, as in PyTorch. Integer indices out of
+// range raise IndexError (so iteration protocols and numpy habits work). t[index_tensor] with an
+// integer tensor picks rows (index_select along dim 0, negative entries counting from the end;
+// the result, a copy, has the index's shape then t's other dims); boolean masks and lists inside
+// tuples are refused with a TypeError (their result shapes depend on values: use gt.where).
+// t[...] = value writes through that view (__setitem__).
 #include "common.h"
 
 namespace gtpy {
@@ -21,6 +22,18 @@ bool is_integer_index(PyObject* o) {
                                                    !py::isinstance<gt::Tensor>(o)));
 }
 
+bool is_scalar_index_tensor(py::handle h) {
+  if (!py::isinstance<gt::Tensor>(h)) return false;
+  const gt::Tensor& t = h.cast<const gt::Tensor&>();
+  return t.dim() == 0 && (t.dtype() == gt::DType::kInt64 || t.dtype() == gt::DType::kInt32);
+}
+
+// An index that selects by values (a tensor, list or array): a copy, not a view.
+bool is_advanced_index(py::handle idx) {
+  return (py::isinstance<gt::Tensor>(idx) && !is_scalar_index_tensor(idx)) ||
+         PyList_Check(idx.ptr()) || py::isinstance<py::array>(idx);
+}
+
 gt::TensorIndex to_index(py::handle h) {
   PyObject* o = h.ptr();
   if (o == Py_None) return gt::None;
@@ -35,6 +48,11 @@ gt::TensorIndex to_index(py::handle h) {
     Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_IndexError);
     if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
     return static_cast<int64_t>(v);
+  }
+  if (is_scalar_index_tensor(h)) {
+    // A 0-d integer tensor indexes as the integer it holds (PyTorch's; a view, not a copy):
+    // reading it is a sync point, as it is for a CUDA tensor in PyTorch.
+    return h.cast<gt::Tensor>().item<int64_t>();
   }
   if (py::isinstance<gt::Tensor>(h))
     throw py::type_error(
@@ -71,8 +89,7 @@ void check_integer_ranges(const gt::Tensor& t, const std::vector<gt::TensorIndex
 
 void init_indexing(py::class_<gt::Tensor>& cls) {
   cls.def("__getitem__", [](const gt::Tensor& t, py::handle idx) {
-    if (py::isinstance<gt::Tensor>(idx) || PyList_Check(idx.ptr()) ||
-        py::isinstance<py::array>(idx)) {
+    if (is_advanced_index(idx)) {
       gt::Tensor index;
       if (py::isinstance<gt::Tensor>(idx)) {
         index = idx.cast<gt::Tensor>();
@@ -111,8 +128,7 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
   // PyTorch; a bool mask of t's shape with a number or 0-d value is a masked fill of t.
   cls.def("__setitem__", [](py::object self, py::handle idx, py::handle value) {
     const gt::Tensor t = self.cast<gt::Tensor>();
-    if (py::isinstance<gt::Tensor>(idx) || PyList_Check(idx.ptr()) ||
-        py::isinstance<py::array>(idx)) {
+    if (is_advanced_index(idx)) {
       gt::Tensor mask = py::isinstance<gt::Tensor>(idx) ? idx.cast<gt::Tensor>() : gt::Tensor();
       if (!mask.defined() || mask.dtype() != gt::DType::kBool || mask.shape() != t.shape())
         throw py::type_error(

@@ -188,3 +188,76 @@ def test_assignment_through_integer_index_tensors_is_refused_clearly():
     x = base(gt)
     with pytest.raises(TypeError, match="bool mask"):
         x[gt.tensor([0])] = 1.0
+
+
+def test_zero_dim_integer_tensor_indexes_as_an_int():
+    def program(m):
+        x = base(m, 3, 2)
+        i = m.tensor(1, dtype=m.int64)
+        v = x[i]
+        v.fill_(-1.0)
+        x[m.tensor(-1, dtype=m.int64), 0] = 7.0
+        return [x, v, x[i, m.tensor(0, dtype=m.int32)]]
+    run_both(program)
+
+
+def test_fill_and_zero_may_write_an_expanded_view():
+    def program(m):
+        x = base(m, 2, 1)
+        e = x.expand(2, 3)
+        e.fill_(0.5)
+        y = base(m, 1, 3)
+        y.expand(4, 3).zero_()
+        return [x, e, y]
+    run_both(program)
+
+
+def test_views_of_a_detached_leaf_have_it_as_their_autograd_base():
+    def program(m):
+        t = m.tensor([[1.0, 2.0], [3.0, 4.0]])
+        x = t.detach().requires_grad_()
+        v = x[1:]
+        with m.no_grad():
+            x.mul_(2)  # v is stale: re-reading it keeps its gradient path to x (not to t)
+        (v * v).sum().backward()
+        buf = t.detach()
+        w = m.tensor([5.0, 6.0], requires_grad=True)
+        buf[0].copy_(w * 3)  # recorded on buf (CopySlices), not on t
+        (buf * buf).sum().backward()
+        return [t, v, x.grad, w.grad, buf, t.requires_grad]
+    run_both(program)
+
+
+def test_writing_a_view_that_requires_grad_of_a_leaf_is_refused():
+    for m in (torch, gt):
+        x = m.tensor([1.0, 2.0, 3.0, 4.0]).reshape(2, 2).requires_grad_()  # a leaf, and a view
+        with pytest.raises(RuntimeError):
+            x[0].add_(1)
+        with pytest.raises(RuntimeError):
+            x.add_(1)
+
+
+@pytest.mark.parametrize("case", ["chunk-part", "nograd-view"])
+def test_writes_that_would_make_a_multi_output_or_nograd_view_require_grad(case):
+    for m in (torch, gt):
+        x = m.zeros(4, 2)
+        w = m.ones(2, 2, requires_grad=True)
+        if case == "chunk-part":
+            part = x.chunk(2)[0]
+        else:
+            with m.no_grad():
+                part = x[:2]
+        with pytest.raises(RuntimeError):
+            part.copy_(w)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_of_half_types_computes_in_float32(approximate):
+    big = [70.0, -70.0, 300.0, 1.5, -0.5]
+    for dt in (gt.float16, gt.bfloat16):
+        x = gt.tensor(big, dtype=dt, requires_grad=True)
+        y = gt.nn.functional.gelu(x, approximate=approximate)
+        y.sum().backward()
+        ref = torch.nn.functional.gelu(torch.tensor(big), approximate=approximate)
+        np.testing.assert_allclose(y.float().numpy(), ref.numpy(), rtol=1e-2, atol=1e-3)
+        assert np.isfinite(x.grad.float().numpy()).all()  # x^2 in float16 would overflow

@@ -107,6 +107,10 @@ TEST_CASE("in-place writes through views PyTorch refuses", "[autograd][views]") 
   Tensor x = w * 1.0;
   std::vector<Tensor> parts = gt::split(x, 1, 0);
   CHECK_THROWS_WITH(parts[0].mul_(2.0), Catch::Contains("split/chunk"));
+  // ...and so do parts that would start requiring grad through the write.
+  Tensor no_grad_source = gt::zeros({4});
+  CHECK_THROWS_WITH(gt::split(no_grad_source, 2, 0)[0].copy_(w.slice(0, 0, 2)),
+                    Catch::Contains("split/chunk"));
   Tensor plain = gt::zeros({4});
   gt::chunk(plain, 2, 0)[1].fill_(1.0);
   CHECK(host(plain) == std::vector<double>{0, 0, 1, 1});
@@ -132,4 +136,28 @@ TEST_CASE("an optimizer step through the leaf refreshes the views' history", "[a
   CHECK(host(v) == std::vector<double>{0.5, 1.5});
   loss.backward();
   CHECK(host(w.grad()) == std::vector<double>{1, 3});
+}
+
+TEST_CASE("views of a detached tensor have it as their autograd base", "[autograd][views]") {
+  agt::daemons();
+  Tensor t = gt::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  Tensor d = t.detach();
+  Tensor w = leaf({5, 6}, {2});
+  d.select(0, 0).copy_(w * 3.0);  // recorded on d (CopySlices), t stays without history
+  CHECK(d.grad_fn_name() == "StridedCopyBackward");
+  CHECK_FALSE(t.requires_grad());
+  CHECK(host(t) == std::vector<double>{15, 18, 3, 4});
+  (d * d).sum().backward();
+  CHECK(host(w.grad()) == std::vector<double>{90, 108});  // d(9 w^2)/dw = 18 w
+  // A detached leaf that requires grad: its stale views re-read it, and their gradient goes
+  // to it.
+  Tensor x = gt::from_vector<float>({1, 2, 3}).detach();
+  x.requires_grad_();
+  Tensor v = x.slice(0, 1);
+  {
+    gt::NoGradGuard no_grad;
+    x.mul_(2.0);
+  }
+  (v * v).sum().backward();
+  CHECK(host(x.grad()) == std::vector<double>{0, 8, 12});
 }

@@ -144,6 +144,12 @@ TEST_CASE("writes PyTorch refuses through views are refused", "[ops][views]") {
   CHECK_THROWS_WITH(e.add_(1), Catch::Contains("more than one element"));
   CHECK_THROWS_WITH(e.copy_(gt::zeros({2, 3})), Catch::Contains("more than one element"));
   CHECK_TENSOR(x, iota_ref({3}), gt::kFloat32);  // nothing was written
+  // fill_ / zero_ write one value to every element, so PyTorch allows them on an expanded view.
+  Tensor col = gt::zeros({2, 1});
+  col.expand({2, 3}).fill_(4);
+  CHECK_TENSOR(col, ref_of({2, 1}, {4, 4}), gt::kFloat32);
+  col.expand({2, 3}).zero_();
+  CHECK_TENSOR(col, ref_of({2, 1}, {0, 0}), gt::kFloat32);
   // Size-1 broadcast dims do not overlap: a write is fine.
   Tensor one = x.select(0, 0).expand({1});
   one.fill_(5);

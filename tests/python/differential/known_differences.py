@@ -10,8 +10,9 @@ DELIBERATE = [
     Cause(
         "negative-slice-step", None,
         "t[::-1] (a negative slice step) reverses, as numpy and Python sequences do: gt's "
-        "indexing takes slices with any step (python/src/indexing.cpp). torch refuses negative "
-        "steps because its slices are strided views, which cannot have negative strides.",
+        "indexing takes slices with any step (python/src/indexing.cpp), and its views take "
+        "negative strides (a write through t[::-1] reaches t). torch refuses negative steps "
+        "because its strided views cannot have negative strides.",
         lambda c, m: torch_raised(m) and at_step(c, m, "negative-slice-step")),
     Cause(
         "int32-class-targets", None,
@@ -19,6 +20,21 @@ DELIBERATE = [
         "wherever it takes int64 indices (t[index], index_select, gather, embedding); torch's "
         "nll_loss insists on int64.",
         lambda c, m: torch_raised(m) and at_step(c, m, "int32-class-targets")),
+    Cause(
+        "float-class-targets", None,
+        "cross_entropy / nll_loss take floating class indices ([N] labels against [N, C] "
+        "logits, converted to int64): gt.tensor([3, 1]) gives float32, as the original GT's "
+        "API does, so labels written the obvious way must work. torch insists on an integer "
+        "dtype (expected scalar type Long). Floating targets of the input's shape are class "
+        "probabilities in both.",
+        lambda c, m: torch_raised(m) and at_step(c, m, "ce-float-class-targets")),
+    Cause(
+        "var-without-degrees-of-freedom-grad", None,
+        "The gradient of a variance with no degrees of freedom (n - correction <= 0: the value "
+        "is NaN) is NaN in gt for every shape. torch gives +-inf for a 0-d input and NaN for "
+        "one element along a dim: the same math, two answers.",
+        lambda c, m: (m.kind == "grad-value" and c.has("op:var")
+                      and "gt-nan-torch-not" in m.facts)),
     Cause(
         "inplace-on-saved-tensor", None,
         "Which tensors an op saves for its backward is the implementation's choice. gt refuses, "

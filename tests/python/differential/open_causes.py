@@ -44,7 +44,7 @@ def _nonfinite_edges(c, m):
 MISSING_ERROR_TAGS = (
     "inplace-cast-back", "matmul-mixed-dtype", "float-only-on-int", "argmax-bool", "abs-bool",
     "masked-fill-value-out-of-range", "scalar:int-outside-int64", "bool-sub", "int-pow-negative",
-    "one-hot-empty-neg", "ce-float-class-targets", "masked-fill-scalar:int-outside-int64",
+    "one-hot-empty-neg", "masked-fill-scalar:int-outside-int64",
     "scalar:outside-lowp", "scalar:int-outside-int32", "scalar:int-outside-int64")
 
 
@@ -77,7 +77,7 @@ OPEN = [
     Cause("missing-errors", 9,
           "accepted where torch raises: in-place results that cannot be cast back, mixed-dtype "
           "matmul, float-only ops on int/bool, abs/argmax on bool, out-of-range scalars, - with "
-          "bool, int ** negative int, one_hot(empty, -1), float class targets", _missing_errors),
+          "bool, int ** negative int, one_hot(empty, -1)", _missing_errors),
     Cause("spurious-errors", 10,
           "raises where torch does not: negative values in t[index_tensor], int(float tensor), "
           "var/logsumexp over a tuple of dims, index_select/index_add on 0-d, cat with a legacy "

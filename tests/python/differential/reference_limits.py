@@ -20,4 +20,15 @@ LIMITS = [
         lambda c, m: (m.kind == "value" and "torch-nan-gt-not" in m.facts
                       and c.producer.get(m.var.split("[")[0], (None,))[0]
                       in ("floor_divide", "remainder"))),
+    Cause(
+        "matmul-fused-multiply-add", None,
+        "A float16/bfloat16 matmul whose float32 dot product adds an infinity to a product that "
+        "overflows float32: OpenBLAS's fused multiply-add keeps the product exact (inf + "
+        "finite = inf), torch's own CPU kernel rounds it to inf first (inf - inf = NaN). Both "
+        "are float32 accumulation; which one a backend takes is not a PyTorch semantic.",
+        lambda c, m: (m.kind in ("value", "grad-value")
+                      and m.facts & {"torch-nan-gt-not", "gt-nan-torch-not"}
+                      and c.has("op:matmul")
+                      and any(d in ("float16", "bfloat16")
+                              for d in c.producer.get(m.var.split("[")[0], (None, ()))[1]))),
 ]
