@@ -1,5 +1,7 @@
 // Creation ops: zeros/ones/full/scalar_tensor/arange/randn/rand (from_vector is a template in
 // tensor.h over detail::from_host_bytes).
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "gt/tensor.h"
@@ -54,8 +56,24 @@ Tensor arange(Scalar start, Scalar end, DType dtype) { return arange(start, end,
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype) {
   bool integral = start.is_integral() && end.is_integral() && step.is_integral();
   DType dt = dtype.value_or(integral ? DType::kInt64 : DType::kFloat32);
-  return create(OpId::k_arange,
-                make_arange(start.to_double(), end.to_double(), step.to_double(), dt));
+  double b = start.to_double(), e = end.to_double(), s = step.to_double();
+  if (is_integral(dt) && std::isfinite(b) && std::isfinite(e) && std::isfinite(s) && s != 0) {
+    // PyTorch computes the elements in the integer type: start and step are truncated first
+    // (arange(-1.25, 5, dtype=int64) starts at -1; a step of 0.5 becomes 0 and is refused). It
+    // counts them from the truncated bounds for int64, from the given ones otherwise.
+    const double bt = std::trunc(b), et = std::trunc(e), st = std::trunc(s);
+    if (st == 0)
+      throw Error("arange: step must be nonzero (it truncates to 0 in " +
+                  std::string(dtype_name(dt)) + ")");
+    if ((st > 0 && et < bt) || (st < 0 && et > bt))
+      throw Error("arange: upper bound and larger bound inconsistent with step sign");
+    const double count = std::max(0.0, dt == DType::kInt64 ? std::ceil((et - bt) / st)
+                                                            : std::ceil((e - b) / s));
+    b = bt;
+    s = st;
+    e = bt + count * st;  // exactly `count` elements
+  }
+  return create(OpId::k_arange, make_arange(b, e, s, dt));
 }
 
 Tensor randn(Dims shape, DType dtype) { return random(OpId::k_randn, std::move(shape), dtype); }

@@ -101,6 +101,17 @@ Tensor target_weights(const Tensor& weight, const Targets& t) {
 // loss's floating dtype).
 Tensor valid_count(const Targets& t) { return t.rows - t.ignored.sum(); }
 
+// A per-element weight (bce's weight, bce_with_logits' pos_weight) must broadcast to the
+// input's shape without enlarging it, as PyTorch's in-place multiply into the loss requires.
+void check_elementwise_weight(const Tensor& w, const Tensor& input, const char* what,
+                              const char* name) {
+  if (!w.defined()) return;
+  Result<Shape> b = broadcast_shapes(w.shape(), input.shape());
+  if (!b.is_ok() || *b != input.shape())
+    throw Error(std::string(what) + ": " + name + " of shape " + w.shape().str() +
+                " does not broadcast to the input's shape " + input.shape().str());
+}
+
 void check_weight(const Tensor& w, int64_t classes, const char* what) {
   if (w.defined() && (w.dim() != 1 || w.size(0) != classes))
     throw Error(std::string(what) + ": weight must be a 1-D tensor of " +
@@ -165,6 +176,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
     Tensor term = dp * (x - px);
     loss = loss + (term.dtype() == loss.dtype() ? term : term.cast(loss.dtype()));
   }
+  check_elementwise_weight(o.weight, input, "binary_cross_entropy", "weight");
   if (o.weight.defined()) loss = loss * o.weight;
   return reduce(loss, o.reduction);
 }
@@ -181,6 +193,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   // torch refuses integer logits or targets (its floating result cannot be cast back).
   detail::require_floating(input, "binary_cross_entropy_with_logits");
   detail::require_floating(target, "binary_cross_entropy_with_logits", "target");
+  check_elementwise_weight(o.weight, input, "binary_cross_entropy_with_logits", "weight");
+  check_elementwise_weight(o.pos_weight, input, "binary_cross_entropy_with_logits", "pos_weight");
   Tensor softplus_neg = (input.abs().neg().exp() + 1.0).log() + input.neg().maximum(0.0);
   Tensor loss;
   if (o.pos_weight.defined()) {

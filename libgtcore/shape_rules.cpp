@@ -69,8 +69,9 @@ Result<TensorMeta> rule_arange(const OpAttrs& a) {
     return invalid_argument("arange: start, stop and step must be finite");
   if (step == 0) return invalid_argument("arange: step must be non-zero");
   if (a.dtype == DType::kBool) return invalid_argument("arange: dtype bool is not supported");
-  double n = std::ceil((stop - start) / step);
-  if (n < 0) n = 0;
+  if ((step > 0 && stop < start) || (step < 0 && stop > start))  // PyTorch's refusal
+    return invalid_argument("arange: upper bound and larger bound inconsistent with step sign");
+  const double n = std::ceil((stop - start) / step);
   if (n > static_cast<double>(kMaxNumel))
     return invalid_argument("arange: {} elements is too many", n);
   return TensorMeta{Shape{static_cast<int64_t>(n)}, a.dtype};

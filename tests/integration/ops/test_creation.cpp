@@ -59,9 +59,21 @@ TEST_CASE("arange: int and float, negative steps, empty ranges, explicit dtypes"
   CHECK_TENSOR(gt::arange(2.5), arange_ref(0, 2.5, 1, gt::kFloat32), gt::kFloat32);
   // Empty ranges.
   CHECK_TENSOR(gt::arange(5, 5), ref_of({0}, {}), gt::kInt64);
-  CHECK_TENSOR(gt::arange(3, 0), ref_of({0}, {}), gt::kInt64);
-  CHECK_TENSOR(gt::arange(0, 3, -1), ref_of({0}, {}), gt::kInt64);
   CHECK_TENSOR(gt::arange(1.0, 1.0, 0.5), ref_of({0}, {}), gt::kFloat32);
+  CHECK_TENSOR(gt::arange(4, 4, -2), ref_of({0}, {}), gt::kInt64);
+  // A step pointing away from the end is an error, as in PyTorch (not an empty range).
+  CHECK_THROWS_WITH(gt::arange(3, 0), Catch::Contains("inconsistent with step sign"));
+  CHECK_THROWS_WITH(gt::arange(0, 3, -1), Catch::Contains("inconsistent with step sign"));
+  CHECK_THROWS_WITH(gt::arange(0.0, -0.5, 0.1), Catch::Contains("inconsistent with step sign"));
+  // An integer dtype truncates start and step first (PyTorch's): -1, 0, ..., 4, and a
+  // fractional step below 1 becomes 0. int64 counts from the truncated bounds, int32 from the
+  // given ones (torch's special case for int64): 7 and 5 elements here.
+  CHECK_TENSOR(gt::arange(-1.25, 5.0, 1, gt::kInt64), arange_ref(-1, 5, 1, gt::kInt64), gt::kInt64);
+  CHECK_TENSOR(gt::arange(-3.5, -10.0, -1.5, gt::kInt64), arange_ref(-3, -10, -1, gt::kInt64),
+               gt::kInt64);
+  CHECK_TENSOR(gt::arange(-3.5, -10.0, -1.5, gt::kInt32), arange_ref(-3, -8, -1, gt::kInt32),
+               gt::kInt32);
+  CHECK_THROWS_WITH(gt::arange(0, 10, 0.5, gt::kInt64), Catch::Contains("step must be nonzero"));
   // Explicit dtypes.
   CHECK_TENSOR(gt::arange(0, 5, gt::kFloat32), arange_ref(0, 5, 1, gt::kFloat32), gt::kFloat32);
   CHECK_TENSOR(gt::arange(0, 10, 3, gt::kFloat16), arange_ref(0, 10, 3, gt::kFloat16), gt::kFloat16);

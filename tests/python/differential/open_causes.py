@@ -83,10 +83,6 @@ OPEN = [
           "var/logsumexp over a tuple of dims, index_select/index_add on 0-d, cat with a legacy "
           "empty 1-d tensor, empty-index gather/index_add shapes", _spurious_errors),
     # ---- found by this tester, not in issue 18's list yet --------------------------------------
-    Cause("loss-weight-broadcasts-up", "new",
-          "binary_cross_entropy(_with_logits) accept a weight whose broadcast enlarges the "
-          "input's shape (torch raises: the weight must broadcast to the input)",
-          lambda c, m: torch_raised(m) and at_step(c, m, "loss-weight-broadcasts-up")),
     Cause("extreme-magnitude-grads", "new",
           "gradient formulas overflow or underflow at extreme inputs where torch's do not (gelu "
           "and silu at |x| ~ 3e38 give NaN: g * x before the vanishing factor; div backward "
@@ -99,15 +95,6 @@ OPEN = [
           "composite; torch: inf * silu'(0) = inf)",
           lambda c, m: (m.kind == "grad-value" and "gt-nan-torch-not" in m.facts
                         and c.has("op:silu"))),
-    Cause("arange-integer-fractional", "new",
-          "arange with fractional bounds or step and an integer dtype counts and truncates in "
-          "floating point ([-1, 0, 0, 1, ...] for arange(-1.25, 5, dtype=int64)); torch casts "
-          "the bounds first ([-1, 0, 1, ...]; a step of 0.5 becomes 0 and raises)",
-          lambda c, m: (c.has("arange-int-fractional") and wrote(c, m, "arange")
-                        or m.kind == "raise" and at_step(c, m, "arange-int-fractional"))),
-    Cause("arange-empty-range", "new",
-          "arange whose step points away from the end (arange(0, -4)) is empty; torch raises",
-          lambda c, m: torch_raised(m) and at_step(c, m, "arange-empty-range")),
     Cause("pow-int-exponent-rounded", "new",
           "x.pow(n) on a float tensor with a Python int n beyond 2**24 rounds n to float32 first, "
           "so an odd n can become even (torch keeps n exact: (-1) ** -2147483649 is -1)",
