@@ -14,6 +14,12 @@ uint64_t estimate_cost_ns(OpId op, const TensorMeta& out, std::span<const Tensor
                           double speedup) {
   double bytes = static_cast<double>(out.nbytes());
   for (const auto& m : inputs) bytes += static_cast<double>(m.nbytes());
+  // A strided view's ops move only the view's elements (read once, written once), however
+  // large the tensor it views: a one-element view of a GiB tensor is not a GiB of work.
+  const ShapeRule rule = op_rule(op);
+  if (rule == ShapeRule::kAsStrided) bytes = 2.0 * static_cast<double>(out.nbytes());
+  if (rule == ShapeRule::kStridedInto && inputs.size() == 2)
+    bytes = 2.0 * static_cast<double>(inputs[1].nbytes());
   double ns = kFixedNs + bytes / kBytesPerNs;
   if (op == OpId::k_matmul && inputs.size() == 2 && inputs[0].shape.rank() >= 1) {
     // out holds [..., M, N]; the contraction length is the last dim of the first input.

@@ -320,6 +320,24 @@ OpPlan plan_layout(OpId op, const OpAttrs& a, const std::vector<PlanInput>& in,
   return p;
 }
 
+// strided_copy_(dst, src) writes positions of the whole destination. A single or replicated
+// destination stays where it is (every replica writes the same positions), with the whole source
+// beside each copy: src's shape is the view's sizes, not dst's, so nothing of it aligns with
+// dst's axes. A sharded or partial destination has no member holding those positions, so both
+// are gathered to one of its workers, where the destination then lives (sharded_exec re-homes
+// it).
+OpPlan plan_strided_into(const Placement& dst) {
+  OpPlan p = base(OpId::k_strided_copy_);
+  if (dst.kind == PlacementKind::kSingle || dst.kind == PlacementKind::kReplicate) {
+    p.out = dst;
+  } else {
+    p.out = Placement::single(dst.workers.front());
+    p.fallback = true;
+  }
+  p.want = {p.out, p.out};
+  return p;
+}
+
 Placement creation_target(const TensorMeta& out, const PlanContext& ctx) {
   if (ctx.scope) return scope_placement(*ctx.scope, ctx.all_workers, out);
   if (ctx.auto_shard && ctx.all_workers.size() > 1) {
@@ -366,6 +384,8 @@ OpPlan plan_op(OpId op, const OpAttrs& attrs, const std::vector<PlanInput>& in_r
     p.want.push_back(p.out);
     for (size_t i = 1; i < in.size(); ++i) p.want.push_back(aligned_input(p.out, in[i].meta, in[0].meta));
     if (op == OpId::k_host_chunk && !p.out.is_single()) p.fallback = true;  // refused by caller
+  } else if (rule == ShapeRule::kStridedInto) {
+    p = plan_strided_into(in_raw[0].placement);  // in place: the destination's own placement
   } else if (is_elementwise(rule)) {
     p = plan_elementwise(op, attrs, in, out, ctx);
   } else if (rule == ShapeRule::kMatmul) {

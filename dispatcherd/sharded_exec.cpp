@@ -152,8 +152,18 @@ void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& att
   for (auto& [w, h] : temps) pool_.emit_free(pool_.at(w), id_, h);
   if (in_place) {
     TensorEntry& dst = *inputs[0];
-    if (!dst.placement.same_as(plan.out)) {  // a Partial destination became replicas
-      free_handles(dst);
+    if (!dst.placement.same_as(plan.out)) {
+      // Re-homed: copy_ made a Partial destination replicas, strided_copy_ gathered a sharded or
+      // partial one to one worker. The old handles go, but for one the new placement took over
+      // as it was (a move to where it already is), and the quota counts the new placement.
+      for (size_t m = 0; m < dst.handles.size(); ++m) {
+        const uint32_t w = dst.placement.workers[m];
+        bool kept = false;
+        for (size_t k = 0; k < in_handles[0].size(); ++k)
+          kept = kept || (plan.out.workers[k] == w && in_handles[0][k] == dst.handles[m]);
+        if (!kept && dst.handles[m] != 0) pool_.emit_free(w, id_, dst.handles[m]);
+      }
+      charge(dst, bytes - dst.charged);
       dst.placement = plan.out;
     }
     dst.handles = in_handles[0];

@@ -249,10 +249,15 @@ Status check_strided(const char* op, const OpAttrs& a, int64_t numel) {
   const int r = a.shape.rank();
   if (!a.has_shape || a.n_ints != r + 1)
     return invalid_argument("{}: needs an offset and one stride for each of {} dims", op, r);
-  for (int d = 0; d < r; ++d) {
-    if (a.shape[d] < 0) return invalid_argument("{}: dim {} has negative size {}", op, d, a.shape[d]);
+  for (int d = 0; d < r; ++d)  // every dim, before an empty one ends the check
+    if (a.shape[d] < 0)
+      return invalid_argument("{}: dim {} has negative size {}", op, d, a.shape[d]);
+  for (int d = 0; d < r; ++d)
     if (a.shape[d] == 0) return Status::ok();  // no element: nothing is read or written
-  }
+  // At most kMaxNumel (2^48) elements keep every span below 2^111, so the sum of 8 of them
+  // cannot overflow 128 bits.
+  if (a.shape.numel() > kMaxNumel)
+    return invalid_argument("{}: a view of sizes {} has too many elements", op, a.shape.str());
   __int128 lo = a.strided_offset(), hi = a.strided_offset();
   for (int d = 0; d < r; ++d) {
     const __int128 span = static_cast<__int128>(a.shape[d] - 1) * a.strided_stride(d);
@@ -267,7 +272,8 @@ Status check_strided(const char* op, const OpAttrs& a, int64_t numel) {
 
 Result<TensorMeta> rule_as_strided(const TensorMeta& x, const OpAttrs& a) {
   GT_RETURN_IF_ERROR(check_strided("as_strided", a, x.shape.numel()));
-  GT_RETURN_IF_ERROR(check_shape_size(a.shape, x.dtype));
+  Status st = check_shape_size(a.shape, x.dtype);
+  if (!st.is_ok()) return invalid_argument("as_strided: {}", st.message());
   return TensorMeta{a.shape, x.dtype};
 }
 

@@ -354,10 +354,11 @@ Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {
   Tensor old = dst;  // keeps the shared bytes alive while they are copied
   dst.storage = std::move(*fresh);
   if (op == OpId::k_copy_) return Status::ok();  // copy_ overwrites every element
-  // copy_(dst, src): inputs as the op takes them, the destination first.
+  // The others (host_chunk, strided_copy_) write only some elements: the rest keep the old
+  // values. copy_'s inputs are (destination, source), the destination being the one written.
   OpAttrs none;
-  const Tensor* args[] = {&dst, &old};
-  return backend_.run(KernelArgs{OpId::k_copy_, none, std::span<const Tensor* const>(args, 2), dst,
+  const Tensor* ins[] = {&dst, &old};
+  return backend_.run(KernelArgs{OpId::k_copy_, none, std::span<const Tensor* const>(ins, 2), dst,
                                  session});
 }
 

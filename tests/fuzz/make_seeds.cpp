@@ -5,6 +5,7 @@
 // handles), each laid out the way its harness reads its input (tests/fuzz/harness.h).
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -162,6 +163,16 @@ std::vector<uint64_t> every_op(Prog& p, DType dt) {
     keep.push_back(p.op(OpId::k_cast, {g}, make_cast(to)));
   p.op(OpId::k_copy_, {a, g});
   p.op(OpId::k_copy_, {v, d});  // v shares d's bytes: copy-on-write
+  // Strided views: g transposed, reversed with a repeated row; a column written in place, and
+  // into v, which shares d's bytes (copy-on-write keeps the elements outside the view).
+  const int64_t st_tr[] = {1, 3}, st_rev[] = {0, -1}, st_col[] = {3};
+  keep.push_back(p.op(OpId::k_as_strided, {g}, make_strided(Shape{3, 2}, st_tr, 0)));
+  keep.push_back(p.op(OpId::k_as_strided, {g}, make_strided(Shape{4, 3}, st_rev, 5)));
+  uint64_t two = p.op(OpId::k_full, {}, make_full(Shape{2}, dt, 1.5));
+  p.op(OpId::k_strided_copy_, {a, two}, make_strided(Shape{2}, st_col, 1));
+  const DType vdt = dt == DType::kBool ? DType::kInt64 : dt;  // v's (d's) dtype
+  uint64_t pair = p.op(OpId::k_ones, {}, make_shape_dtype(Shape{2}, vdt));
+  p.op(OpId::k_strided_copy_, {v, pair}, make_strided(Shape{2}, st_col, 2));
   return keep;
 }
 
@@ -187,6 +198,10 @@ void bad_ops(Prog& p) {
   hc.push_int(20);
   hc.data = "0123456789";
   p.op(OpId::k_host_chunk, {x}, hc);  // overruns the tensor
+  const int64_t huge[] = {INT64_MAX, INT64_MIN}, out_of[] = {4, 1};
+  p.op(OpId::k_as_strided, {x}, make_strided(Shape{2, 2}, huge, 0));    // overflow-sized
+  p.op(OpId::k_as_strided, {x}, make_strided(Shape{2, 3}, out_of, 0));  // reaches 6 of 6
+  p.op(OpId::k_strided_copy_, {x, y}, make_strided(Shape{2, 2}, out_of, 0));  // src shape
   v1::Instr i;
   i.set_op(255);                      // unknown op
   i.set_out(p.next++);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "daemons.h"
+#include "libgtclient/run_op.h"
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/philox.h"
 #include "raw_client.h"
@@ -182,6 +183,50 @@ TEST_CASE("layout ops that keep or destroy the sharded axis", "[sharding]") {
   gt::Tensor dst = gt::zeros({6, 4, 5});
   dst.copy_(x);                                             // into a single tensor
   expect_close(dst, r);
+}
+
+TEST_CASE("strided_copy_ into sharded and replicated tensors writes whole-tensor positions",
+          "[sharding][strided]") {
+  daemons();
+  // Column 1 of a [rows, 256] tensor: positions 1, 257, 513, ... span both shards.
+  auto write_col = [](gt::Tensor& dst, const gt::Tensor& src, int64_t rows) {
+    const int64_t stride[] = {256};
+    gt::detail::run_op(gt::OpId::k_strided_copy_, gt::make_strided(gt::Shape{rows}, stride, 1),
+                       {&dst, &src});
+  };
+  auto [x, r] = pair_randn("two", {4000, 256}, 81);  // 2000 rows on workers 0 and 2
+  gt::Tensor col = gt::arange(0, 4000, 1, gt::kFloat32);
+  gt::synchronize();
+  std::vector<gt::v1::WorkerStats> before = raw_stats();
+  write_col(x, col, 4000);  // sharded: gathered to worker 0 first
+  write_col(r, col, 4000);  // the same write on one worker
+  gt::synchronize();
+  std::vector<gt::v1::WorkerStats> after = raw_stats();
+  expect_close(x, r, 0);
+  std::vector<float> v = x.to_vector<float>();
+  for (int64_t i : {int64_t{0}, int64_t{1999}, int64_t{2000}, int64_t{3999}})
+    CHECK(v[i * 256 + 1] == i);
+  // The destination's old shards are freed: worker 2 gave back its 2000 x 256 floats.
+  const int64_t shard = 2000 * 256 * 4;
+  INFO("worker 2 bytes " << before[2].bytes() << " -> " << after[2].bytes());
+  CHECK(static_cast<int64_t>(before[2].bytes()) - static_cast<int64_t>(after[2].bytes()) >= shard);
+  expect_close(x.sum(0), r.sum(0));  // and it keeps working where it now lives
+  // A source spread over workers into a single destination.
+  auto [s, sr] = pair_randn("rows", {9}, 82);
+  gt::Tensor d = gt::zeros({9, 256}), dr = gt::zeros({9, 256});
+  write_col(d, s, 9);
+  write_col(dr, sr, 9);
+  expect_close(d, dr, 0);
+  // Replicated: every replica is written (a rows-sharded copy reads each member's own replica).
+  auto [z, zr] = pair_randn("rep", {9, 256}, 83);
+  write_col(z, sr, 9);
+  write_col(zr, sr, 9);
+  gt::Tensor per_member;
+  {
+    gt::signal::Scope sc("rows");
+    per_member = z * 1.0;
+  }
+  expect_close(per_member, zr, 0);
 }
 
 TEST_CASE("uneven shards over a subset of workers are fetched assembled in order", "[sharding]") {

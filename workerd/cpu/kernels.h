@@ -36,7 +36,8 @@ void register_unary(KernelTable& t);        // every kUnarySame and kUnaryFloat 
 void register_elementwise(KernelTable& t);  // where cast copy_
 void register_reduce(KernelTable& t);       // sum mean max min argmax argmin cumsum
 void register_matmul(KernelTable& t);       // matmul
-void register_layout(KernelTable& t);       // reshape permute slice cat expand
+void register_layout(KernelTable& t);       // reshape permute slice cat expand as_strided
+                                            // strided_copy_
 void register_indexing(KernelTable& t);     // index_select gather scatter_add index_add one_hot
 void register_fill_clamp(KernelTable& t);   // masked_fill clamp
 void register_reduce_stats(KernelTable& t); // var logsumexp

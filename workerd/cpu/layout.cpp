@@ -7,6 +7,8 @@
 //   slice    per dim start/step (negative steps walk backwards), a strided gather
 //   cat      row copies into [outer, sum of extents * inner]
 //   expand   the broadcasting copy (kernel_util.cpp)
+//   as_strided     a strided gather through the attributes' own strides and offset
+//   strided_copy_  the same walk as a scatter into the destination, in place
 #include <algorithm>
 #include <cstring>
 
@@ -66,7 +68,7 @@ void run_gather(const NdIter<2>& it, const void* src, void* dst, size_t elem_siz
   });
 }
 
-// permute and slice: gathers through their view (layout_plan.h).
+// permute, slice and as_strided: gathers through their view (layout_plan.h).
 template <GatherView (*kView)(const Shape&, const OpAttrs&, int)>
 Status gather_kernel(const KernelArgs& args) {
   const Tensor& x = in(args, 0);
@@ -74,6 +76,45 @@ Status gather_kernel(const KernelArgs& args) {
   if (count(os) == 0) return Status::ok();
   run_gather(gather_iter(os, kView(x.meta.shape, args.attrs, os.rank())), x.storage->data(),
              out_ptr(args), dtype_size(x.meta.dtype));
+  return Status::ok();
+}
+
+// Scatters the contiguous `src` along `it` (operand 0: src, operand 1: the positions written):
+// the reverse of gather(). Positions that form one contiguous run coalesce into a single row,
+// which is one memcpy.
+template <class U>
+void scatter(const NdIter<2>& it, const U* src, U* dst) {
+  it.for_each_row([&](const std::array<int64_t, 2>& off, int64_t n,
+                      const std::array<int64_t, 2>& st) {
+    const U* a = src + off[0];
+    U* o = dst + off[1];
+    if (st[1] == 1) std::memcpy(o, a, static_cast<size_t>(n) * sizeof(U));
+    else for (int64_t i = 0; i < n; ++i) o[i * st[1]] = a[i];
+  });
+}
+
+// strided_copy_(dst, src): dst.flat[offset + sum_d i_d * stride_d] = src[i]. Only those
+// positions change (the executor has already given dst private bytes). A source sharing dst's
+// bytes is read from a copy, since the scatter would overwrite elements it has yet to read.
+Status strided_copy_kernel(const KernelArgs& args) {
+  Tensor& dst = args.out;
+  const Tensor& src = in(args, 1);
+  const Shape& sizes = src.meta.shape;  // == the attributes' sizes (shape rule)
+  if (count(sizes) == 0) return Status::ok();
+  const size_t es = dtype_size(dst.meta.dtype);
+  const auto src_bytes = static_cast<size_t>(src.meta.nbytes());
+  const void* sp = src.storage->data();
+  TempBuffer tmp;
+  if (overlaps(sp, src_bytes, dst.storage->data(), static_cast<size_t>(dst.meta.nbytes()))) {
+    void* t = tmp.get(src_bytes);
+    std::memcpy(t, sp, src_bytes);
+    sp = t;
+  }
+  const NdIter<2> it = gather_iter(sizes, strided_view(dst.meta.shape, args.attrs, sizes.rank()));
+  dispatch_size(es, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    scatter<U>(it, static_cast<const U*>(sp), static_cast<U*>(dst.storage->data()));
+  });
   return Status::ok();
 }
 
@@ -109,6 +150,8 @@ void register_layout(KernelTable& t) {
   set(OpId::k_slice, gather_kernel<slice_view>);
   set(OpId::k_cat, cat_kernel);
   set(OpId::k_expand, expand_kernel);
+  set(OpId::k_as_strided, gather_kernel<strided_view>);
+  set(OpId::k_strided_copy_, strided_copy_kernel);
 }
 
 }  // namespace gt::worker::cpu

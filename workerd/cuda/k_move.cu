@@ -1,18 +1,34 @@
 // Kernels that only move elements, on the unsigned integer of the element size (four
-// instantiations cover every dtype): the strided gather behind permute/slice/expand/copy_,
-// where and masked_fill. The output is always contiguous; inputs go through an NdDesc.
+// instantiations cover every dtype): the strided gather behind permute/slice/expand/copy_/
+// as_strided, its reverse scatter (strided_copy_), where and masked_fill. The output is
+// contiguous; inputs go through an NdDesc (the scatter: its contiguous input, strided output).
 #include "workerd/cuda/cuda_common.cuh"
 
 namespace gt::worker::cuda {
 namespace {
 
-template <class U>
-__global__ void gather_nd_kernel(const U* in, U* out, int64_t n, NdDesc d) {
+// The gather (out[i] = in[nd(i)]) and its reverse, the scatter (out[nd(i)] = in[i]). In the
+// scatter, positions written twice (the client never sends such a view) race: one value stays.
+template <bool kScatter, class U>
+__global__ void move_nd_kernel(const U* in, U* out, int64_t n, NdDesc d) {
   for (int64_t i = global_tid(); i < n; i += grid_stride()) {
     int64_t off[1];
     nd_offsets<1>(d, i, off);
-    out[i] = in[off[0]];
+    if constexpr (kScatter) out[off[0]] = in[i];
+    else out[i] = in[off[0]];
   }
+}
+
+template <bool kScatter>
+cudaError_t launch_move_nd(const void* in, void* out, int64_t n, int elem_size, const NdDesc& nd,
+                           cudaStream_t s) {
+  if (n <= 0) return cudaSuccess;
+  return dispatch_size(elem_size, [&](auto tag) {
+    using U = decltype(tag);
+    move_nd_kernel<kScatter, U><<<grid_for(n), kThreads, 0, s>>>(
+        static_cast<const U*>(in), static_cast<U*>(out), n, for_count(nd, n));
+    return cudaGetLastError();
+  });
 }
 
 template <class U>
@@ -87,13 +103,12 @@ cudaError_t launch_gather_tiled(const void* in, void* out, int elem_size, const 
 
 cudaError_t launch_gather_nd(const void* in, void* out, int64_t n, int elem_size,
                              const NdDesc& nd, cudaStream_t s) {
-  if (n <= 0) return cudaSuccess;
-  return dispatch_size(elem_size, [&](auto tag) {
-    using U = decltype(tag);
-    gather_nd_kernel<U><<<grid_for(n), kThreads, 0, s>>>(static_cast<const U*>(in),
-                                                         static_cast<U*>(out), n, for_count(nd, n));
-    return cudaGetLastError();
-  });
+  return launch_move_nd<false>(in, out, n, elem_size, nd, s);
+}
+
+cudaError_t launch_scatter_nd(const void* in, void* out, int64_t n, int elem_size,
+                              const NdDesc& nd, cudaStream_t s) {
+  return launch_move_nd<true>(in, out, n, elem_size, nd, s);
 }
 
 cudaError_t launch_where(const uint8_t* cond, const void* a, const void* b, void* out, int64_t n,

@@ -77,6 +77,10 @@ cudaError_t launch_clamp(const void* x, void* out, int dtype, int64_t n, bool ha
 // out[i] = in[nd input 0 offset(i)] (permute, slice, expand, broadcasting copy).
 cudaError_t launch_gather_nd(const void* in, void* out, int64_t n, int elem_size,
                              const NdDesc& nd, cudaStream_t s);
+// The reverse: out[nd input 0 offset(i)] = in[i] over the contiguous `in` of n
+// elements (strided_copy_). Positions written twice keep one of the values.
+cudaError_t launch_scatter_nd(const void* in, void* out, int64_t n, int elem_size,
+                              const NdDesc& nd, cudaStream_t s);
 // A gather whose input is contiguous along some output dim `j` other than the last (a
 // transpose): 32x32 tiles through shared memory, so reads and writes are both coalesced.
 // rows = extent of output dim j (input stride 1, output stride out_row_stride), cols = extent

@@ -4,6 +4,8 @@
 //   slice    strided gather with per-dim start/step (negative steps walk backwards)
 //   cat      one cudaMemcpy2DAsync per input (rows of `extent * inner` elements)
 //   expand   broadcasting gather
+//   as_strided     strided gather through the attributes' own strides and offset
+//   strided_copy_  the same walk as a scatter into the destination, in place
 #include "workerd/cuda/cuda_ops.h"
 #include "workerd/kernels/layout_plan.h"
 
@@ -19,7 +21,19 @@ Status reshape_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
-// permute and slice: gathers through their view (layout_plan.h).
+// The strided operand of a gather iterator (operand 1) as input 0 of a launch descriptor.
+NdDesc view_desc(const NdIter<2>& it) {
+  NdDesc d;
+  d.rank = it.rank;
+  for (int k = 0; k < it.rank; ++k) {
+    d.shape[k] = it.shape[k];
+    d.stride[0][k] = it.stride[1][k];
+  }
+  d.base[0] = it.base[1];
+  return d;
+}
+
+// permute, slice and as_strided: gathers through their view (layout_plan.h).
 template <GatherView (*kView)(const Shape&, const OpAttrs&, int)>
 Status gather_kernel(const KernelArgs& args, OpContext& ctx) {
   const Shape& os = args.out.meta.shape;
@@ -52,14 +66,36 @@ Status gather_kernel(const KernelArgs& args, OpContext& ctx) {
     GT_LAUNCH(launch_gather_tiled(in_ptr(args, 0), out_ptr(args), elem, t, ctx.stream));
     return Status::ok();
   }
-  NdDesc d;
-  d.rank = it.rank;
-  for (int k = 0; k < it.rank; ++k) {
-    d.shape[k] = it.shape[k];
-    d.stride[0][k] = it.stride[1][k];
+  GT_LAUNCH(launch_gather_nd(in_ptr(args, 0), out_ptr(args), n, elem, view_desc(it), ctx.stream));
+  return Status::ok();
+}
+
+// strided_copy_(dst, src): dst.flat[offset + sum_d i_d * stride_d] = src[i], only those
+// positions (the executor has already given dst private bytes). A source sharing dst's bytes is
+// read from a copy: the scatter would overwrite elements it has yet to read.
+Status strided_copy_kernel(const KernelArgs& args, OpContext& ctx) {
+  Tensor& dst = args.out;
+  const Tensor& src = in(args, 1);
+  const Shape& sizes = src.meta.shape;  // == the attributes' sizes (shape rule)
+  const int64_t n = count(sizes);
+  if (n == 0) return Status::ok();
+  const size_t es = dtype_size(dst.meta.dtype);
+  const auto src_bytes = static_cast<size_t>(src.meta.nbytes());
+  const void* sp = src.storage->data();
+  auto* dp = static_cast<unsigned char*>(dst.storage->data());
+  DeviceTemp tmp;
+  if (overlaps(sp, src_bytes, dp, static_cast<size_t>(dst.meta.nbytes()))) {
+    GT_ASSIGN_OR_RETURN(tmp, ctx.temp(src_bytes));
+    GT_CUDA_CHECK(cudaMemcpyAsync(tmp.get(), sp, src_bytes, cudaMemcpyDeviceToDevice, ctx.stream));
+    sp = tmp.get();
   }
-  d.base[0] = base;
-  GT_LAUNCH(launch_gather_nd(in_ptr(args, 0), out_ptr(args), n, elem, d, ctx.stream));
+  const NdIter<2> it = gather_iter(sizes, strided_view(dst.meta.shape, args.attrs, sizes.rank()));
+  if (it.rank == 1 && it.stride[1][0] == 1) {  // one contiguous run of positions
+    GT_CUDA_CHECK(cudaMemcpyAsync(dp + static_cast<size_t>(it.base[1]) * es, sp, src_bytes,
+                                  cudaMemcpyDeviceToDevice, ctx.stream));
+    return Status::ok();
+  }
+  GT_LAUNCH(launch_scatter_nd(sp, dp, n, static_cast<int>(es), view_desc(it), ctx.stream));
   return Status::ok();
 }
 
@@ -114,6 +150,8 @@ void register_layout(KernelTable& t) {
   set(OpId::k_slice, gather_kernel<slice_view>);
   set(OpId::k_cat, cat_kernel);
   set(OpId::k_expand, expand_kernel);
+  set(OpId::k_as_strided, gather_kernel<strided_view>);
+  set(OpId::k_strided_copy_, strided_copy_kernel);
 }
 
 }  // namespace gt::worker::cuda

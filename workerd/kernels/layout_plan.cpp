@@ -19,6 +19,13 @@ GatherView slice_view(const Shape& in, const OpAttrs& attrs, int out_rank) {
   return v;
 }
 
+GatherView strided_view(const Shape& /*in*/, const OpAttrs& attrs, int out_rank) {
+  GatherView v;
+  for (int d = 0; d < out_rank; ++d) v.stride[d] = attrs.strided_stride(d);
+  v.base = attrs.strided_offset();
+  return v;
+}
+
 NdIter<2> gather_iter(const Shape& out, const GatherView& v) {
   NdIter<2> it(out);
   it.stride[0] = row_major_strides(out);

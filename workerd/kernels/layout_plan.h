@@ -15,17 +15,21 @@
 
 namespace gt::worker {
 
-// Where each output element of a gathering layout op (permute, slice) is read: input element
-// base + sum_d idx_d * stride[d] for output multi-index idx.
+// Where each output element of a gathering layout op (permute, slice, as_strided) is read:
+// input element base + sum_d idx_d * stride[d] for output multi-index idx.
 struct GatherView {
   std::array<int64_t, kMaxRank> stride{};
   int64_t base = 0;
 };
 GatherView permute_view(const Shape& in, const OpAttrs& attrs, int out_rank);
 GatherView slice_view(const Shape& in, const OpAttrs& attrs, int out_rank);  // negative steps too
+// as_strided / strided_copy_: the attributes' own offset and per-dim strides (any sign, zero
+// too) over the flat elements of `in`; the shape rule has put every position inside it.
+GatherView strided_view(const Shape& in, const OpAttrs& attrs, int out_rank);
 
 // The coalesced iterator of a gather over `out`: operand 0 the contiguous output, operand 1
-// the input (base[1] = v.base).
+// the input (base[1] = v.base). strided_copy_ walks the same iterator the other way round:
+// operand 0 is its contiguous source, operand 1 the positions it writes.
 NdIter<2> gather_iter(const Shape& out, const GatherView& v);
 
 // cat as block copies: the output viewed as [outer, out_row] (out_row = its extent along the

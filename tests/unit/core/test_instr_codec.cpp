@@ -1,6 +1,7 @@
 // instr_codec: (OpId, OpAttrs) <-> gt.v1.Instr, and refusal of every malformed field.
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ TEST_CASE("encode/decode round trip", "[instr_codec]") {
   sl.shape = Shape{3, 2};
   sl.has_shape = true;
   for (int64_t v : {1, 2, 5, -2}) sl.push_int(v);
+  const int64_t view_strides[] = {-3, 0, std::numeric_limits<int64_t>::min()};
+  OpAttrs view = make_strided({2, 4, 1}, view_strides, 7);
   std::vector<C> cases = {
       {OpId::k_zeros, make_shape_dtype({2, 3}, DType::kInt64)},
       {OpId::k_zeros, make_shape_dtype({}, DType::kFloat32)},  // 0-d: has_shape, no dims
@@ -72,6 +75,8 @@ TEST_CASE("encode/decode round trip", "[instr_codec]") {
       {OpId::k_reshape, make_reshape({6, 1})},
       {OpId::k_permute, make_permute(p)},
       {OpId::k_slice, sl},
+      {OpId::k_as_strided, view},
+      {OpId::k_strided_copy_, view},
       {OpId::k_cat, make_axis(-1)},
       {OpId::k_cast, make_cast(DType::kBool)},
   };

@@ -34,6 +34,10 @@ TEST_CASE("op table: names and wire ids are unique and map back", "[ops]") {
   CHECK(op_info(OpId::k_cat).arity == -1);
   CHECK(is_in_place(OpId::k_copy_));
   CHECK(is_in_place(OpId::k_host_chunk));
+  CHECK(is_in_place(OpId::k_strided_copy_));
+  CHECK_FALSE(is_in_place(OpId::k_as_strided));
+  CHECK(op_wire_id(OpId::k_as_strided) == 101);
+  CHECK(op_wire_id(OpId::k_strided_copy_) == 114);
   CHECK_FALSE(is_in_place(OpId::k_add));
 }
 

@@ -51,6 +51,11 @@ OpAttrs slice(Shape extents, std::initializer_list<int64_t> start_step) {
   return a;
 }
 
+// as_strided / strided_copy_ attributes: sizes, strides, offset.
+OpAttrs strided(Shape sizes, std::vector<int64_t> strides, int64_t offset) {
+  return make_strided(sizes, strides, offset);
+}
+
 OpAttrs scalar_right(double v, bool integral) {
   return make_binary_scalar(ScalarSide::kRight, v, integral);
 }
@@ -198,11 +203,16 @@ std::vector<Case> success_cases() {
   add(O::k_cat, {M({2, 3}), M({2, 5}), M({2, 0})}, make_axis(-1), M({2, 8}), "cat axis -1");
   add(O::k_cat, {M({2}, I32), M({3}, F16)}, make_axis(0), M({5}, F16), "cat promote");
   add(O::k_cat, {M({2, 2})}, make_axis(1), M({2, 2}), "cat single");
+  // (every accepted and refused form of the strided views: test_strided_rules.cpp)
+  add(O::k_as_strided, {M({2, 3}, BF16)}, strided({3, 2}, {1, 3}, 0), M({3, 2}, BF16),
+      "as_strided transpose");
 
   // Types and in-place
   add(O::k_cast, {M({2, 3})}, make_cast(I64), M({2, 3}, I64), "cast");
   add(O::k_copy_, {M({2, 3}, F16), M({3}, F32)}, {}, M({2, 3}, F16), "copy_ broadcast src");
   add(O::k_copy_, {M({2, 3}), M({2, 3}, I64)}, {}, M({2, 3}), "copy_ same shape");
+  add(O::k_strided_copy_, {M({4, 5}, I32), M({4}, I32)}, strided({4}, {5}, 2), M({4, 5}, I32),
+      "strided_copy_ a column");
 
   // masked_fill, clamp, var, logsumexp, expand
   add(O::k_masked_fill, {M({2, 3}, I32), M({3}, BOOL)}, make_fill_value(1.5), M({2, 3}, I32),
@@ -395,6 +405,14 @@ std::vector<ErrCase> error_cases() {
   // copy_
   add(O::k_copy_, {M({3}), M({2, 3})}, {}, "copy_ source larger than destination");
   add(O::k_copy_, {M({2, 3}), M({4})}, {}, "copy_ incompatible");
+
+  // Strided views (the rest: test_strided_rules.cpp)
+  add(O::k_as_strided, {M({2, 3})}, strided({3, 2}, {1, 4}, 0), "as_strided reaches past the end");
+  add(O::k_as_strided, {M({6})}, strided({3}, {-1}, 1), "as_strided reaches before the start");
+  add(O::k_as_strided, {M({6})}, strided({3}, {}, 0), "as_strided without a stride");
+  add(O::k_strided_copy_, {M({4, 5}), M({5})}, strided({4}, {5}, 2), "strided_copy_ source shape");
+  add(O::k_strided_copy_, {M({4, 5}), M({4}, F16)}, strided({4}, {5}, 2),
+      "strided_copy_ source dtype");
 
   // masked_fill, clamp, var, logsumexp, expand
   add(O::k_masked_fill, {M({2, 3}), M({2, 3}, I64)}, make_fill_value(0), "masked_fill int mask");

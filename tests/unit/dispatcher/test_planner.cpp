@@ -79,6 +79,11 @@ TEST_CASE("every op has a plan for sharded inputs (rule or explicit fallback)", 
         break;
       }
       case AttrKind::kHostChunk: a.push_int(0); break;
+      case AttrKind::kStrided: {  // [6, 4] read transposed; strided_copy_'s source is [4, 6]
+        const int64_t st[] = {1, 4};
+        a = make_strided(Shape{4, 6}, st, 0);
+        break;
+      }
       default: break;
     }
     if (info.attrs == AttrKind::kHostData) a.data = {};
@@ -110,6 +115,8 @@ TEST_CASE("every op has a plan for sharded inputs (rule or explicit fallback)", 
       a = make_reshape(Shape{6, 4});
     } else if (info.rule == ShapeRule::kWhere) {
       in = {PlanInput{TensorMeta{s, DType::kBool}, rows(6)}, sharded, sharded};
+    } else if (info.rule == ShapeRule::kStridedInto) {
+      in = {sharded, PlanInput{f32(Shape{4, 6}), rows(4)}};
     } else if (info.rule == ShapeRule::kMatmul) {
       in = {sharded, PlanInput{f32(Shape{4, 3}), Placement::single(1)}};
     } else {
@@ -232,4 +239,54 @@ TEST_CASE("scopes move inputs to their workers (pipeline stages)", "[planner]") 
   OpPlan p = plan(OpId::k_exp, {}, {on0}, c);
   CHECK(p.out.workers == std::vector<uint32_t>{1});
   CHECK(p.want[0].workers == std::vector<uint32_t>{1});
+}
+
+TEST_CASE("strided_copy_: a single or replicated destination stays, a spread one is gathered",
+          "[planner]") {
+  const int64_t col[] = {4};
+  const OpAttrs a = make_strided(Shape{6}, col, 1);  // column 1 of a [6, 4] destination
+  const PlanInput src_on2{f32(Shape{6}), Placement::single(2)};
+  const PlanInput src_rows{f32(Shape{6}), rows(6)};
+  // Single: the source joins it, whole (its shape is the view's, nothing to align).
+  OpPlan p = plan(OpId::k_strided_copy_, a, {{f32(Shape{6, 4}), Placement::single(1)}, src_on2});
+  CHECK_FALSE(p.fallback);
+  CHECK(p.out.same_as(Placement::single(1)));
+  REQUIRE(p.want.size() == 2);
+  CHECK(p.want[0].same_as(p.out));
+  CHECK(p.want[1].same_as(p.out));
+  // Replicated: every replica writes the same positions from a whole copy of the source.
+  p = plan(OpId::k_strided_copy_, a, {{f32(Shape{6, 4}), Placement::replicate(kAll)}, src_rows});
+  CHECK_FALSE(p.fallback);
+  CHECK(p.out.same_as(Placement::replicate(kAll)));
+  CHECK(p.want[0].same_as(p.out));
+  CHECK(p.want[1].same_as(p.out));
+  // Sharded or partial: positions are whole-tensor ones, so both go to one of dst's workers.
+  const std::vector<uint32_t> two = {2, 1};
+  for (const Placement& spread : {rows(6), rows(4, 1), Placement::shard(0, two, 6),
+                                  Placement::partial(kAll), Placement::partial(two)}) {
+    INFO("destination " << spread.str());
+    p = plan(OpId::k_strided_copy_, a, {{f32(Shape{6, 4}), spread}, src_rows});
+    CHECK(p.fallback);
+    CHECK(p.out.same_as(Placement::single(spread.workers.front())));
+    CHECK(p.want[0].same_as(p.out));
+    CHECK(p.want[1].same_as(p.out));
+  }
+  // In a scope the destination still stays where it is (it is written, not made).
+  PlanContext c = ctx();
+  c.scope = ShardSpec{0, {}, false};
+  p = plan(OpId::k_strided_copy_, a, {{f32(Shape{6, 4}), Placement::single(1)}, src_on2}, c);
+  CHECK(p.out.same_as(Placement::single(1)));
+  CHECK(p.want[1].same_as(Placement::single(1)));
+}
+
+TEST_CASE("as_strided: no rule, a spread input is gathered; a single one stays", "[planner]") {
+  const int64_t st[] = {1, 4};
+  const OpAttrs t = make_strided(Shape{4, 6}, st, 0);
+  OpPlan p = plan(OpId::k_as_strided, t, {{f32(Shape{6, 4}), rows(6)}});
+  CHECK(p.fallback);
+  CHECK(p.out.is_single());
+  CHECK(p.want[0].same_as(p.out));
+  p = plan(OpId::k_as_strided, t, {{f32(Shape{6, 4}), Placement::single(2)}});
+  CHECK(p.out.same_as(Placement::single(2)));
+  CHECK(p.want[0].same_as(p.out));
 }
