@@ -40,7 +40,7 @@ TEST_CASE("cpu arange in double, converted", "[cpu][creation]") {
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32,
                    DType::kInt64})
     for (Case c : {Case{0, 10, 1}, Case{-3, 3, 0.5}, Case{5, -5, -1.5}, Case{1, 1, 1},
-                   Case{0, 1, 0.1}, Case{2, 0, 1}}) {
+                   Case{0, 1, 0.1}, Case{2, 2, -1}}) {  // (2, 0, 1) is refused: test_shape_rules
       Tensor t = run_op(be, OpId::k_arange, {}, make_arange(c.start, c.stop, c.step, dt));
       const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((c.stop - c.start) / c.step)));
       REQUIRE(t.meta.shape == Shape{n});
