@@ -34,17 +34,23 @@ Tensor softmax_shift(const Tensor& x, int64_t dim) {
   return lse + nan_where_inf;
 }
 
+// float16 / bfloat16 compute in float32 and round once, as PyTorch's kernels do (its opmath
+// type), instead of rounding every intermediate step.
+bool is_half_type(const Tensor& x) { return x.dtype() == kFloat16 || x.dtype() == kBFloat16; }
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
   detail::require_floating(x, "softmax");
   dim = dim_of(x, dim, "softmax");
+  if (is_half_type(x)) return softmax(x.to(kFloat32), dim).to(x.dtype());
   return (x - softmax_shift(x, dim)).exp();
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
   detail::require_floating(x, "log_softmax");
   dim = dim_of(x, dim, "log_softmax");
+  if (is_half_type(x)) return log_softmax(x.to(kFloat32), dim).to(x.dtype());
   return x - softmax_shift(x, dim);
 }
 
@@ -151,10 +157,9 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   detail::require_floating(x, "gelu");
   if (approximate != "none" && approximate != "tanh")
     throw Error("gelu: approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
-  // float16 / bfloat16 compute in float32 and round once, as PyTorch's kernels do (its opmath
-  // type): x^3 and the gradient's x^2 overflow float16 from |x| ~ 40.
-  if (x.dtype() == kFloat16 || x.dtype() == kBFloat16)
-    return gelu(x.to(kFloat32), approximate).to(x.dtype());
+  // In float32 for the half types (is_half_type): x^3 and the gradient's x^2 overflow float16
+  // from |x| ~ 40.
+  if (is_half_type(x)) return gelu(x.to(kFloat32), approximate).to(x.dtype());
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI);
     Tensor inner = (x + x * x * x * 0.044715) * k;
