@@ -185,6 +185,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 Tensor layer_norm(const Tensor& x, Dims normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
   detail::require_floating(x, "layer_norm");
+  if (is_half_type(x)) {  // in float32, rounded once (is_half_type); weight and bias too
+    const Tensor w = weight.defined() ? weight.to(kFloat32) : weight;
+    const Tensor b = bias.defined() ? bias.to(kFloat32) : bias;
+    return layer_norm(x.to(kFloat32), std::move(normalized_shape), w, b, eps).to(x.dtype());
+  }
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   if (k == 0 || k > x.dim())
     throw Error("layer_norm: normalized_shape has " + std::to_string(k) +

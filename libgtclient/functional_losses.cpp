@@ -208,6 +208,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLOptions& o) {
+  detail::require_floating(input, "nll_loss");  // torch: not implemented for 'Long'
   Flat f = flatten_classes(input, target, "nll_loss");
   check_weight(o.weight, f.classes, "nll_loss");
   Targets t = resolve_targets(f, o);

@@ -135,6 +135,13 @@ Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const Op
     GT_RETURN_IF_ERROR(check_fits("pow", "exponent", a.scalar(),
                                   a.scalar_is_integral() ? a.scalar_exact() : std::nullopt,
                                   out.dtype));
+  // So is an integer scalar base of an int32 power ((-2**63) ** int32 raises).
+  const bool scalar_base =
+      op == OpId::k_pow && in.size() == 1 && a.scalar_side() == ScalarSide::kLeft;
+  if (scalar_base && out.dtype == DType::kInt32)
+    GT_RETURN_IF_ERROR(check_fits("pow", "base", a.scalar(),
+                                  a.scalar_is_integral() ? a.scalar_exact() : std::nullopt,
+                                  out.dtype));
   return out;
 }
 

@@ -19,7 +19,9 @@ import gt
 
 from . import dtypes as D
 
-GT_ERROR_CLASSES = (gt.GTError, ValueError, TypeError, IndexError)
+# The classes a gt error may have; anything else (a crash inside the bindings) is a mismatch.
+# OverflowError is Python's own for int(inf), which torch raises as well.
+GT_ERROR_CLASSES = (gt.GTError, ValueError, TypeError, IndexError, OverflowError)
 
 
 @dataclass

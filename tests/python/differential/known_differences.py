@@ -36,6 +36,15 @@ DELIBERATE = [
         lambda c, m: (m.kind == "grad-value" and c.has("op:var")
                       and "gt-nan-torch-not" in m.facts)),
     Cause(
+        "softmax-posinf-row-grad", None,
+        "softmax / log_softmax of a row holding +inf: the row's values are NaN in both; the "
+        "gradient reaching the row's finite elements is finite in gt (the limit of the "
+        "formula) and NaN in torch (its backward multiplies by the NaN output). Propagating "
+        "the NaN would cost extra ops in every softmax, the training path's hottest "
+        "composite, for a loss that is NaN either way.",
+        lambda c, m: (m.kind == "grad-value" and "softmax-posinf" in c.tags
+                      and "torch-nan-gt-not" in m.facts)),
+    Cause(
         "inplace-on-saved-tensor", None,
         "Which tensors an op saves for its backward is the implementation's choice. gt refuses, "
         "as torch does, a backward that needs a value an in-place op has since modified "
