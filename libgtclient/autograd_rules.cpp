@@ -194,9 +194,10 @@ GRAD(div, save_div) {
     return;
   }
   Tensor b = N.saved_input(1);
-  Tensor gb = G / b;
-  if (N.needs(0)) OUT(0) = gb;
-  if (N.needs(1)) OUT(1) = ((gb * N.saved_input(0)) / b).neg();  // -g a / b^2
+  if (N.needs(0)) OUT(0) = G / b;
+  // torch's order, -g * ((a / b) / b): with g = 0 and a tiny b, (a / b) / b overflows and the
+  // gradient is NaN as in torch, where (g / b) * a / b would give 0.
+  if (N.needs(1)) OUT(1) = G.neg() * ((N.saved_input(0) / b) / b);
 }
 
 GRAD(pow, save_pow) {

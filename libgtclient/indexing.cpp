@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "gt/autograd.h"
 #include "gt/tensor.h"
 #include "libgtclient/run_op.h"
 #include "libgtclient/view.h"
@@ -83,8 +84,16 @@ Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
   return index(std::vector<TensorIndex>(indices));
 }
 
-Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
-  const Shape& s = shape();
+namespace {
+
+// What t.index(indices) selects: one slice of every dim, then the result's shape (integer
+// indices drop their dim, None adds one).
+struct IndexPlan {
+  Specs specs;
+  Shape out;
+};
+
+IndexPlan plan_index(const Shape& s, const std::vector<TensorIndex>& indices) {
   const int rank = s.rank();
   int consuming = 0, ellipses = 0, integers = 0, new_axes = 0;
   for (const TensorIndex& ix : indices) {
@@ -101,33 +110,65 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
     throw Error("index: the result's rank would exceed the maximum of " +
                 std::to_string(kMaxRank));
 
-  Specs specs = identity_specs(s);
-  Shape out;
+  IndexPlan p{identity_specs(s), {}};
   int d = 0;  // next input dim
   for (const TensorIndex& ix : indices) {
     switch (ix.kind()) {
       case TensorIndex::Kind::kInteger:
-        specs[d] = SliceSpec{resolve_index(ix.integer(), d, s[d], "index"), 1, 1};
+        p.specs[d] = SliceSpec{resolve_index(ix.integer(), d, s[d], "index"), 1, 1};
         ++d;
         break;
       case TensorIndex::Kind::kSlice:
-        specs[d] = resolve_or_throw(s[d], ix.slice(), "index");
-        out.push_back(specs[d].count);
+        p.specs[d] = resolve_or_throw(s[d], ix.slice(), "index");
+        p.out.push_back(p.specs[d].count);
         ++d;
         break;
       case TensorIndex::Kind::kNone:
-        out.push_back(1);
+        p.out.push_back(1);
         break;
       case TensorIndex::Kind::kEllipsis:
-        for (int k = 0; k < rank - consuming; ++k, ++d) out.push_back(s[d]);
+        for (int k = 0; k < rank - consuming; ++k, ++d) p.out.push_back(s[d]);
         break;
     }
   }
-  for (; d < rank; ++d) out.push_back(s[d]);
+  for (; d < rank; ++d) p.out.push_back(s[d]);
+  return p;
+}
 
-  Tensor y = is_identity(s, specs) ? *this : emit_slice(*this, specs);
-  if (out != y.shape()) y = y.reshape(out);  // drops or adds size-1 dims: always a view
+}  // namespace
+
+Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+  const IndexPlan p = plan_index(shape(), indices);
+  Tensor y = is_identity(shape(), p.specs) ? *this : emit_slice(*this, p.specs);
+  if (p.out != y.shape()) y = y.reshape(p.out);  // drops or adds size-1 dims: always a view
   return y;
+}
+
+const Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices,
+                                 const Tensor& value) const {
+  if (is_view()) {  // through the view's own machinery (its base, kinds and refusals)
+    index(indices).copy_(value);
+    return *this;
+  }
+  // A tensor that is no view: the selected elements are written in place with one
+  // strided_copy_, without materializing the view first. The value is broadcast and converted
+  // as copy_ does; autograd records the write as a write through the view (CopySlices).
+  const IndexPlan p = plan_index(shape(), indices);
+  const detail::ViewGeometry g = *detail::reshaped(
+      detail::sliced(detail::ViewGeometry::contiguous(shape()),
+                     std::span(p.specs.data(), static_cast<size_t>(shape().rank()))),
+      p.out);
+  if (is_grad_enabled() && impl()->requires_grad && !impl()->grad_fn)
+    throw Error("index_put_: a view of a leaf tensor that requires grad is being used in an "
+                "in-place operation; modify it under gt::NoGradGuard (as optimizers do)");
+  Tensor src = value.to(dtype());
+  if (src.shape() != p.out) src = src.expand(p.out);  // copy_'s broadcasting, its checks
+  run_op(OpId::k_strided_copy_, g.attrs(), {this, &src});
+  return *this;
+}
+
+const Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, Scalar value) const {
+  return index_put_(indices, full({}, value, dtype()));  // as fill_ converts it
 }
 
 }  // namespace gt

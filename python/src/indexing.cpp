@@ -152,13 +152,12 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
       ix.push_back(to_index(idx));
     }
     check_integer_ranges(t, ix);
-    py::object view = py::cast(t.index(ix));
     if (py::isinstance<gt::Tensor>(value)) {
-      view.attr("copy_")(value);
+      t.index_put_(ix, value.cast<const gt::Tensor&>());
     } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
                PyFloat_Check(value.ptr()) ||
                py::isinstance(value, py::module_::import("numpy").attr("generic"))) {
-      view.attr("fill_")(value);
+      t.index_put_(ix, value.cast<PyScalar>().get());
     } else {  // as torch: lists and arrays become tensors explicitly (gt.tensor(v))
       throw py::type_error("gt: can't assign a " + std::string(py::str(py::type::handle_of(value).attr("__name__"))) +
                            " to a gt.Tensor; assign a tensor (gt.tensor(value)) or a number");

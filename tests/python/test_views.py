@@ -261,3 +261,27 @@ def test_gelu_of_half_types_computes_in_float32(approximate):
         ref = torch.nn.functional.gelu(torch.tensor(big), approximate=approximate)
         np.testing.assert_allclose(y.float().numpy(), ref.numpy(), rtol=1e-2, atol=1e-3)
         assert np.isfinite(x.grad.float().numpy()).all()  # x^2 in float16 would overflow
+
+
+def test_setitem_is_recorded_for_autograd():
+    def program(m):
+        w = m.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], requires_grad=True)
+        u = m.tensor([3.0, -2.0], requires_grad=True)
+        x = w * 1
+        x[1, :2] = u * u        # written into x (CopySlices): u gets 2u * d(loss)/dx[1, :2]
+        x[0] = 7                # the old row's history gets zero gradients
+        x[:, 2] = x[:, 2] * 3   # reads x, then writes it
+        loss = (x * m.tensor([1.0, 2.0, 3.0])).sum()
+        loss.backward()
+        return [x, w.grad, u.grad, loss]
+    run_both(program)
+
+
+def test_setitem_on_a_leaf_that_requires_grad_is_refused_outside_no_grad():
+    for m in (torch, gt):
+        w = m.tensor([1.0, 2.0], requires_grad=True)
+        with pytest.raises(RuntimeError):
+            w[0] = 5.0
+        with m.no_grad():
+            w[0] = 5.0
+        assert w.tolist() == [5.0, 2.0]

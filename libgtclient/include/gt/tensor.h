@@ -201,6 +201,11 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;  // drops `dim`
   Tensor index(std::initializer_list<TensorIndex> indices) const;
   Tensor index(const std::vector<TensorIndex>& indices) const;
+  // Python's t[indices] = value (libtorch's index_put_ with TensorIndex): index(indices)
+  // .copy_(value) (broadcast, converted), written straight into this tensor when it is no view
+  // (one instruction, no materialized view). Returns *this.
+  const Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) const;
+  const Tensor& index_put_(const std::vector<TensorIndex>& indices, Scalar value) const;
   // Broadcast to `shape` (new leading dims allowed; -1 keeps a dim): a view whose broadcast
   // dims have stride 0, so in-place writes through it are refused (as in PyTorch).
   Tensor expand(Dims shape) const;

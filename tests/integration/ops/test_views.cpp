@@ -188,3 +188,19 @@ TEST_CASE("views keep working across many writes and frees", "[ops][views]") {
   v.add_(1);
   CHECK_TENSOR(v, ref_of({2}, {2, 3}), gt::kFloat32);
 }
+
+TEST_CASE("index_put_ writes the selected elements in place", "[ops][views]") {
+  daemons();
+  Tensor x = gt::zeros({3, 4});
+  x.index_put_({1}, gt::from_vector<float>({1, 2, 3, 4}));             // a row
+  x.index_put_({gt::Slice(), 0}, 9.0);                                   // a column, a number
+  x.index_put_({2, gt::Slice(1, 3)}, gt::full({1}, int64_t{-5}));        // broadcast, converted
+  x.index_put_({gt::Ellipsis, -1}, gt::from_vector<float>({7, 8, 9}).unsqueeze(0).t().squeeze());
+  CHECK_TENSOR(x, ref_of({3, 4}, {9, 0, 0, 7, 9, 2, 3, 8, 9, -5, -5, 9}), gt::kFloat32);
+  // Through a view of x: the view's own write path, into x.
+  Tensor v = x.t();
+  v.index_put_({0}, 0.0);
+  CHECK_TENSOR(x.select(1, 0), ref_of({3}, {0, 0, 0}), gt::kFloat32);
+  CHECK_THROWS_AS(x.index_put_({0}, gt::zeros({3})), gt::Error);  // does not broadcast to [4]
+  CHECK_NOTHROW(gt::synchronize());
+}
