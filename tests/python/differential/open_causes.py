@@ -14,36 +14,16 @@ def _bce_grad(c, m):
         or c.has("op:binary_cross_entropy", "bce-prob-0-or-1"))
 
 
-def _nonfinite_edges(c, m):
-    softmax_like = ("softmax", "log_softmax", "logsumexp", "cross_entropy")
-    if "softmax-posinf" in c.tags and (wrote(c, m, *softmax_like) or grad(m)):
-        return m.kind in ("value", "grad-value")
-    if "layer-norm-large" in c.tags and (wrote(c, m, "layer_norm") or grad(m)):
-        return m.kind in ("value", "grad-value")
-    if "clamp-nan-bound" in c.tags and (wrote(c, m, "clamp") or grad(m)):
-        return m.kind in ("value", "grad-value")
-    if "reduce-large-f32" in c.tags and m.kind in ("value", "grad-value"):
-        return True
-    return (c.has_any("cast-nonfinite-to-int", "cast-out-of-range-to-int")
-            and m.kind == "value" and wrote(c, m, "cast", "to-python-int", "to-python-item"))
-
-
 OPEN = [
     Cause("bce-gradients", 2,
           "what is left of item 2 (the gradients at logit 0, with pos_weight, and at p = 0 or 1 "
           "are fixed): an infinite upstream gradient into binary_cross_entropy_with_logits "
           "gives NaN (inf - inf between the composite's terms; torch's fused formula: inf)",
           _bce_grad),
-    Cause("nonfinite-edge-cases", 6,
-          "what is left of item 6 (the values of softmax rows with +inf, float32 reduction "
-          "order and float->int casts are fixed): clamp(min=nan) gradients, layer_norm whose "
-          "variance overflows float32 (gt: 0 where the exact value is finite; torch's own "
-          "kernel NaN is a reference limit), overflow inside other float32 reductions",
-          _nonfinite_edges),
     Cause("extreme-magnitude-grads", "new",
           "gradient formulas overflow or underflow at extreme inputs where torch's do not (gelu "
-          "and silu at |x| ~ 3e38 give NaN: g * x before the vanishing factor; div backward "
-          "x / (y * y) underflows for a tiny float16 y: torch (x / y) / y)",
+          "and silu at |x| ~ 3e38 give NaN: g * x before the vanishing factor; mse_loss and "
+          "pow near float32's limits: torch's fused formulas order the products otherwise)",
           lambda c, m: (m.kind == "grad-value" and "extreme-input" in c.tags and m.facts & {
               "gt-nan-torch-not", "torch-nan-gt-not", "gt-inf-torch-finite",
               "torch-inf-gt-finite", "inf-sign"})),

@@ -125,14 +125,14 @@ def test_classification_rules():
     """OPEN/DELIBERATE predicates and inheritance, on a hand-made case (no gt bug needed)."""
     from .compare import Mismatch
 
-    case = Case(seed=-1, lines=["x0 = torch.tensor([1.0]).clamp(min=float('nan'))", "v0 = x0 + 1",
+    case = Case(seed=-1, lines=["x0 = torch.tensor([-1.0]) ** -2147483649", "v0 = x0 + 1",
                                 "v1 = x0 * 2", "x1 = ...", "v2 = x1.exp()"],
                 outputs=["x0", "v0", "v1", "x1", "v2"],
-                tags={"clamp-nan-bound", "op:clamp", "op:add", "op:mul", "op:exp"},
-                producer={"x0": ("clamp", ("float32",)), "v0": ("add", ("float32",)),
+                tags={"scalar:int-inexact-float", "op:pow", "op:add", "op:mul", "op:exp"},
+                producer={"x0": ("pow", ("float32",)), "v0": ("add", ("float32",)),
                           "v1": ("mul", ("float32",)), "x1": ("tensor", ("float32",)),
                           "v2": ("exp", ("float32",))},
-                writers={"x0": ["clamp"], "v0": ["add"], "v1": ["mul"], "x1": ["tensor"],
+                writers={"x0": ["pow"], "v0": ["add"], "v1": ["mul"], "x1": ["tensor"],
                          "v2": ["exp"]},
                 deps={"x0": set(), "v0": {"x0"}, "v1": {"x0"}, "x1": set(), "v2": {"x1"}},
                 defined_at={"x0": 0, "v0": 1, "v1": 2, "x1": 3, "v2": 4})
@@ -141,9 +141,9 @@ def test_classification_rules():
     unrelated = Mismatch("value", "v2", "", {"finite-differs"})
     vs = C.classify(case, [base, downstream, unrelated])
     assert [(v.status, v.cause.key if v.cause else None, v.inherited) for v in vs] == [
-        ("OPEN", "nonfinite-edge-cases", False),
-        ("OPEN", "nonfinite-edge-cases", True),  # computed from x0: inherits its cause
+        ("OPEN", "pow-int-exponent-rounded", False),
+        ("OPEN", "pow-int-exponent-rounded", True),  # computed from x0: inherits its cause
         ("UNEXPLAINED", None, False)]            # not computed from anything that differs
     assert C.case_status(vs) == "UNEXPLAINED"
-    case.tags.discard("clamp-nan-bound")
+    case.tags.discard("scalar:int-inexact-float")
     assert C.case_status(C.classify(case, [base])) == "UNEXPLAINED"
