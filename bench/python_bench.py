@@ -148,6 +148,19 @@ def interleaved(fns, steps, blocks=5, warmup=3):
     return [(statistics.median(t), f, l) for t, f, l in zip(times, firsts, lasts)]
 
 
+def side_by_side(label, gt_fn, torch_fn, reps):
+    """Prints the medians of gt_fn and torch_fn (None: torch is missing), measured in
+    alternating blocks, and their ratio."""
+    fns = [gt_fn] + ([torch_fn] if torch_fn is not None else [])
+    res = interleaved(fns, reps * 4, blocks=reps, warmup=1)
+    g = res[0][0]
+    line = f"{label}: gt median {g * 1e3:.2f} ms"
+    if torch_fn is not None:
+        t = res[1][0]
+        line += f"; torch median {t * 1e3:.2f} ms; ratio {g / t:.2f}x"
+    print(line, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=200000, help="ops per small-op run")
@@ -175,14 +188,8 @@ def main():
 
     if "b" in args.only:
         n = 1000
-        fns = [matmul_gt(n)] + ([matmul_torch(n)] if torch is not None else [])
-        res = interleaved(fns, args.reps * 4, blocks=args.reps, warmup=1)
-        g = res[0][0]
-        line = f"(b) {n}x{n} matmul + fetch: gt median {g * 1e3:.2f} ms"
-        if torch is not None:
-            t = res[1][0]
-            line += f"; torch median {t * 1e3:.2f} ms; ratio {g / t:.2f}x"
-        print(line, flush=True)
+        side_by_side(f"(b) {n}x{n} matmul + fetch", matmul_gt(n),
+                     matmul_torch(n) if torch is not None else None, args.reps)
 
     if "c" in args.only:
         fns = [mlp_gt_step()] + ([mlp_torch_step()] if torch is not None else [])
@@ -197,14 +204,8 @@ def main():
         print(line, flush=True)
 
     if "d" in args.only:
-        fns = [row_writes(gt)] + ([row_writes(torch)] if torch is not None else [])
-        res = interleaved(fns, args.reps * 4, blocks=args.reps, warmup=1)
-        g = res[0][0]
-        line = f"(d) 256 row writes buf[i] = row + fetch: gt median {g * 1e3:.2f} ms"
-        if torch is not None:
-            t = res[1][0]
-            line += f"; torch median {t * 1e3:.2f} ms; ratio {g / t:.2f}x"
-        print(line, flush=True)
+        side_by_side("(d) 256 row writes buf[i] = row + fetch", row_writes(gt),
+                     row_writes(torch) if torch is not None else None, args.reps)
 
 
 if __name__ == "__main__":

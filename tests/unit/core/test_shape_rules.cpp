@@ -11,26 +11,14 @@
 
 #include "libgtcore/shape_rules.h"
 #include "require_ok.h"
+#include "rule_test_util.h"
 
 using namespace gt;
+using namespace gt::rule_test;
 
 namespace {
 
-constexpr DType F32 = DType::kFloat32;
-constexpr DType F16 = DType::kFloat16;
-constexpr DType BF16 = DType::kBFloat16;
-constexpr DType I32 = DType::kInt32;
-constexpr DType I64 = DType::kInt64;
-constexpr DType BOOL = DType::kBool;
-constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
-
-TensorMeta M(Shape s, DType d = F32) { return TensorMeta{s, d}; }
-
 std::string meta_str(const TensorMeta& m) { return m.shape.str() + " " + dtype_name(m.dtype); }
-
-Result<TensorMeta> infer(OpId op, const std::vector<TensorMeta>& in, const OpAttrs& a = {}) {
-  return infer_meta(op, in, a);
-}
 
 OpAttrs ints(std::initializer_list<int64_t> v) {
   OpAttrs a;
