@@ -59,6 +59,14 @@ Status Backend::copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n
   return read_bytes(DeviceBytes{t.storage->data(), offset, n}, dst, session);
 }
 
+Status Backend::start_copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
+                                   uint64_t session) {
+  GT_RETURN_IF_ERROR(check_span("copy_to_host", t, offset, n));
+  if (n == 0) return Status::ok();
+  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
+  return start_read_bytes(DeviceBytes{t.storage->data(), offset, n}, dst, session);
+}
+
 Status Backend::copy_from_host(Tensor& t, size_t offset, const void* src, size_t n,
                                uint64_t session) {
   GT_RETURN_IF_ERROR(check_span("copy_from_host", t, offset, n));

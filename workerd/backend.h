@@ -6,8 +6,10 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -21,12 +23,40 @@ namespace gt::worker {
 
 class Backend;
 
+// Asynchronous devices: a kernel that wrote a block failed on the device (an index out of
+// range), or read a result that had; the contents are unspecified. Set once, by the device
+// thread running the work; read by whoever completes a fetch (stream order makes it visible).
+// Shared by the Storage that owns the block and the records a queued kernel holds, and by no
+// later owner of the same block.
+class DeviceErrorSlot {
+ public:
+  struct Error {
+    std::string op;
+    Status status;
+  };
+  void set(Error e) {
+    int expected = 0;
+    if (!state_.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return;
+    error_ = std::move(e);
+    state_.store(2, std::memory_order_release);
+  }
+  const Error* get() const { return state_.load(std::memory_order_acquire) == 2 ? &error_ : nullptr; }
+
+ private:
+  std::atomic<int> state_{0};  // 0 none, 1 being written, 2 set
+  Error error_;
+};
+
 // A block of device memory. Freed back to its backend's allocator when the last tensor
-// referring to it (reshape results alias their input) goes away.
+// referring to it (reshape results alias their input) goes away. A record without an owner only
+// refers to the block (what a queued kernel holds on an asynchronous device: the block goes back
+// to the stream-ordered allocator when its tensor is freed, not when the kernel has run).
 class Storage {
  public:
-  Storage(void* data, size_t bytes, size_t capacity, Backend* owner)
-      : data_(data), bytes_(bytes), capacity_(capacity), owner_(owner) {}
+  Storage(void* data, size_t bytes, size_t capacity, Backend* owner,
+          std::shared_ptr<DeviceErrorSlot> error_slot = nullptr)
+      : data_(data), bytes_(bytes), capacity_(capacity), owner_(owner),
+        error_slot_(std::move(error_slot)) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -35,11 +65,18 @@ class Storage {
   size_t bytes() const { return bytes_; }
   size_t capacity() const { return capacity_; }  // what the allocator actually reserved
 
+  // Asynchronous devices only (null elsewhere): see DeviceErrorSlot.
+  const std::shared_ptr<DeviceErrorSlot>& error_slot() const { return error_slot_; }
+  const DeviceErrorSlot::Error* device_error() const {
+    return error_slot_ ? error_slot_->get() : nullptr;
+  }
+
  private:
   void* data_;
   size_t bytes_;
   size_t capacity_;
   Backend* owner_;
+  std::shared_ptr<DeviceErrorSlot> error_slot_;
 };
 
 // The first failure a tensor descends from (ARCHITECTURE §2: errors are values).
@@ -55,6 +92,7 @@ struct Tensor {
   std::shared_ptr<Storage> storage;            // null when poisoned
   std::shared_ptr<const ErrorRecord> poison;   // set when this tensor holds no valid value
   uint64_t session = 0;                        // whose it is (the executor's bookkeeping)
+  uint64_t handle = 0;                         // its id in the session (0: a temporary)
 
   template <typename T>
   T* data() const { return static_cast<T*>(storage->data()); }
@@ -122,8 +160,35 @@ class Backend {
   Status copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n, uint64_t session);
   Status copy_from_host(Tensor& t, size_t offset, const void* src, size_t n, uint64_t session);
 
-  // Waits until everything queued for the session has finished (no-op on CPU).
+  // Waits until everything queued for the session has finished (no-op on CPU), with the
+  // session's first asynchronous error not reported yet. Blocks: never on the I/O thread.
   virtual Status synchronize(uint64_t session) { return Status::ok(); }
+
+  // Issue is not completion (ARCHITECTURE §6). An asynchronous device (CUDA, sim) returns from
+  // run() and the transfers once the work is enqueued; these say when it is done, without
+  // blocking anyone.
+  virtual bool asynchronous() const { return false; }
+  // Calls done(st) once everything queued for the session so far has finished, where st is the
+  // session's first asynchronous error not reported yet (a device-side check that failed, a
+  // lost device) or ok. Never blocks: a synchronous device calls it before returning, an
+  // asynchronous one later, on its completion thread (so `done` must be thread-safe).
+  virtual void when_done(uint64_t session, std::function<void(Status)> done) {
+    done(Status::ok());
+  }
+  // Like copy_to_host, but only starts the copy: `dst` must stay valid, and the tensor's
+  // storage alive, until the session's next when_done() callback has run.
+  Status start_copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
+                            uint64_t session);
+  // Ok, or why the device is unusable for good (a sticky CUDA error: the worker must go).
+  virtual Status device_lost() const { return Status::ok(); }
+  // Where an asynchronous device reports a kernel that failed on the device: (session, result
+  // handle, op, why), called on its completion thread, in stream order before the session's
+  // later completions. The result's storage carries the error too (Storage::device_error), and
+  // the results computed from it inherit it without a new report. A synchronous device reports
+  // through run()'s status instead and never calls it.
+  using AsyncErrorSink = std::function<void(uint64_t, uint64_t, const char*, const Status&)>;
+  virtual void set_async_error_sink(AsyncErrorSink sink) {}
+
   // A session ended: drop its per-session state (e.g. its CUDA stream).
   virtual void end_session(uint64_t session) {}
 
@@ -152,6 +217,10 @@ class Backend {
     size_t n;
   };
   virtual Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) = 0;
+  // Only enqueues the read (start_copy_to_host); a synchronous device just reads.
+  virtual Status start_read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) {
+    return read_bytes(bytes, dst, session);
+  }
   virtual Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) = 0;
   virtual Status zero_bytes(const DeviceBytes& bytes, uint64_t session) = 0;
 

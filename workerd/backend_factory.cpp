@@ -6,6 +6,7 @@
 
 #include "workerd/cpu/cpu_backend.h"
 #include "workerd/cpu/host_memory.h"
+#include "workerd/sim/sim_backend.h"
 #ifdef GT_HAVE_CUDA
 #include "workerd/cuda/cuda_backend.h"
 #endif
@@ -29,6 +30,16 @@ Result<std::unique_ptr<Backend>> make_backend(const WorkerOptions& opts) {
   cuda.allow_tf32 = opts.allow_tf32;
 #endif
   if (device == "cpu") return make_cpu();
+  if (device == "sim") {
+    SimBackendOptions so;
+    so.device.memory_bytes = opts.sim_memory_bytes;
+    so.device.launch_us = opts.sim_launch_us;
+    so.device.kernel_us = opts.sim_kernel_us;
+    so.device.gbps = opts.sim_gbps;
+    so.max_memory_bytes = limit.value_or(0);
+    so.fault_after_kernels = opts.sim_fault_after;
+    return std::unique_ptr<Backend>(std::make_unique<SimBackend>(so));
+  }
   int index = -1;
   std::string dev = device;
   if (device.rfind("auto:", 0) == 0) {  // "auto:i": GPU i when present, else the CPU
@@ -42,7 +53,8 @@ Result<std::unique_ptr<Backend>> make_backend(const WorkerOptions& opts) {
   if (device != "auto") {
     auto [p, ec] = std::from_chars(device.data(), device.data() + device.size(), index);
     if (ec != std::errc() || p != device.data() + device.size() || index < 0)
-      return invalid_argument("device: expected 'cpu', 'auto' or a GPU index, got '{}'", device);
+      return invalid_argument("device: expected 'cpu', 'sim', 'auto' or a GPU index, got '{}'",
+                              device);
   }
 #ifdef GT_HAVE_CUDA
   if (device == "auto") {

@@ -27,9 +27,25 @@ Executor::Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes
     : backend_(backend),
       send_(std::move(send)),
       max_reply_chunk_(max_reply_chunk_bytes),
-      slice_(std::max<int64_t>(slice_us, 1)) {}
+      slice_(std::max<int64_t>(slice_us, 1)) {
+  // Kernels that fail on an asynchronous device are reported from its completion thread, as
+  // fail() reports them at issue on a synchronous one (the result is poisoned either way).
+  backend_.set_async_error_sink([this](uint64_t session, uint64_t handle, const char* op,
+                                       const Status& st) {
+    ++errors_;
+    v1::WorkerMessage m;
+    auto* e = m.mutable_error();
+    e->set_session(session);
+    e->set_handle(handle);
+    error_to_wire(record(op, st), e->mutable_error());
+    send_(std::move(m));
+  });
+}
 
-Executor::~Executor() { stop(); }
+Executor::~Executor() {
+  stop();
+  backend_.set_async_error_sink(nullptr);  // the sink reports through this executor
+}
 
 void Executor::start() { thread_ = std::thread([this] { loop(); }); }
 
@@ -42,6 +58,8 @@ void Executor::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // Completions still due capture this executor: they run before it goes.
+  wait_for_completions();
 }
 
 void Executor::enqueue(std::unique_ptr<v1::WorkerBatch> batch) {
@@ -57,12 +75,18 @@ void Executor::enqueue(std::unique_ptr<v1::WorkerBatch> batch) {
 
 bool Executor::try_execute_inline(v1::WorkerBatch& batch) {
   if (batch.instrs_size() != 0) return false;
+  // On an asynchronous device a fetch enqueues copies, which blocks while the stream's launch
+  // queue is full: never on the I/O thread.
+  if (backend_.asynchronous())
+    for (const auto& r : batch.requests())
+      if (r.kind() == v1::Request::FETCH) return false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (busy_ || queue_.size() != 0 || reset_requested_ || stopping_) return false;
     busy_ = true;
   }
   execute(batch);
+  check_device();
   maybe_ack(false);
   bool wake;
   {
@@ -153,6 +177,7 @@ void Executor::loop() {
     }
     const bool done =
         run_batch(*e.batch, &e.next, &e.next_free, true, std::chrono::steady_clock::now() + slice_);
+    check_device();
     bool more;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -311,6 +336,8 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
   }
   Tensor out;
   out.meta = *meta;
+  out.handle = in.out();
+  out.session = session;
   if (op == OpId::k_reshape) {
     out.storage = inputs_[0]->storage;  // contiguous: a reshape is a view of the same bytes
   } else {
@@ -332,6 +359,7 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
 
 void Executor::put(uint64_t session, uint64_t handle, Tensor&& t) {
   t.session = session;
+  t.handle = handle;
   tensors_.emplace(handle, std::move(t));
 }
 
@@ -365,12 +393,15 @@ Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {
 void Executor::answer(uint64_t session, const v1::Request& req) {
   switch (req.kind()) {
     case v1::Request::SYNC: {
-      v1::WorkerMessage m;
-      m.mutable_reply()->set_request_id(req.request_id());
-      m.mutable_reply()->set_last(true);
-      Status st = backend_.synchronize(session);
-      if (!st.is_ok()) error_to_wire(record("synchronize", st), m.mutable_reply()->add_errors());
-      send_(std::move(m));
+      // Answered once the session's queued device work is done (at once on the CPU), from
+      // whichever thread completes it: never a device wait here (ARCHITECTURE §6).
+      auto m = std::make_shared<v1::WorkerMessage>();
+      m->mutable_reply()->set_request_id(req.request_id());
+      m->mutable_reply()->set_last(true);
+      complete_later(session, [this, m](const Status& st) {
+        if (!st.is_ok()) error_to_wire(record("synchronize", st), m->mutable_reply()->add_errors());
+        send_(std::move(*m));
+      });
       return;
     }
     case v1::Request::FETCH: answer_fetch(session, req); return;
@@ -394,6 +425,21 @@ void Executor::answer(uint64_t session, const v1::Request& req) {
   }
 }
 
+// A fetch reply chunk of `n` bytes at `offset` of t's contents: the header, and the buffer the
+// bytes go to (sized).
+std::string* Executor::start_fetch_chunk(v1::Reply* r, uint64_t request_id, const Tensor& t,
+                                         uint64_t offset, uint64_t n) {
+  r->set_request_id(request_id);
+  auto* td = r->mutable_tensor();
+  for (int64_t d : t.meta.shape) td->add_shape(d);
+  td->set_dtype(static_cast<v1::DType>(t.meta.dtype));
+  td->set_total_bytes(static_cast<uint64_t>(t.meta.nbytes()));
+  td->set_offset(offset);
+  std::string* data = td->mutable_data();
+  data->resize(n);
+  return data;
+}
+
 void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
   auto reply_error = [&](const ErrorRecord& rec) {
     v1::WorkerMessage m;
@@ -412,20 +458,17 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     reply_error(*t.poison);
     return;
   }
+  if (backend_.asynchronous()) {
+    answer_fetch_async(session, req, t);
+    return;
+  }
   const uint64_t total = static_cast<uint64_t>(t.meta.nbytes());
   uint64_t offset = 0;
   do {
     uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_);
     v1::WorkerMessage m;
     auto* r = m.mutable_reply();
-    r->set_request_id(req.request_id());
-    auto* td = r->mutable_tensor();
-    for (int64_t d : t.meta.shape) td->add_shape(d);
-    td->set_dtype(static_cast<v1::DType>(t.meta.dtype));
-    td->set_total_bytes(total);
-    td->set_offset(offset);
-    std::string* data = td->mutable_data();
-    data->resize(n);
+    std::string* data = start_fetch_chunk(r, req.request_id(), t, offset, n);
     Status st = backend_.copy_to_host(t, offset, data->data(), n, session);
     if (!st.is_ok()) {
       reply_error(record("fetch", st));
@@ -435,6 +478,71 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     r->set_last(offset >= total);
     send_(std::move(m));
   } while (offset < total);
+}
+
+void Executor::check_device() {
+  if (device_lost_reported_.load(std::memory_order_relaxed)) return;
+  Status lost = backend_.device_lost();
+  if (lost.is_ok() || device_lost_reported_.exchange(true)) return;
+  spdlog::critical("worker {}: the device is lost ({}); this worker must be restarted",
+                   worker_id_, lost.message());
+  if (on_device_lost_) on_device_lost_(lost);
+}
+
+void Executor::complete_later(uint64_t session, std::function<void(const Status&)> done) {
+  {
+    std::lock_guard<std::mutex> lk(completions_mu_);
+    ++completions_pending_;
+  }
+  backend_.when_done(session, [this, done = std::move(done)](Status st) {
+    if (!st.is_ok()) check_device();  // the device may have been lost since the last batch
+    done(st);
+    std::lock_guard<std::mutex> lk(completions_mu_);
+    --completions_pending_;
+    completions_cv_.notify_all();
+  });
+}
+
+void Executor::wait_for_completions() {
+  std::unique_lock<std::mutex> lk(completions_mu_);
+  completions_cv_.wait(lk, [&] { return completions_pending_ == 0; });
+}
+
+// An asynchronous device: every chunk's copy is enqueued now, in stream order (later ops of the
+// session may overwrite the tensor), into messages that are sent once the copies are done.
+void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, const Tensor& t) {
+  const uint64_t total = static_cast<uint64_t>(t.meta.nbytes());
+  const uint64_t chunks = total == 0 ? 1 : (total + max_reply_chunk_ - 1) / max_reply_chunk_;
+  auto msgs = std::make_shared<std::vector<v1::WorkerMessage>>(chunks);
+  Status st;
+  for (uint64_t i = 0, offset = 0; i < chunks && st.is_ok(); ++i) {
+    const uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_);
+    auto* r = (*msgs)[i].mutable_reply();
+    std::string* data = start_fetch_chunk(r, req.request_id(), t, offset, n);
+    st = backend_.start_copy_to_host(t, offset, data->data(), n, session);
+    offset += n;
+    r->set_last(offset >= total);
+  }
+  const uint64_t request_id = req.request_id();
+  // The block may be freed meanwhile (stream-ordered reuse waits for the copies); whether its
+  // kernel failed on the device is known once they are done.
+  std::shared_ptr<DeviceErrorSlot> slot = t.storage ? t.storage->error_slot() : nullptr;
+  complete_later(session, [this, msgs, st, request_id, slot](const Status& done) {
+    Status failed = st.is_ok() ? done : st;
+    const DeviceErrorSlot::Error* poisoned = slot ? slot->get() : nullptr;
+    if (!failed.is_ok() || poisoned) {
+      v1::WorkerMessage m;
+      m.mutable_reply()->set_request_id(request_id);
+      m.mutable_reply()->set_last(true);
+      // A result that failed on the device answers with its failure, as a poisoned tensor does.
+      error_to_wire(failed.is_ok() ? record(poisoned->op.c_str(), poisoned->status)
+                                   : record("fetch", failed),
+                    m.mutable_reply()->add_errors());
+      send_(std::move(m));
+      return;
+    }
+    for (auto& m : *msgs) send_(std::move(m));
+  });
 }
 
 void Executor::fill_stats(v1::WorkerStats* s) {

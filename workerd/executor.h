@@ -59,6 +59,10 @@ class Executor {
   // Where communication instructions (libgtcore/comm.def) go; without one they fail. Set
   // before start(); the link must outlive the executor.
   void set_peer_link(PeerLink* link) { peer_ = link; }
+  // Called once (from the executor or the I/O thread) when the backend reports its device lost
+  // (Backend::device_lost: a sticky error). The worker cannot recover: it must go. Set before
+  // start().
+  void set_on_device_lost(std::function<void(const Status&)> fn) { on_device_lost_ = std::move(fn); }
 
   // Executes one batch on the calling thread (tests and fuzzing use this directly).
   void execute(v1::WorkerBatch& batch);
@@ -87,6 +91,14 @@ class Executor {
   ErrorRecord record(const char* op, const Status& st) const;
   void answer(uint64_t session, const v1::Request& req);
   void answer_fetch(uint64_t session, const v1::Request& req);
+  void answer_fetch_async(uint64_t session, const v1::Request& req, const Tensor& t);
+  static std::string* start_fetch_chunk(v1::Reply* r, uint64_t request_id, const Tensor& t,
+                                        uint64_t offset, uint64_t n);
+  // Runs `done` once the session's queued device work is done (Backend::when_done), counted so
+  // that stop() waits for it.
+  void complete_later(uint64_t session, std::function<void(const Status&)> done);
+  void wait_for_completions();
+  void check_device();  // after each batch: a lost device is reported once
   void fill_stats(v1::WorkerStats* s);
 
   Backend& backend_;
@@ -99,7 +111,8 @@ class Executor {
 
   std::unordered_map<uint64_t, Tensor> tensors_;  // handle -> tensor (executor thread only)
   std::unordered_set<uint64_t> sessions_;
-  uint64_t ops_executed_ = 0, errors_ = 0;
+  uint64_t ops_executed_ = 0;
+  std::atomic<uint64_t> errors_{0};  // also counted by the completion thread
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -115,6 +128,13 @@ class Executor {
   bool busy_ = false;  // a batch is executing (on the executor or inline)
   bool reset_requested_ = false;
   std::thread thread_;
+
+  std::function<void(const Status&)> on_device_lost_;
+  std::atomic<bool> device_lost_reported_{false};
+
+  std::mutex completions_mu_;
+  std::condition_variable completions_cv_;
+  uint64_t completions_pending_ = 0;
 
   // Scratch reused across instructions (no allocation per op on the hot path).
   std::vector<const Tensor*> inputs_;

@@ -154,5 +154,9 @@ int main(int argc, char** argv) {
   link.start();
   io.run();
   link.stop();
+  if (link.fatal()) {
+    spdlog::critical("exiting: the device was lost");
+    return 3;
+  }
   return 0;
 }

@@ -27,6 +27,19 @@ WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions
       watchdog_(io),
       backoff_ms_(opts_.reconnect_ms) {
   executor_.set_peer_link(peer_);
+  // A lost device (a sticky error) cannot recover: leave the dispatcher -- which tells the
+  // sessions with tensors here that this worker is gone -- and exit non-zero, so that systemd
+  // restarts the worker (ARCHITECTURE §6).
+  executor_.set_on_device_lost([this](const Status& why) {
+    asio::post(io_, [this, why] {
+      if (fatal_) return;
+      fatal_ = true;
+      stopping_ = true;
+      reconnect_timer_.cancel();
+      if (conn_) conn_->close(why);
+      if (on_exit) on_exit();
+    });
+  });
 }
 
 WorkerLink::~WorkerLink() {

@@ -43,8 +43,10 @@ class WorkerLink {
   bool registered() const { return registered_; }
   // Called once the dispatcher has welcomed this worker (for systemd READY=1).
   std::function<void(uint32_t worker_id)> on_registered;
-  // Called when the link gives up for good (exit_on_disconnect).
+  // Called when the link gives up for good (exit_on_disconnect, or the device was lost).
   std::function<void()> on_exit;
+  // The device was lost (Backend::device_lost): the worker must exit non-zero.
+  bool fatal() const { return fatal_; }
 
  private:
   void connect();
@@ -68,6 +70,7 @@ class WorkerLink {
   int backoff_ms_;
   bool registered_ = false;
   bool stopping_ = false;
+  bool fatal_ = false;
   uint64_t generation_ = 0;  // bumps on every reconnect; stale outbox entries are dropped
 
   std::mutex out_mu_;  // guards out_fd_ and out_buf_

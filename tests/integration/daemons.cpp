@@ -120,8 +120,12 @@ void Daemons::kill_dispatcher(int sig) {
 void Daemons::restart_dispatcher() { start_dispatcher(port_); }
 
 size_t Daemons::add_worker(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"--dispatcher", unix_address(), "--device", "cpu", "--log-level",
-                                   "warn", "--reconnect-ms", "50", "--blas-threads", "1"};
+  // GT_TEST_WORKER_DEVICE=sim runs a suite on the sim device (tests/integration/CMakeLists.txt
+  // registers some suites a second time that way); a test's own --device flag still wins.
+  const char* device = std::getenv("GT_TEST_WORKER_DEVICE");
+  std::vector<std::string> args = {"--dispatcher", unix_address(), "--device",
+                                   device && *device ? device : "cpu", "--log-level", "warn",
+                                   "--reconnect-ms", "50", "--blas-threads", "1"};
   args.insert(args.end(), worker_args_.begin(), worker_args_.end());
   args.insert(args.end(), extra.begin(), extra.end());
   workers_.push_back(spawn_process(bin_path("gt-workerd"), args,
@@ -168,6 +172,24 @@ Daemons::~Daemons() {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
+}
+
+}  // namespace gt::testing
+
+namespace gt::testing {
+
+DpRun run_dp_bench(const Daemons& d, int steps) {
+  const std::string log = d.dir() + "/dp.log";
+  ::setenv("GT_ADDRESS", d.address().c_str(), 1);
+  pid_t p = spawn_process(bin_path("gt-bench-dp"), {std::to_string(steps)}, log);
+  ::unsetenv("GT_ADDRESS");
+  DpRun r{wait_process(p, 120000), "", -1};
+  std::ifstream f(log);
+  r.out.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  const std::string key = "bytes between workers per step: ";
+  const size_t at = r.out.find(key);
+  if (at != std::string::npos) r.bytes_per_step = std::stod(r.out.substr(at + key.size()));
+  return r;
 }
 
 }  // namespace gt::testing

@@ -63,6 +63,15 @@ pid_t spawn_process(const std::string& exe, const std::vector<std::string>& args
                     const std::string& log = "");
 // Waits for a child with a timeout; returns its exit status (or -1 on timeout, after SIGKILL).
 int wait_process(pid_t pid, int timeout_ms);
+// Runs gt-bench-dp (data-parallel training on the daemons' workers, checked against one worker)
+// for `steps` steps; returns its exit status and output, and the bytes the workers exchanged per
+// step as it reports them (-1 when it printed none).
+struct DpRun {
+  int rc;
+  std::string out;
+  double bytes_per_step;
+};
+DpRun run_dp_bench(const Daemons& d, int steps);
 // Runs gt-test-client (client_tool.cpp) with `args` against `address` (GT_ADDRESS; GT_TOKEN when
 // `token` is set); returns its exit status and what it printed.
 std::pair<int, std::string> run_client(const std::string& address,

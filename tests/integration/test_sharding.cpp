@@ -396,16 +396,8 @@ TEST_CASE("host-staged peer exchange (the GPU workers' path) trains data paralle
   // does. gt-bench-dp trains the same MLP on 1 worker and data parallel on 2 and exits non-zero
   // when the losses differ; it also reports the bytes the workers exchanged.
   Daemons d(DaemonOptions{2, {}, {"--peer-staging"}, {}});
-  const std::string log = d.dir() + "/dp.log";
-  ::setenv("GT_ADDRESS", d.address().c_str(), 1);
-  pid_t p = spawn_process(bin_path("gt-bench-dp"), {"6"}, log);
-  ::unsetenv("GT_ADDRESS");
-  const int rc = wait_process(p, 120000);
-  std::ifstream f(log);
-  std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  INFO(out);
-  CHECK(rc == 0);
-  const size_t at = out.find("bytes between workers per step: ");
-  REQUIRE(at != std::string::npos);
-  CHECK(std::stod(out.substr(at + 32)) > 0);  // shards really moved, through the staging
+  DpRun run = run_dp_bench(d, 6);
+  INFO(run.out);
+  CHECK(run.rc == 0);
+  CHECK(run.bytes_per_step > 0);  // shards really moved, through the staging
 }

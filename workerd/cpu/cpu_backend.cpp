@@ -18,18 +18,24 @@ CpuBackend::CpuBackend(CpuBackendOptions opts)
       allocator_(std::make_unique<cpu::CpuAllocator>(opts.max_memory_bytes,
                                                      opts.max_cached_bytes, opts.guard)) {
   if (opts_.blas_threads > 0) openblas_set_num_threads(opts_.blas_threads);
-  cpu::register_creation(kernels_);
-  cpu::register_binary(kernels_);
-  cpu::register_unary(kernels_);
-  cpu::register_elementwise(kernels_);
-  cpu::register_reduce(kernels_);
-  cpu::register_matmul(kernels_);
-  cpu::register_layout(kernels_);
-  cpu::register_indexing(kernels_);
-  cpu::register_fill_clamp(kernels_);
-  cpu::register_reduce_stats(kernels_);
+  cpu::register_all(kernels_);
   set_kernels(kernels_);
 }
+
+namespace cpu {
+void register_all(KernelTable& t) {
+  register_creation(t);
+  register_binary(t);
+  register_unary(t);
+  register_elementwise(t);
+  register_reduce(t);
+  register_matmul(t);
+  register_layout(t);
+  register_indexing(t);
+  register_fill_clamp(t);
+  register_reduce_stats(t);
+}
+}  // namespace cpu
 
 CpuBackend::~CpuBackend() = default;
 

@@ -1,0 +1,116 @@
+// Real daemons with sim-device workers (`gt-workerd --device sim`, ARCHITECTURE §6): what the
+// GPU path must do that a CPU worker never exercised. A sync behind seconds of queued device
+// work keeps the worker registered and other sessions moving; a lost device takes its worker out
+// (non-zero exit, sessions told which worker); two sim workers train data parallel like one.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <string>
+
+#include "daemons.h"
+#include "instr_builder.h"
+#include "raw_client.h"
+
+using namespace gt;
+using namespace gt::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+int64_t ms_since(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+}
+}  // namespace
+
+TEST_CASE("sim worker: a sync behind 6 s of device work; the worker stays registered and "
+          "another session's ops complete", "[sim][integration]") {
+  // Heartbeats every 200 ms, a worker silent for 1.5 s is dead: a device wait on the worker's
+  // I/O thread would get it declared dead long before the 6 s are over.
+  Daemons d(DaemonOptions{1,
+                          {"--heartbeat-interval-ms", "200", "--heartbeat-timeout-ms", "1500"},
+                          {"--device", "sim", "--sim-kernel-us", "20000"}});
+  RawClient heavy(d.address());
+  REQUIRE(heavy.hello().kind_case() == v1::ServerMessage::kWelcome);
+  v1::ClientMessage m;
+  *m.mutable_batch()->add_instrs() =
+      make_instr(OpId::k_full, 1, {}, make_full(Shape{16}, DType::kFloat32, 0.0));
+  for (uint64_t i = 1; i <= 300; ++i)  // 300 kernels x 20 ms of device time
+    *m.mutable_batch()->add_instrs() =
+        make_instr(OpId::k_add, i + 1, {i}, make_binary_scalar(ScalarSide::kRight, 1.0, false));
+  const auto t0 = Clock::now();
+  heavy.send(m);
+  auto heavy_sync = std::async(std::launch::async, [&] {
+    v1::Reply r = heavy.request(v1::Request::FETCH, 301);
+    return std::make_pair(r, ms_since(t0));
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Another session, meanwhile: its own stream, done in well under a second.
+  RawClient light(d.address());
+  REQUIRE(light.hello().kind_case() == v1::ServerMessage::kWelcome);
+  v1::ClientMessage lm;
+  *lm.mutable_batch()->add_instrs() = from_floats(1, {1, 2, 3}, Shape{3});
+  *lm.mutable_batch()->add_instrs() =
+      make_instr(OpId::k_mul, 2, {1}, make_binary_scalar(ScalarSide::kRight, 2.0, false));
+  light.send(lm);
+  const auto t1 = Clock::now();
+  v1::Reply lr = light.request(v1::Request::FETCH, 2);
+  CHECK(ms_since(t1) < 1000);
+  REQUIRE(lr.errors_size() == 0);
+  std::vector<float> lv(3);
+  std::memcpy(lv.data(), lr.tensor().data().data(), 12);
+  CHECK(lv == std::vector<float>{2, 4, 6});
+  CHECK(heavy_sync.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready);
+  auto [hr, took_ms] = heavy_sync.get();
+  INFO(hr.DebugString());
+  REQUIRE(hr.errors_size() == 0);
+  CHECK(took_ms >= 5500);
+  std::vector<float> hv(16);
+  std::memcpy(hv.data(), hr.tensor().data().data(), 64);
+  CHECK(hv[0] == 300.0f);
+  CHECK(hv[15] == 300.0f);
+  // Still registered, never declared dead.
+  RawClient probe(d.address());
+  REQUIRE(probe.hello().kind_case() == v1::ServerMessage::kWelcome);
+  CHECK(probe.worker_stats().size() == 1);
+  std::ifstream log(d.dir() + "/dispatcher.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK(text.find("its tensors are lost") == std::string::npos);
+}
+
+TEST_CASE("sim worker: a lost device takes the worker out with a non-zero exit; the session is "
+          "told which worker", "[sim][integration]") {
+  Daemons d(DaemonOptions{1, {}, {"--device", "sim", "--sim-fault-after", "4"}});
+  RawClient c(d.address());
+  REQUIRE(c.hello().kind_case() == v1::ServerMessage::kWelcome);
+  v1::ClientMessage m;
+  for (uint64_t i = 1; i <= 8; ++i)
+    *m.mutable_batch()->add_instrs() =
+        make_instr(OpId::k_zeros, i, {}, make_shape_dtype(Shape{4}, DType::kFloat32));
+  c.send(m);
+  v1::Reply r = c.request(v1::Request::SYNC);
+  REQUIRE(r.errors_size() >= 1);
+  INFO(r.DebugString());
+  CHECK(r.errors(0).origin().find("worker") != std::string::npos);
+  CHECK(wait_process(d.worker_pid(0), 10000) == 3);  // its exit status (-1: still running)
+  // By its next sync at the latest, the session is told that worker 0 went away (the first
+  // sync raises the device's loss or, when the worker left before answering, that already).
+  v1::Reply after = c.request(v1::Request::SYNC);
+  const std::string told = r.DebugString() + after.DebugString();
+  INFO(told);
+  CHECK(told.find("worker 0") != std::string::npos);
+  CHECK(told.find("its tensors are lost") != std::string::npos);
+}
+
+TEST_CASE("sim workers: data-parallel training on two sim workers matches one worker",
+          "[sim][integration][sharding]") {
+  // gt-bench-dp trains the same MLP on 1 worker and data parallel on 2 and exits non-zero when
+  // the losses differ; the sim workers exchange shards through the staged peer link (device ->
+  // host -> TCP -> device), as CUDA workers without NCCL do.
+  Daemons d(DaemonOptions{2, {}, {"--device", "sim", "--sim-launch-us", "20"}, {}});
+  DpRun run = run_dp_bench(d, 6);
+  INFO(run.out);
+  CHECK(run.rc == 0);
+  CHECK(run.bytes_per_step > 0);  // shards really moved, through the staging
+}

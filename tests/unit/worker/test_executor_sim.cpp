@@ -1,0 +1,294 @@
+// The executor on the sim device (an asynchronous accelerator simulated on the CPU): issue is
+// not completion. Syncs and fetches are answered when the session's device work is done,
+// without a device wait on the calling (I/O) thread and without delaying other sessions;
+// uploads own their bytes; device-side errors arrive at the next sync point; a block freed by
+// one session's stream is reused by another only after that work; a lost device is reported.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "executor_test_util.h"
+#include "libgtcore/instr_codec.h"
+#include "require_ok.h"
+#include "workerd/executor.h"
+#include "workerd/sim/sim_backend.h"
+
+using namespace gt;
+using gt::test::add_request;
+using gt::test::free_here;
+using gt::test::op;
+using gt::test::Outbox;
+using worker::Executor;
+using worker::SimBackend;
+using worker::SimBackendOptions;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+SimBackendOptions sim_options(int64_t launch_us, int64_t kernel_us) {
+  SimBackendOptions o;
+  o.device.launch_us = launch_us;
+  o.device.kernel_us = kernel_us;
+  o.device.memory_bytes = uint64_t{256} << 20;
+  return o;
+}
+
+int64_t ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count();
+}
+
+std::vector<float> floats_of(const std::vector<v1::Reply>& chunks) {
+  std::string bytes;
+  for (const auto& r : chunks) bytes += r.tensor().data();
+  std::vector<float> v(bytes.size() / sizeof(float));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("sim device: a sync is answered when the work is done, acks when it is issued",
+          "[worker][sim]") {
+  SimBackend backend(sim_options(0, 2000));  // 2 ms of device time per kernel
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  ex.start();
+  auto b = std::make_unique<v1::WorkerBatch>();
+  b->set_session(1);
+  *b->add_instrs() = op(OpId::k_full, 1, {}, make_full(Shape{64}, DType::kFloat32, 1.0));
+  for (uint64_t i = 1; i <= 150; ++i)
+    *b->add_instrs() = op(OpId::k_add, i + 1, {i}, make_binary_scalar(ScalarSide::kRight, 1.0, false));
+  add_request(*b, 9, v1::Request::SYNC);
+  const auto t0 = Clock::now();
+  ex.enqueue(std::move(b));
+  const auto replied = out.wait_reply(9);
+  REQUIRE(replied != Clock::time_point{});
+  CHECK(ms_between(t0, replied) >= 290);  // 151 kernels x 2 ms ran before the reply
+  CHECK(out.last_executed_seq() == 151);  // all were acknowledged as issued
+  CHECK(out.replies(9).at(0).errors_size() == 0);
+  ex.stop();
+}
+
+TEST_CASE("sim device: a sync behind seconds of work blocks neither the I/O thread nor another "
+          "session", "[worker][sim]") {
+  SimBackend backend(sim_options(0, 10000));  // 10 ms per kernel
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  ex.start();
+  // Session 1 queues 3 s of device work.
+  auto heavy = std::make_unique<v1::WorkerBatch>();
+  heavy->set_session(1);
+  *heavy->add_instrs() = op(OpId::k_full, 1, {}, make_full(Shape{16}, DType::kFloat32, 0.0));
+  for (uint64_t i = 1; i <= 300; ++i)
+    *heavy->add_instrs() = op(OpId::k_add, i + 1, {i}, make_binary_scalar(ScalarSide::kRight, 1.0, false));
+  const auto t0 = Clock::now();
+  ex.enqueue(std::move(heavy));
+  while (out.last_executed_seq() < 301) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  CHECK(ms_between(t0, Clock::now()) < 2000);  // issued long before it is done
+  // Its sync, run inline as the I/O thread does for a batch without instructions, returns at
+  // once: the reply comes later from the completion thread.
+  v1::WorkerBatch sync;
+  sync.set_session(1);
+  sync.set_first_seq(301);
+  add_request(sync, 100, v1::Request::SYNC);
+  const auto t1 = Clock::now();
+  REQUIRE(ex.try_execute_inline(sync));
+  CHECK(ms_between(t1, Clock::now()) < 100);
+  CHECK(out.replies(100).empty());
+  // Session 2's op and fetch complete while session 1's backlog runs.
+  auto light = std::make_unique<v1::WorkerBatch>();
+  light->set_session(2);
+  light->set_first_seq(301);
+  *light->add_instrs() = op(OpId::k_full, 1000, {}, make_full(Shape{4}, DType::kFloat32, 2.5));
+  add_request(*light, 200, v1::Request::FETCH, 1000);
+  const auto t2 = Clock::now();
+  ex.enqueue(std::move(light));
+  const auto light_done = out.wait_reply(200);
+  REQUIRE(light_done != Clock::time_point{});
+  CHECK(ms_between(t2, light_done) < 1000);
+  CHECK(floats_of(out.replies(200)) == std::vector<float>{2.5f, 2.5f, 2.5f, 2.5f});
+  CHECK(out.replies(100).empty());  // session 1 is still running
+  const auto heavy_done = out.wait_reply(100);
+  REQUIRE(heavy_done != Clock::time_point{});
+  CHECK(ms_between(t0, heavy_done) >= 2900);
+  ex.stop();
+}
+
+TEST_CASE("sim device: a fetch returns what the stream computed, in order, chunk by chunk",
+          "[worker][sim]") {
+  SimBackend backend(sim_options(20000, 0));  // every kernel and copy starts 20 ms late
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1000);
+  v1::WorkerBatch b;
+  b.set_session(1);
+  *b.add_instrs() = op(OpId::k_arange, 1, {}, make_arange(0, 1000, 1, DType::kFloat32));
+  *b.add_instrs() = op(OpId::k_mul, 2, {1}, make_binary_scalar(ScalarSide::kRight, 2.0, false));
+  add_request(b, 5, v1::Request::FETCH, 2);
+  // In-place after the fetch: the fetch must still see the value before it.
+  *b.add_instrs() = op(OpId::k_add, 3, {2}, make_binary_scalar(ScalarSide::kRight, 1.0, false));
+  ex.execute(b);
+  REQUIRE(out.wait_reply(5) != Clock::time_point{});
+  // Wait for the last chunk.
+  for (int i = 0; i < 200 && (out.replies(5).empty() || !out.replies(5).back().last()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto chunks = out.replies(5);
+  REQUIRE(chunks.size() == 4);  // 4000 bytes in chunks of at most 1000
+  for (size_t i = 0; i < chunks.size(); ++i) CHECK(chunks[i].tensor().offset() == i * 1000);
+  auto v = floats_of(chunks);
+  REQUIRE(v.size() == 1000);
+  for (int i = 0; i < 1000; ++i) REQUIRE(v[i] == 2.0f * i);
+  ex.stop();
+}
+
+TEST_CASE("sim device: an upload owns its bytes, the instruction may go at once", "[worker][sim]") {
+  SimBackend backend(sim_options(30000, 0));  // the copy runs 30 ms after it is enqueued
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  {
+    v1::WorkerBatch b;
+    b.set_session(1);
+    std::vector<float> vals = {1, 2, 3, 4};
+    OpAttrs a = make_shape_dtype(Shape{4}, DType::kFloat32);
+    std::string bytes(reinterpret_cast<const char*>(vals.data()), 16);
+    a.data = bytes;
+    *b.add_instrs() = op(OpId::k_from_host, 1, {}, a);
+    ex.execute(b);
+    // The batch (and the instruction's bytes) are overwritten and gone before the copy ran.
+    auto* d = b.mutable_instrs(0);
+    for (auto& c : *d->mutable_data()) c = 0x7f;
+  }
+  v1::WorkerBatch f;
+  f.set_session(1);
+  add_request(f, 2, v1::Request::FETCH, 1);
+  ex.execute(f);
+  REQUIRE(out.wait_reply(2) != Clock::time_point{});
+  CHECK(floats_of(out.replies(2)) == std::vector<float>{1, 2, 3, 4});
+  ex.stop();
+}
+
+TEST_CASE("sim device: an index out of range poisons its result on the device and is reported "
+          "before the next sync completes", "[worker][sim]") {
+  SimBackend backend(sim_options(0, 0));
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  v1::WorkerBatch b;
+  b.set_session(1);
+  *b.add_instrs() = op(OpId::k_zeros, 1, {}, make_shape_dtype(Shape{4, 3}, DType::kFloat32));
+  *b.add_instrs() = op(OpId::k_full, 2, {}, make_full(Shape{2}, DType::kInt64, 7.0));
+  OpAttrs dim0;
+  dim0.push_int(0);
+  *b.add_instrs() = op(OpId::k_index_select, 3, {1, 2}, dim0);
+  *b.add_instrs() = op(OpId::k_neg, 4, {3});  // computed from the failed result
+  *b.add_instrs() = op(OpId::k_neg, 5, {1});  // independent of it
+  add_request(b, 10, v1::Request::SYNC);
+  ex.execute(b);
+  const auto synced = out.wait_reply(10);
+  REQUIRE(synced != Clock::time_point{});
+  // One report, for the failed instruction's own result, sent before the sync's reply.
+  auto errs = out.errors();
+  REQUIRE(errs.size() == 1);
+  CHECK(errs[0].handle() == 3);
+  CHECK(errs[0].error().op() == "index_select");
+  CHECK(errs[0].error().origin().find("worker") != std::string::npos);
+  {
+    std::lock_guard<std::mutex> lk(out.mu);
+    size_t error_at = 0, reply_at = 0;
+    for (size_t i = 0; i < out.sent.size(); ++i) {
+      if (out.sent[i].second.has_error()) error_at = i;
+      if (out.sent[i].second.has_reply() && out.sent[i].second.reply().request_id() == 10)
+        reply_at = i;
+    }
+    CHECK(error_at < reply_at);
+  }
+  CHECK(out.replies(10).at(0).errors_size() == 0);
+  // Fetching the result or anything computed from it raises the original failure; the
+  // independent tensor is fine.
+  v1::WorkerBatch f;
+  f.set_session(1);
+  add_request(f, 11, v1::Request::FETCH, 3);
+  add_request(f, 12, v1::Request::FETCH, 4);
+  add_request(f, 13, v1::Request::FETCH, 5);
+  ex.execute(f);
+  REQUIRE(out.wait_reply(13) != Clock::time_point{});
+  for (uint64_t id : {11, 12}) {
+    auto r = out.replies(id);
+    REQUIRE(r.size() == 1);
+    REQUIRE(r[0].errors_size() == 1);
+    CHECK(r[0].errors(0).op() == "index_select");
+    CHECK(r[0].errors(0).message().find("7") != std::string::npos);
+  }
+  CHECK(out.replies(13).at(0).errors_size() == 0);
+  CHECK(out.errors().size() == 1);  // dependents inherit without a new report
+  ex.stop();
+}
+
+TEST_CASE("sim device: a block freed on one stream is reused by another only after that work",
+          "[worker][sim]") {
+  SimBackend backend(sim_options(0, 0));
+  const size_t n = 4096;
+  void* block = nullptr;
+  {
+    auto a = backend.alloc(n);
+    GT_REQUIRE_OK(a.status());
+    block = (*a)->data();
+    // Session 1's stream writes 1s into the block 300 ms from now; the block is freed at once.
+    auto s1 = backend.stream_of(1);
+    GT_REQUIRE_OK(s1.status());
+    GT_REQUIRE_OK(backend.allocator().use_on(block, *s1));
+    GT_REQUIRE_OK(backend.sim().launch(*s1, [block, n] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::memset(block, 1, n);
+    }));
+  }
+  auto b = backend.alloc(n);
+  GT_REQUIRE_OK(b.status());
+  REQUIRE((*b)->data() == block);  // the cached block comes back
+  worker::Tensor t;
+  t.meta = TensorMeta{Shape{static_cast<int64_t>(n)}, DType::kBool};
+  t.storage = *b;
+  t.session = 2;
+  // Session 2 zeroes it: it must run after session 1's late write, or the 1s would win.
+  const std::vector<unsigned char> zeros(n, 0);
+  GT_REQUIRE_OK(backend.copy_from_host(t, 0, zeros.data(), n, 2));
+  std::vector<unsigned char> got(n, 9);
+  GT_REQUIRE_OK(backend.copy_to_host(t, 0, got.data(), n, 2));
+  CHECK(got == zeros);
+  CHECK(backend.allocator_stats().cross_stream_waits == 1);
+}
+
+TEST_CASE("sim device: a lost device is reported once and fails the session's sync",
+          "[worker][sim]") {
+  SimBackendOptions o = sim_options(0, 0);
+  o.fault_after_kernels = 3;
+  SimBackend backend(o);
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  std::atomic<int> lost{0};
+  ex.set_on_device_lost([&](const Status&) { ++lost; });
+  v1::WorkerBatch b;
+  b.set_session(1);
+  for (uint64_t i = 1; i <= 5; ++i)
+    *b.add_instrs() = op(OpId::k_zeros, i, {}, make_shape_dtype(Shape{4}, DType::kFloat32));
+  add_request(b, 7, v1::Request::SYNC);
+  ex.execute(b);
+  REQUIRE(out.wait_reply(7) != Clock::time_point{});
+  auto r = out.replies(7);
+  REQUIRE(r.at(0).errors_size() == 1);
+  CHECK(r[0].errors(0).message().find("lost") != std::string::npos);
+  v1::WorkerBatch again;
+  again.set_session(1);
+  *again.add_instrs() = op(OpId::k_zeros, 10, {}, make_shape_dtype(Shape{4}, DType::kFloat32));
+  ex.execute(again);
+  // The executor checks after each batch it runs on its thread or inline; execute() is the
+  // tests' direct path, so ask through an inline batch.
+  v1::WorkerBatch probe;
+  probe.set_session(1);
+  REQUIRE(ex.try_execute_inline(probe));
+  for (int i = 0; i < 100 && lost == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(lost == 1);
+  ex.stop();
+}

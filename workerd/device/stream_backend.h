@@ -1,0 +1,107 @@
+// StreamBackend: the device-generic half of an asynchronous-device Backend (ARCHITECTURE §6),
+// shared by the CUDA backend and the sim device's, so that everything but the kernels is the same
+// code on a GPU and in CI:
+//
+//   sessions   each session runs on its own stream, created on first use; end_session() hands
+//              the stream's destruction to the completion thread once its work is done (the
+//              caller -- possibly the I/O thread -- never waits)
+//   memory     the device-generic CachingAllocator; every block an op touches is ordered onto
+//              the op's stream first (use_on), so a block another stream freed is reused safely
+//   transfers  uploads are staged in a host buffer the backend owns until the copy has run (the
+//              caller may free or reuse its bytes as soon as the call returns); reads are
+//              enqueued and completed through when_done()
+//   completion when_done() enqueues a host function on the session's stream that pushes the
+//              callback to the completion thread (completion_queue.h): no device wait ever
+//              runs on the caller's thread
+//   errors     a kernel that fails on the device (an index out of range: the values are data)
+//              poisons its result's storage and is reported, with its result handle, to the
+//              executor's async error sink from the completion thread -- before the session's
+//              later syncs complete, so the next sync point raises it, as every worker-side
+//              error is; kernels reading a poisoned storage skip and pass the poison on; a lost
+//              device (sticky error) is device_lost(), and fails every later completion
+//
+// A subclass provides the kernels (run_kernel, using stream_for/use_on) and may keep per-session
+// device state through the session hooks; its destructor must call shutdown() first.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "workerd/backend.h"
+#include "workerd/device/caching_allocator.h"
+#include "workerd/device/completion_queue.h"
+#include "workerd/device/device_api.h"
+
+namespace gt::worker::device {
+
+class StreamBackend : public Backend {
+ public:
+  ~StreamBackend() override;
+
+  uint64_t memory_bytes() const override { return memory_; }
+  Result<std::shared_ptr<Storage>> alloc(size_t bytes) override;
+  void release(void* data, size_t capacity) override;
+
+  Status synchronize(uint64_t session) override;
+  void end_session(uint64_t session) override;
+  bool asynchronous() const override { return true; }
+  void when_done(uint64_t session, std::function<void(Status)> done) override;
+  Status device_lost() const override { return device_->sticky_error(); }
+  BackendStats stats() const override;
+
+  // Thread-safe: clearing it (nullptr) waits for a call in progress.
+  void set_async_error_sink(AsyncErrorSink sink) override;
+  // A kernel failed on the device (called by the device thread running it): marks its result's
+  // storage and reports it to the sink, through the completion thread.
+  void report_kernel_failure(uint64_t session, uint64_t handle, OpId op, Storage* out, Status st);
+
+  DeviceApi& device_api() { return *device_; }
+  CachingAllocator& allocator() { return allocator_; }
+  AllocatorStats allocator_stats() const { return allocator_.stats(); }
+  void trim_cache() { allocator_.trim(); }
+  // The session's stream, created if needed (tests, peer links).
+  Result<Stream> stream_of(uint64_t session) { return stream_for(session); }
+
+ protected:
+  // max_memory_bytes: a limit on what the allocator reserves (0: the device's memory).
+  StreamBackend(std::unique_ptr<DeviceApi> device, uint64_t max_memory_bytes);
+
+  // The session's stream (created on first use, with on_session_created()).
+  Result<Stream> stream_for(uint64_t session);
+  // Orders a block's use on `s` after its previous streams' work (CachingAllocator::use_on).
+  Status use_on(const void* data, Stream s) { return allocator_.use_on(data, s); }
+
+  Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
+  Status start_read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
+  Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) override;
+  Status zero_bytes(const DeviceBytes& bytes, uint64_t session) override;
+
+  // Per-session device state of a subclass (a cuBLAS handle). created: on the thread that first
+  // used the session, with its new stream; destroyed: on the completion thread once the
+  // stream's work is done, before the stream goes.
+  virtual Status on_session_created(uint64_t session, Stream s) { return Status::ok(); }
+  virtual void on_session_destroyed(uint64_t session) {}
+
+  // Finishes every session's work and destroys the streams (calling the hooks). Idempotent.
+  void shutdown();
+
+ private:
+  struct Session {
+    Stream stream = nullptr;
+  };
+  void destroy_stream(uint64_t session, Stream s);
+
+  std::unique_ptr<DeviceApi> device_;  // declared first: destroyed last
+  uint64_t memory_ = 0;
+  CachingAllocator allocator_;
+  std::mutex mu_;  // sessions_
+  std::unordered_map<uint64_t, Session> sessions_;
+  std::mutex sink_mu_;  // held while the sink runs, so clearing it is safe
+  AsyncErrorSink sink_;
+  CompletionQueue completions_;  // declared last: its thread stops first
+};
+
+}  // namespace gt::worker::device

@@ -1,0 +1,330 @@
+#include "workerd/sim/sim_device.h"
+
+#include "workerd/cpu/host_memory.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <thread>
+
+namespace gt::worker::sim {
+
+using device::Event;
+using device::Stream;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+constexpr size_t kAlignment = 512;  // what cudaMalloc guarantees (and more)
+}  // namespace
+
+// One stream: a FIFO and the device thread that drains it. `completed` counts finished items,
+// so an event is "the stream's count when it was recorded".
+struct SimDevice::SimStream {
+  struct Item {
+    std::function<void()> work;
+    Clock::time_point not_before;  // launch latency: enqueue time + launch_us
+    int64_t copy_bytes = 0;        // > 0 for copies: the transfer time is added
+  };
+  std::mutex mu;
+  std::condition_variable cv;  // new work, completed work, room in the queue
+  std::deque<Item> queue;
+  uint64_t enqueued = 0, completed = 0;
+  bool stop = false;
+  std::thread thread;
+};
+
+struct SimDevice::SimEvent {
+  std::shared_ptr<SimStream> stream;  // null: never recorded (complete)
+  uint64_t target = 0;                // done when stream->completed >= target
+};
+
+SimDevice::SimDevice(SimDeviceOptions opts) : opts_(opts) {
+  if (opts_.max_queued == 0) opts_.max_queued = 1;
+}
+
+SimDevice::~SimDevice() {
+  std::unordered_map<const void*, std::shared_ptr<SimStream>> streams;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    streams.swap(streams_);
+  }
+  for (auto& [h, s] : streams) {
+    {
+      std::lock_guard<std::mutex> lk(s->mu);
+      s->stop = true;
+    }
+    s->cv.notify_all();
+    if (s->thread.joinable()) s->thread.join();
+  }
+  for (auto& [p, n] : allocations_) std::free(reinterpret_cast<void*>(p));
+}
+
+Status SimDevice::sticky_error() const {
+  if (!lost_.load()) return Status::ok();
+  std::lock_guard<std::mutex> lk(mu_);
+  return internal_error("sim device lost: {}", lost_why_);
+}
+
+void SimDevice::inject_sticky_error(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (lost_.load()) return;
+    lost_why_ = why;
+    lost_ = true;
+  }
+}
+
+Result<void*> SimDevice::malloc(size_t bytes) {
+  GT_RETURN_IF_ERROR(sticky_error());
+  if (bytes == 0) return invalid_argument("sim malloc of 0 bytes");
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (rounded > opts_.memory_bytes - std::min(in_use_, opts_.memory_bytes))
+      return resource_exhausted("sim device out of memory: {} bytes requested, {} of {} in use",
+                                bytes, in_use_, opts_.memory_bytes);
+    in_use_ += rounded;
+  }
+  // The simulated device memory is the host's: a large block the host cannot back is refused
+  // here, and committed at once, as the CPU worker does (host_memory.h), so that the OOM killer
+  // never ends the worker later.
+  auto refuse = [&](const char* why) -> Status {
+    std::lock_guard<std::mutex> lk(mu_);
+    in_use_ -= rounded;
+    return resource_exhausted("sim device out of memory: {} bytes requested ({})", bytes, why);
+  };
+  static const HostMemoryGuard guard = HostMemoryGuard::system();
+  if (rounded >= guard.large && guard.available) {
+    const std::optional<uint64_t> avail = guard.available();
+    if (avail && (*avail < guard.headroom || rounded > *avail - guard.headroom))
+      return refuse("the host has too little memory available");
+  }
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) return refuse("the host has no room");
+  if (rounded >= guard.large && !commit_pages(p, rounded)) {
+    std::free(p);
+    return refuse("the host could not commit the pages");
+  }
+  std::memset(p, 0xff, rounded);  // uninitialized device memory is not zero
+  std::lock_guard<std::mutex> lk(mu_);
+  allocations_.emplace(reinterpret_cast<uintptr_t>(p), rounded);
+  return p;
+}
+
+void SimDevice::free(void* p) {
+  if (p == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = allocations_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == allocations_.end()) return;  // not ours (cudaFree would fail): ignore
+    in_use_ -= it->second;
+    allocations_.erase(it);
+  }
+  std::free(p);
+}
+
+uint64_t SimDevice::bytes_in_use() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return in_use_;
+}
+
+bool SimDevice::is_device_pointer(const void* p) const {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = allocations_.upper_bound(a);
+  if (it == allocations_.begin()) return false;
+  --it;
+  return a < it->first + it->second;
+}
+
+Result<Stream> SimDevice::create_stream() {
+  GT_RETURN_IF_ERROR(sticky_error());
+  auto s = std::make_shared<SimStream>();
+  SimStream* raw = s.get();
+  raw->thread = std::thread([this, raw] {
+    std::unique_lock<std::mutex> lk(raw->mu);
+    while (true) {
+      raw->cv.wait(lk, [&] { return raw->stop || !raw->queue.empty(); });
+      if (raw->queue.empty()) return;  // stopped and drained
+      SimStream::Item& item = raw->queue.front();
+      lk.unlock();
+      // A lost device drops its queued kernels and copies; waits and host functions still
+      // run, so whoever waits for a completion hears of the loss instead of hanging.
+      const bool device_work = item.copy_bytes >= 0;
+      if (!device_work || !lost_.load()) {
+        auto start = item.not_before;
+        if (item.copy_bytes > 0 && opts_.gbps > 0)
+          start += std::chrono::nanoseconds(
+              static_cast<int64_t>(static_cast<double>(item.copy_bytes) / opts_.gbps));
+        if (device_work && start > Clock::now()) std::this_thread::sleep_until(start);
+        const auto began = Clock::now();
+        if (!device_work || !lost_.load()) item.work();
+        if (item.copy_bytes == 0 && opts_.kernel_us > 0)  // a kernel's device time
+          std::this_thread::sleep_until(began + std::chrono::microseconds(opts_.kernel_us));
+      }
+      lk.lock();
+      raw->queue.pop_front();
+      ++raw->completed;
+      raw->cv.notify_all();
+    }
+  });
+  std::lock_guard<std::mutex> lk(mu_);
+  streams_.emplace(raw, std::move(s));
+  return static_cast<Stream>(raw);
+}
+
+SimDevice::SimStream* SimDevice::stream_of(Stream s) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = streams_.find(s);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void SimDevice::destroy_stream(Stream s) {
+  std::shared_ptr<SimStream> st;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = streams_.find(s);
+    if (it == streams_.end()) return;
+    st = std::move(it->second);
+    streams_.erase(it);
+  }
+  {
+    std::lock_guard<std::mutex> lk(st->mu);
+    st->stop = true;  // the thread drains what is queued, then ends
+  }
+  st->cv.notify_all();
+  if (st->thread.get_id() == std::this_thread::get_id())
+    st->thread.detach();  // destroyed from its own work item: let it finish by itself
+  else if (st->thread.joinable())
+    st->thread.join();
+  // Events recorded on it keep the SimStream alive (shared_ptr) and read its final count.
+}
+
+// Waits even on a lost device (its queue drains quickly: kernels are dropped), so that the
+// host functions queued before the call have run when it returns.
+Status SimDevice::synchronize_stream(Stream s) {
+  SimStream* st = stream_of(s);
+  if (st == nullptr) return invalid_argument("synchronize: unknown sim stream");
+  std::unique_lock<std::mutex> lk(st->mu);
+  const uint64_t target = st->enqueued;
+  st->cv.wait(lk, [&] { return st->completed >= target; });
+  lk.unlock();
+  return sticky_error();
+}
+
+Result<Event> SimDevice::create_event() {
+  GT_RETURN_IF_ERROR(sticky_error());
+  auto e = std::make_shared<SimEvent>();
+  SimEvent* raw = e.get();
+  std::lock_guard<std::mutex> lk(mu_);
+  events_.emplace(raw, std::move(e));
+  return static_cast<Event>(raw);
+}
+
+void SimDevice::destroy_event(Event e) {
+  std::lock_guard<std::mutex> lk(mu_);
+  events_.erase(e);
+}
+
+Status SimDevice::record_event(Event e, Stream s) {
+  GT_RETURN_IF_ERROR(sticky_error());
+  std::lock_guard<std::mutex> lk(mu_);
+  auto ev = events_.find(e);
+  auto st = streams_.find(s);
+  if (ev == events_.end() || st == streams_.end())
+    return invalid_argument("record_event: unknown sim event or stream");
+  std::lock_guard<std::mutex> slk(st->second->mu);
+  ev->second->stream = st->second;
+  ev->second->target = st->second->enqueued;
+  return Status::ok();
+}
+
+Result<SimDevice::Capture> SimDevice::capture_of(Event e) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto ev = events_.find(e);
+  if (ev == events_.end()) return invalid_argument("unknown sim event");
+  return Capture{ev->second->stream, ev->second->target};
+}
+
+Result<bool> SimDevice::event_done(Event e) {
+  GT_RETURN_IF_ERROR(sticky_error());
+  GT_ASSIGN_OR_RETURN(Capture c, capture_of(e));
+  if (!c.stream) return true;
+  std::lock_guard<std::mutex> lk(c.stream->mu);
+  return c.stream->completed >= c.target;
+}
+
+Status SimDevice::synchronize_event(Event e) {
+  GT_ASSIGN_OR_RETURN(Capture c, capture_of(e));
+  if (!c.stream) return Status::ok();
+  std::unique_lock<std::mutex> lk(c.stream->mu);
+  c.stream->cv.wait(lk, [&] { return c.stream->completed >= c.target; });
+  lk.unlock();
+  return sticky_error();
+}
+
+Status SimDevice::stream_wait_event(Stream s, Event e) {
+  GT_RETURN_IF_ERROR(sticky_error());
+  GT_ASSIGN_OR_RETURN(Capture c, capture_of(e));  // the capture at the time of this call
+  if (!c.stream) return Status::ok();
+  return enqueue(s, -1, [c] {
+    std::unique_lock<std::mutex> lk(c.stream->mu);
+    c.stream->cv.wait(lk, [&] { return c.stream->completed >= c.target || c.stream->stop; });
+  });
+}
+
+// copy_bytes: > 0 a copy (launch latency + transfer time), 0 a kernel (launch latency), < 0 a
+// wait or host function (neither).
+Status SimDevice::enqueue(Stream s, int64_t copy_bytes, std::function<void()> work) {
+  if (copy_bytes >= 0) GT_RETURN_IF_ERROR(sticky_error());
+  SimStream* st = stream_of(s);
+  if (st == nullptr) return invalid_argument("unknown sim stream");
+  SimStream::Item item;
+  item.work = std::move(work);
+  item.copy_bytes = copy_bytes;
+  item.not_before = Clock::now();
+  if (copy_bytes >= 0) item.not_before += std::chrono::microseconds(opts_.launch_us);
+  std::unique_lock<std::mutex> lk(st->mu);
+  // A full launch queue blocks the caller, as CUDA's does.
+  st->cv.wait(lk, [&] { return st->stop || st->queue.size() < opts_.max_queued; });
+  if (st->stop) return invalid_argument("sim stream is being destroyed");
+  st->queue.push_back(std::move(item));
+  ++st->enqueued;
+  st->cv.notify_all();
+  return Status::ok();
+}
+
+Status SimDevice::copy_to_device(void* dst, const void* src, size_t n, Stream s) {
+  if (!is_device_pointer(dst) || !is_device_pointer(static_cast<char*>(dst) + n - 1))
+    return invalid_argument("copy_to_device: destination is not sim device memory");
+  return enqueue(s, static_cast<int64_t>(n), [dst, src, n] { std::memcpy(dst, src, n); });
+}
+
+Status SimDevice::copy_to_host(void* dst, const void* src, size_t n, Stream s) {
+  if (!is_device_pointer(src) || !is_device_pointer(static_cast<const char*>(src) + n - 1))
+    return invalid_argument("copy_to_host: source is not sim device memory");
+  return enqueue(s, static_cast<int64_t>(n), [dst, src, n] { std::memcpy(dst, src, n); });
+}
+
+Status SimDevice::copy_on_device(void* dst, const void* src, size_t n, Stream s) {
+  if (!is_device_pointer(src) || !is_device_pointer(dst))
+    return invalid_argument("copy_on_device: not sim device memory");
+  return enqueue(s, static_cast<int64_t>(n), [dst, src, n] { std::memmove(dst, src, n); });
+}
+
+Status SimDevice::fill_zero(void* dst, size_t n, Stream s) {
+  if (!is_device_pointer(dst)) return invalid_argument("fill_zero: not sim device memory");
+  return enqueue(s, 0, [dst, n] { std::memset(dst, 0, n); });
+}
+
+Status SimDevice::launch_host_func(Stream s, std::function<void()> fn) {
+  return enqueue(s, -1, std::move(fn));
+}
+
+Status SimDevice::launch(Stream s, std::function<void()> kernel) {
+  return enqueue(s, 0, std::move(kernel));
+}
+
+}  // namespace gt::worker::sim
