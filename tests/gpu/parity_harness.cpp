@@ -156,9 +156,13 @@ RunResult run_both(OpId op, const OpAttrs& attrs, const std::vector<const Pair*>
   r.out.g = Tensor{*meta, *gs, nullptr};
   if (nbytes > 0) {
     std::memset(r.out.c.storage->data(), 0xff, nbytes);
-    auto stream = b->gpu->stream_of(session);
+    // The block may have been another session's: order it onto this session's stream before
+    // the prefill, as run() does for its operands (otherwise the prefill races that work).
+    GT_REQUIRE_OK(b->gpu->use_on_session(r.out.g.storage->data(), session));
+    auto stream = b->gpu->native_stream(session);
     GT_REQUIRE_OK(stream);
-    REQUIRE(cudaMemsetAsync(r.out.g.storage->data(), 0xff, nbytes, *stream) == cudaSuccess);
+    REQUIRE(cudaMemsetAsync(r.out.g.storage->data(), 0xff, nbytes,
+                            static_cast<cudaStream_t>(*stream)) == cudaSuccess);
   }
   r.cpu = b->cpu.run(KernelArgs{op, attrs, cin, r.out.c, session});
   r.gpu = b->gpu->run(KernelArgs{op, attrs, gin, r.out.g, session});

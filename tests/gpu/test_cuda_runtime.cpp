@@ -155,26 +155,3 @@ TEST_CASE("cuda backend: two sessions on two streams run concurrently and correc
 
 }  // namespace
 }  // namespace gt::gpu_test
-
-namespace gt::gpu_test {
-namespace {
-
-// No GPU needed: runs in plain ctest on every CUDA build.
-TEST_CASE("cuda allocator: size classes", "[cuda]") {
-  using worker::cuda::CudaAllocator;
-  CHECK(CudaAllocator::size_class(1) == 512);
-  CHECK(CudaAllocator::size_class(512) == 512);
-  CHECK(CudaAllocator::size_class(513) == 1024);
-  CHECK(CudaAllocator::size_class(size_t{1} << 20) == size_t{1} << 20);
-  CHECK(CudaAllocator::size_class((size_t{1} << 20) + 1) == (size_t{5} << 18));  // 1.25 MiB
-  CHECK(CudaAllocator::size_class(size_t{3} << 20) == size_t{3} << 20);
-  CHECK(CudaAllocator::size_class(size_t{1} << 30) == size_t{1} << 30);
-  for (size_t b : {size_t{700}, size_t{3} << 19, (size_t{7} << 20) + 3, (size_t{1} << 33) + 1}) {
-    const size_t c = CudaAllocator::size_class(b);
-    CHECK(c >= b);
-    CHECK(c <= b + b / 4 + 512);  // at most 25% slack above 1 MiB
-  }
-}
-
-}  // namespace
-}  // namespace gt::gpu_test

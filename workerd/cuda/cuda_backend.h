@@ -1,19 +1,23 @@
-// CudaBackend: the CUDA implementation of the worker Backend (ARCHITECTURE §6, issue 4).
+// CudaBackend: the CUDA implementation of the worker Backend (ARCHITECTURE §6, issues 4 and 10).
 //
 //   device     chosen by index among the visible GPUs (CUDA_VISIBLE_DEVICES applies); its name,
 //              memory and compute capability are what the worker registers
-//   streams    one non-blocking CUDA stream (and cuBLAS handle) per session, created on first
-//              use and destroyed by end_session(), so independent clients overlap on one GPU;
-//              synchronize(session) waits for that stream only
-//   memory     a caching allocator (cuda_allocator.h); out of memory is a ResourceExhausted
-//              status on that instruction, the worker carries on
+//   async      the device-generic StreamBackend (workerd/device/stream_backend.h) over
+//              CudaDeviceApi: one non-blocking stream per session (independent clients overlap
+//              on one GPU), the device-generic caching allocator, uploads and fetches staged
+//              through pinned buffers, syncs and fetches completed from the completion thread,
+//              sticky errors detected -- the same code the sim device runs in CI
+//   sessions   each also gets a cuBLAS handle on its stream, with a workspace from the caching
+//              allocator (so it shows in the memory stats), and a device/pinned slot pair for
+//              index checks; an out-of-memory while creating them trims the cache and retries
+//   errors     index values are checked on the device: a bad index leaves the result unspecified
+//              (kernels skip it, never read out of bounds) and is reported asynchronously
+//              (StreamBackend::report_kernel_failure), raised at the session's next sync point
 //   ops        kernel tables per op family (ops_*.cpp host side, k_*.cu device side); an op
 //              without a kernel is supports() == false
 //
-// Backend::run() checks every argument before anything is enqueued (backend.h). All entry
-// points may be called from any thread (the current device is set per call), but like the CPU
-// backend it expects one executor thread to issue the ops. Its SessionStreams (backend.h) give
-// the NCCL peer link the session streams to enqueue on.
+// Backend::run() checks every argument before anything is enqueued (backend.h). Its
+// SessionStreams (backend.h) give the NCCL peer link the session streams to enqueue on.
 #pragma once
 
 #include <cublas_v2.h>
@@ -26,8 +30,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "workerd/backend.h"
+#include "workerd/cuda/cuda_device_api.h"
 #include "workerd/cuda/cuda_ops.h"
+#include "workerd/device/stream_backend.h"
 
 namespace gt::worker {
 
@@ -44,7 +49,7 @@ int cuda_device_count();
 // worker's options).
 Result<std::unique_ptr<Backend>> make_cuda_backend(int index, const CudaBackendOptions& opts);
 
-class CudaBackend final : public Backend, public SessionStreams {
+class CudaBackend final : public device::StreamBackend, public SessionStreams {
  public:
   // Use create(): the constructor cannot report a failing device.
   static Result<std::unique_ptr<CudaBackend>> create(int index, CudaBackendOptions opts = {});
@@ -54,55 +59,36 @@ class CudaBackend final : public Backend, public SessionStreams {
 
   std::string device_kind() const override { return "cuda"; }
   std::string device_name() const override { return name_; }
-  uint64_t memory_bytes() const override { return memory_; }
-
-  Result<std::shared_ptr<Storage>> alloc(size_t bytes) override;
-  void release(void* data, size_t capacity) override;
-
-  Status synchronize(uint64_t session) override;
-  void end_session(uint64_t session) override;
-
-  BackendStats stats() const override;
 
   SessionStreams* session_streams() override { return this; }
   int device_ordinal() const override { return device_; }
   Result<void*> native_stream(uint64_t session) override;
   Status use_on_session(const void* data, uint64_t session) override;
 
-  // For tests and benchmarks: the session's stream (created if needed) and cached-block trim.
-  Result<cudaStream_t> stream_of(uint64_t session);
-  void trim_cache();
-
  protected:
   Status run_kernel(const KernelArgs& args) override;
-  // On the session's stream (after its queued ops); a read waits for its copy.
-  Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
-  Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) override;
-  Status zero_bytes(const DeviceBytes& bytes, uint64_t session) override;
+  Status on_session_created(uint64_t session, device::Stream s) override;
+  void on_session_destroyed(uint64_t session) override;
 
  private:
-  struct Session {
-    cudaStream_t stream = nullptr;
+  struct SessionLibs {
     cublasHandle_t blas = nullptr;
-    int64_t* check_slot = nullptr;  // device scratch for index checks
+    void* workspace = nullptr;      // cuBLAS's, from the caching allocator
+    int64_t* check_slot = nullptr;  // device: first bad index position, its value
+    int64_t* check_host = nullptr;  // pinned: where the host function reads them
   };
 
-  CudaBackend(int device, CudaBackendOptions opts);
-  Status init();
-  Status use_device() const;
-  Result<Session*> session(uint64_t id);
-  // The session's stream, current device set and `data`'s block ordered onto it.
-  Result<cudaStream_t> stream_for(const void* data, uint64_t id);
-  void destroy(Session& s);
+  CudaBackend(int device, std::string name, uint64_t total_memory, CudaBackendOptions opts);
+  Result<SessionLibs> make_libs(device::Stream s);
+  void free_libs(SessionLibs& l);
 
   int device_;
   CudaBackendOptions opts_;
   std::string name_;
-  uint64_t memory_ = 0;
-  std::unique_ptr<cuda::CudaAllocator> allocator_;
+  cuda::CudaDeviceApi* api_;  // owned by the StreamBackend
   cuda::KernelTable kernels_{};
-  std::mutex sessions_mu_;
-  std::unordered_map<uint64_t, Session> sessions_;
+  std::mutex libs_mu_;
+  std::unordered_map<uint64_t, SessionLibs> libs_;
 };
 
 }  // namespace gt::worker

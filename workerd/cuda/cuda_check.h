@@ -6,15 +6,59 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 #include "libgtcore/status.h"
 
 namespace gt::worker::cuda {
+
+// Errors after which the CUDA context is unusable: every later call fails with them. The first
+// one seen, by any call, is remembered (one GPU per worker process) and the worker must go
+// (CudaDeviceApi::sticky_error, Backend::device_lost).
+inline bool is_sticky(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorContextIsDestroyed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct StickyCudaError {
+  std::atomic<int> code{0};  // cudaSuccess until the first sticky error
+};
+inline StickyCudaError& sticky_cuda_error() {
+  static StickyCudaError s;
+  return s;
+}
+
+inline Status cuda_sticky_error() {
+  const int code = sticky_cuda_error().code.load(std::memory_order_acquire);
+  if (code == 0) return Status::ok();
+  const auto e = static_cast<cudaError_t>(code);
+  return internal_error("the CUDA context is lost: {} ({})", cudaGetErrorName(e),
+                        cudaGetErrorString(e));
+}
 
 inline Status cuda_status(cudaError_t e, const char* what, const char* file, int line) {
   if (e == cudaSuccess) return Status::ok();
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // not sticky: clear it so the next call does not see it
     return resource_exhausted("CUDA out of memory in {} ({}:{})", what, file, line);
+  }
+  if (is_sticky(e)) {
+    int none = 0;
+    sticky_cuda_error().code.compare_exchange_strong(none, static_cast<int>(e));
   }
   return internal_error("CUDA error {} ({}) in {} ({}:{})", cudaGetErrorName(e),
                         cudaGetErrorString(e), what, file, line);

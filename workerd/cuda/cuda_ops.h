@@ -10,12 +10,14 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 
 #include "gt/core/dtype.h"
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/shape.h"
 #include "workerd/backend.h"
-#include "workerd/cuda/cuda_allocator.h"
+#include "workerd/device/caching_allocator.h"
+#include "workerd/device/device_api.h"
 #include "workerd/cuda/cuda_check.h"
 #include "workerd/cuda/launch.h"
 #include "workerd/dim_split.h"
@@ -29,13 +31,13 @@ static_assert(static_cast<int>(DType::kFloat32) == 0 && static_cast<int>(DType::
                   static_cast<int>(DType::kInt64) == 4 && static_cast<int>(DType::kBool) == 5,
               "cuda_common.cuh's dtype codes mirror gt::DType");
 
-// A scratch device buffer from the caching allocator, given back (ordered on the session's
-// stream) when it goes out of scope -- after the kernels using it were enqueued, which is safe:
-// the next user on the same stream runs after them, any other stream waits for an event.
+// A scratch device buffer from the caching allocator, given back when it goes out of scope --
+// after the kernels using it were enqueued, which is safe: the allocator is stream-ordered (the
+// next user on the same stream runs after them, any other stream waits for an event).
 class DeviceTemp {
  public:
   DeviceTemp() = default;
-  DeviceTemp(CudaAllocator* alloc, void* p) : alloc_(alloc), p_(p) {}
+  DeviceTemp(device::CachingAllocator* alloc, void* p) : alloc_(alloc), p_(p) {}
   DeviceTemp(DeviceTemp&& o) noexcept : alloc_(o.alloc_), p_(o.p_) { o.p_ = nullptr; }
   DeviceTemp& operator=(DeviceTemp&& o) noexcept {
     if (this != &o) {
@@ -54,27 +56,33 @@ class DeviceTemp {
   }
 
  private:
-  CudaAllocator* alloc_ = nullptr;
+  device::CachingAllocator* alloc_ = nullptr;
   void* p_ = nullptr;
 };
 
-// Per-run state: the session's stream and cuBLAS handle, the allocator for temporaries.
+// Per-run state: the session's stream and cuBLAS handle, the allocator for temporaries, and
+// what an asynchronous index check needs.
 struct OpContext {
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
-  CudaAllocator* alloc = nullptr;
+  device::CachingAllocator* alloc = nullptr;
+  device::DeviceApi* api = nullptr;  // host functions
   bool allow_tf32 = false;
-  int64_t* check_slot = nullptr;  // one device int64 of the session (index checks)
+  int64_t* check_slot = nullptr;  // two device int64 of the session: bad position, its value
+  int64_t* check_host = nullptr;  // two pinned int64 the host function reads them from
+  // A failure found on the device: poisons the op's result, raised at the next sync point
+  // (StreamBackend::report_kernel_failure). Called from a host function (no CUDA calls).
+  std::function<void(Status)> report;
 
   // A temporary of `bytes` bytes (nullptr data for 0), bound to this stream.
   Result<DeviceTemp> temp(size_t bytes) const;
   // t's elements in dtype `dt`: its own storage, or a converted copy held by `tmp`.
   Result<const void*> as_dtype(const Tensor& t, DType dt, DeviceTemp& tmp) const;
-  // The smallest position of an index value outside [0, limit), or -1 when all are inside
-  // (a host round trip: the values are data the shape rule could not see).
-  Result<int64_t> first_bad_index(const Tensor& index, int64_t limit) const;
-  // The element at `pos` of an int32/int64 tensor (for error messages).
-  Result<int64_t> index_value(const Tensor& index, int64_t pos) const;
+  // Checks the values of an int32/int64 tensor against [0, limit) on the device, without a
+  // host round trip: when one is outside, `error(value)` (of the first such) is reported
+  // through `report` once the stream gets there. The op's kernels must skip bad values.
+  Status check_indices(const Tensor& index, int64_t limit,
+                       std::function<Status(int64_t)> error) const;
 };
 
 using CudaKernel = Status (*)(const KernelArgs&, OpContext&);

@@ -11,10 +11,9 @@ namespace gt::worker::cuda {
 
 Result<DeviceTemp> OpContext::temp(size_t bytes) const {
   if (bytes == 0) return DeviceTemp();
-  GT_ASSIGN_OR_RETURN(CudaAllocator::Block b, alloc->allocate(bytes));
-  DeviceTemp t(alloc, b.data);
-  GT_RETURN_IF_ERROR(alloc->use_on(b.data, stream));
-  return t;
+  GT_ASSIGN_OR_RETURN(device::CachingAllocator::Block b,
+                      alloc->allocate(bytes, static_cast<device::Stream>(stream)));
+  return DeviceTemp(alloc, b.data);
 }
 
 Result<const void*> OpContext::as_dtype(const Tensor& t, DType dt, DeviceTemp& tmp) const {
@@ -25,34 +24,26 @@ Result<const void*> OpContext::as_dtype(const Tensor& t, DType dt, DeviceTemp& t
   return static_cast<const void*>(tmp.get());
 }
 
-Result<int64_t> OpContext::first_bad_index(const Tensor& index, int64_t limit) const {
+// On the stream: the first bad position into check_slot[0], its value into check_slot[1], both
+// copied to the pinned check_host, which a host function reads when the stream gets there (the
+// next check of this session overwrites them only after that function has run: stream order).
+Status OpContext::check_indices(const Tensor& index, int64_t limit,
+                                std::function<Status(int64_t)> error) const {
   const int64_t n = count(index.meta.shape);
-  if (n == 0) return int64_t{-1};
+  if (n == 0) return Status::ok();
   const int64_t none = std::numeric_limits<int64_t>::max();
   GT_LAUNCH(launch_fill_bits(check_slot, 1, 8, static_cast<uint64_t>(none), stream));
   GT_LAUNCH(launch_check_indices(index.storage->data(), code(index.meta.dtype), n, limit,
                                  check_slot, stream));
-  int64_t first = none;
-  GT_CUDA_CHECK(cudaMemcpyAsync(&first, check_slot, sizeof(first), cudaMemcpyDeviceToHost, stream));
-  GT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return first == none ? int64_t{-1} : first;
-}
-
-Result<int64_t> OpContext::index_value(const Tensor& index, int64_t pos) const {
-  const size_t es = dtype_size(index.meta.dtype);
-  unsigned char buf[8] = {};
-  GT_CUDA_CHECK(cudaMemcpyAsync(buf, static_cast<const unsigned char*>(index.storage->data()) +
-                                         static_cast<size_t>(pos) * es,
-                                es, cudaMemcpyDeviceToHost, stream));
-  GT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (index.meta.dtype == DType::kInt32) {
-    int32_t v;
-    std::memcpy(&v, buf, 4);
-    return int64_t{v};
-  }
-  int64_t v;
-  std::memcpy(&v, buf, 8);
-  return v;
+  GT_LAUNCH(launch_bad_index_value(index.storage->data(), code(index.meta.dtype), check_slot,
+                                   stream));
+  GT_CUDA_CHECK(cudaMemcpyAsync(check_host, check_slot, 2 * sizeof(int64_t),
+                                cudaMemcpyDeviceToHost, stream));
+  int64_t* host = check_host;
+  return api->launch_host_func(static_cast<device::Stream>(stream),
+                               [host, none, error = std::move(error), report = report] {
+                                 if (host[0] != none && report) report(error(host[1]));
+                               });
 }
 
 NdDesc broadcast_desc(const Shape& out, std::initializer_list<const Shape*> ins) {

@@ -1,6 +1,7 @@
-// Indexing kernels (workerd/cpu/indexing.cpp semantics). Index VALUES are checked by
-// check_indices before any of the others runs (the host reads the result back), so these
-// kernels may trust them. scatter_add/index_add accumulate with atomics: float32/float16/
+// Indexing kernels (workerd/cpu/indexing.cpp semantics). Index VALUES are checked on the device by
+// check_indices, and the result is reported asynchronously (ops_indexing.cpp): these kernels run
+// anyway, so each one skips an index outside its extent (a gather writes zero there) and never
+// touches memory out of bounds; the poisoned result's values do not matter. scatter_add/index_add accumulate with atomics: float32/float16/
 // bfloat16 add in their own type (a float16 sum may differ from the CPU's float32-then-round by
 // one rounding), integers wrap, bool add is or; the order of colliding adds is unspecified.
 #include "workerd/cuda/cuda_common.cuh"
@@ -17,6 +18,13 @@ __global__ void check_kernel(const I* idx, int64_t count, int64_t limit, int64_t
   }
 }
 
+// slot[0] is the first bad position (INT64_MAX: none); slot[1] gets the value there.
+template <class I>
+__global__ void bad_value_kernel(const I* idx, int64_t* slot) {
+  const int64_t pos = slot[0];
+  slot[1] = pos == INT64_MAX ? 0 : static_cast<int64_t>(idx[pos]);
+}
+
 template <class U, class I>
 __global__ void index_select_kernel(const U* x, const I* idx, U* out, int64_t outer, int64_t n,
                                     int64_t k, int64_t inner) {
@@ -26,17 +34,19 @@ __global__ void index_select_kernel(const U* x, const I* idx, U* out, int64_t ou
     int64_t rest, i, o, j;
     divmod(e, inner, small, rest, i);
     divmod(rest, k, small, o, j);
-    out[e] = x[(o * n + static_cast<int64_t>(idx[j])) * inner + i];
+    const auto v = static_cast<int64_t>(idx[j]);
+    out[e] = (v < 0 || v >= n) ? U{} : x[(o * n + v) * inner + i];
   }
 }
 
 template <class U, class I>
 __global__ void gather_index_kernel(const U* x, const I* idx, U* out, int64_t count,
-                                    int64_t dim_stride, NdDesc d) {
+                                    int64_t dim_stride, int64_t extent, NdDesc d) {
   for (int64_t p = global_tid(); p < count; p += grid_stride()) {
     int64_t off[1];
     nd_offsets<1>(d, p, off);
-    out[p] = x[off[0] + static_cast<int64_t>(idx[p]) * dim_stride];
+    const auto v = static_cast<int64_t>(idx[p]);
+    out[p] = (v < 0 || v >= extent) ? U{} : x[off[0] + v * dim_stride];
   }
 }
 
@@ -53,11 +63,12 @@ __device__ __forceinline__ void atomic_add(T* p, T v) {
 
 template <class T, class I>
 __global__ void scatter_add_kernel(T* out, const I* idx, const T* src, int64_t count,
-                                   int64_t dim_stride, NdDesc d) {
+                                   int64_t dim_stride, int64_t extent, NdDesc d) {
   for (int64_t p = global_tid(); p < count; p += grid_stride()) {
     int64_t off[2];
     nd_offsets<2>(d, p, off);
-    atomic_add(out + off[0] + static_cast<int64_t>(idx[p]) * dim_stride, src[off[1]]);
+    const auto v = static_cast<int64_t>(idx[p]);
+    if (v >= 0 && v < extent) atomic_add(out + off[0] + v * dim_stride, src[off[1]]);
   }
 }
 
@@ -70,14 +81,17 @@ __global__ void index_add_kernel(T* out, const I* idx, const T* src, int64_t out
     int64_t rest, i, o, j;
     divmod(e, inner, small, rest, i);
     divmod(rest, k, small, o, j);
-    atomic_add(out + (o * n + static_cast<int64_t>(idx[j])) * inner + i, src[e]);
+    const auto v = static_cast<int64_t>(idx[j]);
+    if (v >= 0 && v < n) atomic_add(out + (o * n + v) * inner + i, src[e]);
   }
 }
 
 template <class I>
 __global__ void one_hot_kernel(const I* labels, int64_t n, int64_t classes, int64_t* out) {
-  for (int64_t i = global_tid(); i < n; i += grid_stride())
-    out[i * classes + static_cast<int64_t>(labels[i])] = 1;
+  for (int64_t i = global_tid(); i < n; i += grid_stride()) {
+    const auto v = static_cast<int64_t>(labels[i]);
+    if (v >= 0 && v < classes) out[i * classes + v] = 1;
+  }
 }
 
 template <class F>
@@ -114,6 +128,14 @@ cudaError_t launch_check_indices(const void* idx, int idx_dtype, int64_t count, 
   });
 }
 
+cudaError_t launch_bad_index_value(const void* idx, int idx_dtype, int64_t* slot, cudaStream_t s) {
+  return dispatch_index(idx_dtype, [&](auto tag) {
+    using I = decltype(tag);
+    bad_value_kernel<I><<<1, 1, 0, s>>>(static_cast<const I*>(idx), slot);
+    return cudaGetLastError();
+  });
+}
+
 cudaError_t launch_index_select(const void* x, const void* idx, int idx_dtype, void* out,
                                 int64_t outer, int64_t n, int64_t k, int64_t inner,
                                 int elem_size, cudaStream_t s) {
@@ -133,7 +155,7 @@ cudaError_t launch_index_select(const void* x, const void* idx, int idx_dtype, v
 
 cudaError_t launch_gather_index(const void* x, const void* idx, int idx_dtype, void* out,
                                 int64_t count, int elem_size, int64_t dim_stride,
-                                const NdDesc& nd, cudaStream_t s) {
+                                int64_t extent, const NdDesc& nd, cudaStream_t s) {
   if (count <= 0) return cudaSuccess;
   return dispatch_index(idx_dtype, [&](auto itag) {
     using I = decltype(itag);
@@ -141,15 +163,15 @@ cudaError_t launch_gather_index(const void* x, const void* idx, int idx_dtype, v
       using U = decltype(tag);
       gather_index_kernel<U, I><<<grid_for(count), kThreads, 0, s>>>(
           static_cast<const U*>(x), static_cast<const I*>(idx), static_cast<U*>(out), count,
-          dim_stride, for_count(nd, count));
+          dim_stride, extent, for_count(nd, count));
       return cudaGetLastError();
     });
   });
 }
 
 cudaError_t launch_scatter_add(void* out, const void* idx, int idx_dtype, const void* src,
-                               int dtype, int64_t count, int64_t dim_stride, const NdDesc& nd,
-                               cudaStream_t s) {
+                               int dtype, int64_t count, int64_t dim_stride, int64_t extent,
+                               const NdDesc& nd, cudaStream_t s) {
   if (count <= 0) return cudaSuccess;
   return dispatch_index(idx_dtype, [&](auto itag) {
     using I = decltype(itag);
@@ -157,7 +179,7 @@ cudaError_t launch_scatter_add(void* out, const void* idx, int idx_dtype, const 
       using T = decltype(tag);
       scatter_add_kernel<T, I><<<grid_for(count), kThreads, 0, s>>>(
           static_cast<T*>(out), static_cast<const I*>(idx), static_cast<const T*>(src), count,
-          dim_stride, for_count(nd, count));
+          dim_stride, extent, for_count(nd, count));
       return cudaGetLastError();
     });
   });

@@ -109,6 +109,9 @@ cudaError_t launch_masked_fill(const void* x, const uint8_t* mask, void* out, in
 // INT64_MAX by the caller).
 cudaError_t launch_check_indices(const void* idx, int idx_dtype, int64_t count, int64_t limit,
                                  int64_t* first_bad, cudaStream_t s);
+// slot[1] = idx[slot[0]] when slot[0] (a check_indices result) is not INT64_MAX (one thread).
+cudaError_t launch_bad_index_value(const void* idx, int idx_dtype, int64_t* slot, cudaStream_t s);
+// The kernels below skip index values outside their extent (the check reports them).
 // out[o, j, i] = x[o, idx[j], i] for x [outer, n, inner], out [outer, k, inner].
 cudaError_t launch_index_select(const void* x, const void* idx, int idx_dtype, void* out,
                                 int64_t outer, int64_t n, int64_t k, int64_t inner,
@@ -116,11 +119,11 @@ cudaError_t launch_index_select(const void* x, const void* idx, int idx_dtype, v
 // gather: out[p] = x[nd0(p) + idx[p] * dim_stride] over the (contiguous) index's elements.
 cudaError_t launch_gather_index(const void* x, const void* idx, int idx_dtype, void* out,
                                 int64_t count, int elem_size, int64_t dim_stride,
-                                const NdDesc& nd, cudaStream_t s);
+                                int64_t extent, const NdDesc& nd, cudaStream_t s);
 // scatter_add: out[nd0(p) + idx[p] * dim_stride] += src[nd1(p)] (atomically, in `dtype`).
 cudaError_t launch_scatter_add(void* out, const void* idx, int idx_dtype, const void* src,
-                               int dtype, int64_t count, int64_t dim_stride, const NdDesc& nd,
-                               cudaStream_t s);
+                               int dtype, int64_t count, int64_t dim_stride, int64_t extent,
+                               const NdDesc& nd, cudaStream_t s);
 // index_add: out[o, idx[j], i] += src[o, j, i] (atomically) for out [outer, n, inner].
 cudaError_t launch_index_add(void* out, const void* idx, int idx_dtype, const void* src,
                              int dtype, int64_t outer, int64_t n, int64_t k, int64_t inner,

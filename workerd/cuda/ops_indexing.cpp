@@ -1,7 +1,7 @@
-// Indexing ops on CUDA (workerd/cpu/indexing.cpp semantics). Index values are checked on the
-// device before anything is written; the result comes back to the host (one stream
-// synchronization per indexing op -- the price of reporting OutOfRange on this instruction
-// rather than corrupting memory; a later step could defer the check to the next sync point).
+// Indexing ops on CUDA (workerd/cpu/indexing.cpp semantics). Index values are data: they are
+// checked on the device, without a host round trip, and a bad one is reported asynchronously
+// (OpContext::check_indices): the result is poisoned and the error raised at the session's next
+// sync point. The kernels skip bad indices, so nothing is read or written out of bounds.
 #include "workerd/cuda/cuda_ops.h"
 #include "workerd/dim_split.h"
 #include "workerd/kernels/index_plan.h"
@@ -9,17 +9,18 @@
 namespace gt::worker::cuda {
 namespace {
 
-// The index tensor's values against the plan's extent (on the device; a host round trip).
+// The index tensor's values against the plan's extent (on the device; reported asynchronously).
 Status check_index(const KernelArgs& args, OpContext& ctx, const IndexPlan& p) {
   const Tensor& idx = in(args, 1);
   if (idx.meta.dtype != DType::kInt32 && idx.meta.dtype != DType::kInt64)
     return invalid_argument("{}: index dtype {} is not int32/int64", op_name(args.op),
                             dtype_name(idx.meta.dtype));
-  GT_ASSIGN_OR_RETURN(int64_t bad, ctx.first_bad_index(idx, p.extent));
-  if (bad < 0) return Status::ok();
-  GT_ASSIGN_OR_RETURN(int64_t v, ctx.index_value(idx, bad));
-  return out_of_range("{}: index {} is out of bounds for dimension {} with size {}",
-                      op_name(args.op), v, p.dim, p.extent);
+  const OpId op = args.op;
+  const int64_t dim = p.dim, extent = p.extent;
+  return ctx.check_indices(idx, extent, [op, dim, extent](int64_t v) {
+    return out_of_range("{}: index {} is out of bounds for dimension {} with size {}",
+                        op_name(op), v, dim, extent);
+  });
 }
 
 Status copy_x(const KernelArgs& args, OpContext& ctx) {
@@ -64,7 +65,7 @@ Status gather_kernel(const KernelArgs& args, OpContext& ctx) {
   const NdDesc desc = index_desc(index_iter<2>(index.meta.shape, {p.x_strides}, p.dim));
   GT_LAUNCH(launch_gather_index(x.storage->data(), index.storage->data(), code(index.meta.dtype),
                                 out_ptr(args), p.count, static_cast<int>(dtype_size(x.meta.dtype)),
-                                p.dim_stride, desc, ctx.stream));
+                                p.dim_stride, p.extent, desc, ctx.stream));
   return Status::ok();
 }
 
@@ -80,7 +81,7 @@ Status scatter_add_kernel(const KernelArgs& args, OpContext& ctx) {
       index_iter<3>(index.meta.shape, {p.x_strides, contiguous_strides(src.meta.shape)}, p.dim));
   GT_LAUNCH(launch_scatter_add(out_ptr(args), index.storage->data(), code(index.meta.dtype),
                                src.storage->data(), code(x.meta.dtype), p.count, p.dim_stride,
-                               desc, ctx.stream));
+                               p.extent, desc, ctx.stream));
   return Status::ok();
 }
 
@@ -103,12 +104,10 @@ Status one_hot_kernel(const KernelArgs& args, OpContext& ctx) {
   if (labels.meta.dtype != DType::kInt32 && labels.meta.dtype != DType::kInt64)
     return invalid_argument("one_hot: label dtype {} is not int32/int64",
                             dtype_name(labels.meta.dtype));
-  GT_ASSIGN_OR_RETURN(int64_t bad, ctx.first_bad_index(labels, classes));
-  if (bad >= 0) {
-    GT_ASSIGN_OR_RETURN(int64_t v, ctx.index_value(labels, bad));
+  GT_RETURN_IF_ERROR(ctx.check_indices(labels, classes, [classes](int64_t v) {
     return out_of_range("one_hot: class value {} is out of range for num_classes = {}", v,
                         classes);
-  }
+  }));
   const int64_t total = count(os);
   if (total == 0) return Status::ok();
   GT_CUDA_CHECK(cudaMemsetAsync(out_ptr(args), 0, static_cast<size_t>(total) * sizeof(int64_t),

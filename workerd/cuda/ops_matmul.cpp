@@ -7,6 +7,7 @@
 // allows it), float16/bfloat16 with float32 accumulation. The batch becomes, best first: one
 // GEMM with the batch folded into M (b shared, a dense), one strided-batched GEMM (each operand
 // dense or broadcast), or one GEMM per batch entry. int32/int64 use a wrapping integer kernel.
+#include <algorithm>
 #include <climits>
 #include <vector>
 
@@ -41,14 +42,21 @@ Status gemm_float(const MatmulPlan& p, DType dt, const void* a, const void* b, v
   auto byte_at = [&](const void* base, int64_t elems) {
     return static_cast<const unsigned char*>(base) + static_cast<size_t>(elems) * es;
   };
-  // One column-major GEMM: C^T[n, rows] = B^T[n, k] * A^T[k, rows].
+  // Column-major GEMMs: C^T[n, rows] = B^T[n, k] * A^T[k, rows], in blocks of at most 2^30 rows
+  // (cuBLAS takes int dimensions; rows of A and C are contiguous, so a block is an offset).
   auto gemm = [&](const void* pa, const void* pb, void* pc, int64_t rows) -> Status {
-    if (!fits_int(rows) || !fits_int(p.n) || !fits_int(p.k))
+    if (!fits_int(p.n) || !fits_int(p.k))
       return unimplemented("matmul: dims too large for cuBLAS ({}x{}x{})", rows, p.k, p.n);
-    GT_CUBLAS_CHECK(cublasGemmEx(ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n),
-                                 static_cast<int>(rows), static_cast<int>(p.k), &alpha, pb, ty,
-                                 static_cast<int>(p.n), pa, ty, static_cast<int>(p.k), &beta, pc,
-                                 ty, static_cast<int>(p.n), compute, CUBLAS_GEMM_DEFAULT));
+    constexpr int64_t kBlock = int64_t{1} << 30;
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+      const int64_t r = std::min(kBlock, rows - r0);
+      GT_CUBLAS_CHECK(cublasGemmEx(ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n),
+                                   static_cast<int>(r), static_cast<int>(p.k), &alpha, pb, ty,
+                                   static_cast<int>(p.n), byte_at(pa, r0 * p.k), ty,
+                                   static_cast<int>(p.k), &beta,
+                                   const_cast<unsigned char*>(byte_at(pc, r0 * p.n)), ty,
+                                   static_cast<int>(p.n), compute, CUBLAS_GEMM_DEFAULT));
+    }
     return Status::ok();
   };
   const int64_t sa = uniform_stride(p.a_off), sb = uniform_stride(p.b_off);

@@ -26,6 +26,15 @@ void CompletionQueue::push(std::function<void()> task) {
   cv_.notify_all();
 }
 
+void CompletionQueue::set_idle(std::function<void()> fn, std::chrono::milliseconds period) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    idle_ = std::move(fn);
+    idle_period_ = period;
+  }
+  cv_.notify_all();
+}
+
 void CompletionQueue::drain() {
   std::unique_lock<std::mutex> lk(mu_);
   const uint64_t target = pushed_;
@@ -35,7 +44,17 @@ void CompletionQueue::drain() {
 void CompletionQueue::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
-    cv_.wait(lk, [&] { return stop_ || !tasks_.empty(); });
+    if (idle_) {
+      if (!cv_.wait_for(lk, idle_period_, [&] { return stop_ || !tasks_.empty(); })) {
+        auto idle = idle_;
+        lk.unlock();
+        idle();
+        lk.lock();
+        continue;
+      }
+    } else {
+      cv_.wait(lk, [&] { return stop_ || !tasks_.empty(); });
+    }
     if (tasks_.empty()) return;  // stopping, and everything ran
     auto task = std::move(tasks_.front());
     tasks_.pop_front();

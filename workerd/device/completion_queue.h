@@ -6,6 +6,7 @@
 // call the device API and may block on a socket without stalling any stream.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -22,6 +23,9 @@ class CompletionQueue {
   CompletionQueue& operator=(const CompletionQueue&) = delete;
 
   void push(std::function<void()> task);
+  // Runs `fn` on this thread every `period` while no task is queued (a health poll). Set once,
+  // before tasks are pushed.
+  void set_idle(std::function<void()> fn, std::chrono::milliseconds period);
   // Returns once every task pushed before the call has run (not from a task).
   void drain();
 
@@ -32,6 +36,8 @@ class CompletionQueue {
   std::deque<std::function<void()>> tasks_;
   uint64_t pushed_ = 0, done_ = 0;
   bool stop_ = false;
+  std::function<void()> idle_;
+  std::chrono::milliseconds idle_period_{100};
   std::thread thread_;
 };
 

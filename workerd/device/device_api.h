@@ -41,6 +41,11 @@ class DeviceApi {
   virtual Result<void*> malloc(size_t bytes) = 0;
   virtual void free(void* p) = 0;
 
+  // Host memory the device copies from and to asynchronously (pinned, on CUDA: a pageable
+  // buffer would make cudaMemcpyAsync wait for the stream). The stream backend pools it.
+  virtual Result<void*> host_alloc(size_t bytes) = 0;
+  virtual void host_free(void* p) = 0;
+
   virtual Result<Stream> create_stream() = 0;
   // The stream's work must have finished (synchronize_stream first).
   virtual void destroy_stream(Stream s) = 0;
@@ -69,6 +74,10 @@ class DeviceApi {
   // Ok, or the error that made the device unusable (CUDA's sticky errors: an illegal address,
   // a launch failure). Once set it stays set.
   virtual Status sticky_error() const = 0;
+  // Looks for a sticky error without waiting (CUDA: queries the streams, since a kernel's fault
+  // shows only at the next call that looks); called periodically while completions are due,
+  // because a lost context never runs the host functions they wait for.
+  virtual Status poll_health() { return sticky_error(); }
 };
 
 }  // namespace gt::worker::device

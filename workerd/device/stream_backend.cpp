@@ -11,7 +11,10 @@ namespace gt::worker::device {
 StreamBackend::StreamBackend(std::unique_ptr<DeviceApi> device, uint64_t max_memory_bytes)
     : device_(std::move(device)),
       memory_(max_memory_bytes != 0 ? max_memory_bytes : device_->total_memory()),
-      allocator_(*device_, max_memory_bytes) {}
+      allocator_(*device_, max_memory_bytes),
+      staging_(*device_, size_t{64} << 20) {
+  completions_.set_idle([this] { poll_health(); }, std::chrono::milliseconds(100));
+}
 
 StreamBackend::~StreamBackend() { shutdown(); }
 
@@ -82,8 +85,8 @@ Result<std::shared_ptr<Storage>> StreamBackend::alloc(size_t bytes) {
 void StreamBackend::release(void* data, size_t /*capacity*/) { allocator_.deallocate(data); }
 
 void StreamBackend::report_kernel_failure(uint64_t session, uint64_t handle, OpId op,
-                                          Storage* out, Status st) {
-  if (out && out->error_slot()) out->error_slot()->set(DeviceErrorSlot::Error{op_name(op), st});
+                                          const std::shared_ptr<DeviceErrorSlot>& out, Status st) {
+  if (out) out->set(DeviceErrorSlot::Error{op_name(op), st});
   completions_.push([this, session, handle, op, st = std::move(st)] {
     std::lock_guard<std::mutex> lk(sink_mu_);
     if (sink_) sink_(session, handle, op_name(op), st);
@@ -107,23 +110,55 @@ Status StreamBackend::synchronize(uint64_t session) {
 }
 
 void StreamBackend::when_done(uint64_t session, std::function<void(Status)> done) {
-  Stream s;
+  Stream s = nullptr;
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = sessions_.find(session);
-    if (it == sessions_.end()) {
-      // Nothing was ever queued for it: done now (on the completion thread, like every other
-      // completion, so replies keep their order).
-      completions_.push([this, done = std::move(done)] { done(device_->sticky_error()); });
-      return;
-    }
-    s = it->second.stream;
+    if (it != sessions_.end()) s = it->second.stream;
   }
-  auto shared = std::make_shared<std::function<void(Status)>>(std::move(done));
-  Status st = device_->launch_host_func(s, [this, shared] {
-    completions_.push([this, shared] { (*shared)(device_->sticky_error()); });
+  if (s == nullptr) {
+    // Nothing was ever queued for it: done now (on the completion thread, like every other
+    // completion, so replies keep their order).
+    completions_.push([this, done = std::move(done)] { done(device_->sticky_error()); });
+    return;
+  }
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lk(pending_mu_);
+    id = next_pending_++;
+    pending_.emplace(id, std::move(done));
+  }
+  Status st = device_->launch_host_func(s, [this, id] {
+    completions_.push([this, id] { finish_pending(id, device_->sticky_error()); });
   });
-  if (!st.is_ok()) completions_.push([shared, st] { (*shared)(st); });
+  if (!st.is_ok()) completions_.push([this, id, st] { finish_pending(id, st); });
+}
+
+void StreamBackend::finish_pending(uint64_t id, const Status& st) {
+  std::function<void(Status)> done;
+  {
+    std::lock_guard<std::mutex> lk(pending_mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;  // completed already (by poll_health)
+    done = std::move(it->second);
+    pending_.erase(it);
+  }
+  done(st);
+}
+
+void StreamBackend::poll_health() {
+  {
+    std::lock_guard<std::mutex> lk(pending_mu_);
+    if (pending_.empty()) return;
+  }
+  Status health = device_->poll_health();
+  if (health.is_ok()) return;
+  std::unordered_map<uint64_t, std::function<void(Status)>> due;
+  {
+    std::lock_guard<std::mutex> lk(pending_mu_);
+    due.swap(pending_);
+  }
+  for (auto& [id, done] : due) done(health);
 }
 
 Status StreamBackend::read_bytes(const DeviceBytes& b, void* dst, uint64_t session) {
@@ -135,24 +170,30 @@ Status StreamBackend::read_bytes(const DeviceBytes& b, void* dst, uint64_t sessi
 Status StreamBackend::start_read_bytes(const DeviceBytes& b, void* dst, uint64_t session) {
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
   GT_RETURN_IF_ERROR(use_on(b.block, s));
-  return device_->copy_to_host(dst, static_cast<const unsigned char*>(b.block) + b.offset, b.n, s);
+  GT_ASSIGN_OR_RETURN(HostStaging::Buffer buf, staging_.acquire(b.n));
+  Status st = device_->copy_to_host(buf.data, static_cast<const unsigned char*>(b.block) + b.offset,
+                                    b.n, s);
+  if (st.is_ok())  // the host function copies it out once the stream got there
+    st = device_->launch_host_func(s, [this, buf, dst, n = b.n] {
+      std::memcpy(dst, buf.data, n);
+      staging_.release(buf);
+    });
+  if (!st.is_ok()) staging_.release(buf);  // (nothing was enqueued that uses it)
+  return st;
 }
 
+// The caller may reuse `src` once this returns, but the copy runs when the stream reaches it:
+// the bytes wait in a staging buffer, given back by a host function after the copy.
 Status StreamBackend::write_bytes(const DeviceBytes& b, const void* src, uint64_t session) {
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
   GT_RETURN_IF_ERROR(use_on(b.block, s));
-  // The caller may reuse `src` once this returns, but the copy runs when the stream reaches
-  // it: stage the bytes in a buffer that lives until then (freed by a host function after it).
-  std::shared_ptr<unsigned char[]> staged;
-  try {
-    staged.reset(new unsigned char[b.n]);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("upload: no host memory to stage {} bytes", b.n);
-  }
-  std::memcpy(staged.get(), src, b.n);
-  GT_RETURN_IF_ERROR(device_->copy_to_device(static_cast<unsigned char*>(b.block) + b.offset,
-                                             staged.get(), b.n, s));
-  return device_->launch_host_func(s, [staged] {});
+  GT_ASSIGN_OR_RETURN(HostStaging::Buffer buf, staging_.acquire(b.n));
+  std::memcpy(buf.data, src, b.n);
+  Status st = device_->copy_to_device(static_cast<unsigned char*>(b.block) + b.offset, buf.data,
+                                      b.n, s);
+  if (st.is_ok()) st = device_->launch_host_func(s, [this, buf] { staging_.release(buf); });
+  if (!st.is_ok()) staging_.release(buf);
+  return st;
 }
 
 Status StreamBackend::zero_bytes(const DeviceBytes& b, uint64_t session) {

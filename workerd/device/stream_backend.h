@@ -7,12 +7,15 @@
 //              caller -- possibly the I/O thread -- never waits)
 //   memory     the device-generic CachingAllocator; every block an op touches is ordered onto
 //              the op's stream first (use_on), so a block another stream freed is reused safely
-//   transfers  uploads are staged in a host buffer the backend owns until the copy has run (the
-//              caller may free or reuse its bytes as soon as the call returns); reads are
-//              enqueued and completed through when_done()
+//   transfers  through pooled host staging buffers (host_staging.h; pinned on CUDA): an upload's
+//              bytes are copied into one (the caller may reuse its bytes as soon as the call
+//              returns), a read lands in one and is copied out by a host function; neither
+//              blocks the thread that enqueues it; reads complete through when_done()
 //   completion when_done() enqueues a host function on the session's stream that pushes the
 //              callback to the completion thread (completion_queue.h): no device wait ever
-//              runs on the caller's thread
+//              runs on the caller's thread. While callbacks are due, the completion thread polls
+//              the device's health every 100 ms: a lost context never runs host functions, so
+//              the due callbacks then complete with the sticky error instead of never
 //   errors     a kernel that fails on the device (an index out of range: the values are data)
 //              poisons its result's storage and is reported, with its result handle, to the
 //              executor's async error sink from the completion thread -- before the session's
@@ -34,6 +37,7 @@
 #include "workerd/device/caching_allocator.h"
 #include "workerd/device/completion_queue.h"
 #include "workerd/device/device_api.h"
+#include "workerd/device/host_staging.h"
 
 namespace gt::worker::device {
 
@@ -56,7 +60,8 @@ class StreamBackend : public Backend {
   void set_async_error_sink(AsyncErrorSink sink) override;
   // A kernel failed on the device (called by the device thread running it): marks its result's
   // storage and reports it to the sink, through the completion thread.
-  void report_kernel_failure(uint64_t session, uint64_t handle, OpId op, Storage* out, Status st);
+  void report_kernel_failure(uint64_t session, uint64_t handle, OpId op,
+                             const std::shared_ptr<DeviceErrorSlot>& out, Status st);
 
   DeviceApi& device_api() { return *device_; }
   CachingAllocator& allocator() { return allocator_; }
@@ -93,12 +98,18 @@ class StreamBackend : public Backend {
     Stream stream = nullptr;
   };
   void destroy_stream(uint64_t session, Stream s);
+  void finish_pending(uint64_t id, const Status& st);
+  void poll_health();
 
   std::unique_ptr<DeviceApi> device_;  // declared first: destroyed last
   uint64_t memory_ = 0;
   CachingAllocator allocator_;
+  HostStaging staging_;
   std::mutex mu_;  // sessions_
   std::unordered_map<uint64_t, Session> sessions_;
+  std::mutex pending_mu_;  // when_done() callbacks not run yet, by id
+  std::unordered_map<uint64_t, std::function<void(Status)>> pending_;
+  uint64_t next_pending_ = 1;
   std::mutex sink_mu_;  // held while the sink runs, so clearing it is safe
   AsyncErrorSink sink_;
   CompletionQueue completions_;  // declared last: its thread stops first

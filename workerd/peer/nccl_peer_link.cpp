@@ -211,13 +211,13 @@ struct NcclPeerLink::Impl {
 
 Status NcclPeerLink::Impl::init() {
   GT_CUDA_CHECK(cudaSetDevice(streams.device_ordinal()));
-  char bus[64] = {};
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus, streams.device_ordinal()) != cudaSuccess)
-    return internal_error("NCCL link: cannot read the GPU's PCI bus id");
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  // Same host and bus id = same GPU (the header compares these between members).
-  device_hash = static_cast<int64_t>(fnv1a(bus, std::strlen(bus), fnv1a(host, std::strlen(host))) >> 1);
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, streams.device_ordinal()) != cudaSuccess)
+    return internal_error("NCCL link: cannot read the GPU's properties");
+  // The GPU's UUID names it across hosts and containers (a PCI bus id repeats between hosts and
+  // changes with CUDA_VISIBLE_DEVICES-style remapping); the header compares these between
+  // members: the same UUID is the same GPU, which NCCL cannot give two ranks.
+  device_hash = static_cast<int64_t>(fnv1a(prop.uuid.bytes, sizeof prop.uuid.bytes) >> 1);
   int pitch = 0;
   cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, streams.device_ordinal());
   max_pitch = pitch > 0 ? static_cast<size_t>(pitch) : 0;

@@ -89,7 +89,8 @@ Status SimBackend::run_kernel(const KernelArgs& args) {
       st = internal_error("{}", e.what());
     }
     if (!st.is_ok())
-      report_kernel_failure(l->session, l->out.handle, l->op, l->out.storage.get(), st);
+      report_kernel_failure(l->session, l->out.handle, l->op,
+                            l->out.storage ? l->out.storage->error_slot() : nullptr, st);
     if (opts_.fault_after_kernels != 0 && ++kernels_run_ >= opts_.fault_after_kernels)
       sim_->inject_sticky_error(fmt::format("injected fault after {} kernels", kernels_run_.load()));
   });

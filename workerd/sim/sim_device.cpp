@@ -125,6 +125,15 @@ void SimDevice::free(void* p) {
   std::free(p);
 }
 
+// Host staging memory is ordinary memory here (CUDA pins it).
+Result<void*> SimDevice::host_alloc(size_t bytes) {
+  void* p = std::malloc(std::max<size_t>(bytes, 1));
+  if (p == nullptr) return resource_exhausted("sim host_alloc: no room for {} bytes", bytes);
+  return p;
+}
+
+void SimDevice::host_free(void* p) { std::free(p); }
+
 uint64_t SimDevice::bytes_in_use() const {
   std::lock_guard<std::mutex> lk(mu_);
   return in_use_;

@@ -64,6 +64,9 @@ class SimDevice final : public device::DeviceApi {
   Result<void*> malloc(size_t bytes) override;
   void free(void* p) override;
 
+  Result<void*> host_alloc(size_t bytes) override;
+  void host_free(void* p) override;
+
   Result<device::Stream> create_stream() override;
   void destroy_stream(device::Stream s) override;
   Status synchronize_stream(device::Stream s) override;

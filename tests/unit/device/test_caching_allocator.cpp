@@ -93,6 +93,8 @@ class FakeDevice : public DeviceApi {
       holes_[at] = len;
     }
   }
+  Result<void*> host_alloc(size_t) override { return unimplemented("fake"); }
+  void host_free(void*) override {}
   Result<Stream> create_stream() override { return unimplemented("fake"); }
   void destroy_stream(Stream) override {}
   Status synchronize_stream(Stream s) override {

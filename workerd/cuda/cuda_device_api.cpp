@@ -1,0 +1,166 @@
+#include "workerd/cuda/cuda_device_api.h"
+
+#include <memory>
+
+#include "workerd/cuda/cuda_check.h"
+
+namespace gt::worker::cuda {
+
+using device::Event;
+using device::Stream;
+
+namespace {
+cudaStream_t as_stream(Stream s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t as_event(Event e) { return static_cast<cudaEvent_t>(e); }
+
+// cudaLaunchHostFunc takes a C function: the std::function travels on the heap.
+void CUDART_CB run_host_func(void* arg) {
+  std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(arg));
+  (*fn)();
+}
+}  // namespace
+
+// The current device is per host thread; another backend or the caller may have switched it.
+Status CudaDeviceApi::use_device() const {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == device_) return Status::ok();
+  GT_CUDA_CHECK(cudaSetDevice(device_));
+  return Status::ok();
+}
+
+Result<void*> CudaDeviceApi::malloc(size_t bytes) {
+  GT_RETURN_IF_ERROR(use_device());
+  void* p = nullptr;
+  GT_CUDA_CHECK(cudaMalloc(&p, bytes));  // out of memory: ResourceExhausted (cuda_check.h)
+  return p;
+}
+
+void CudaDeviceApi::free(void* p) {
+  if (p == nullptr || !use_device().is_ok()) return;
+  (void)cuda_status(cudaFree(p), "cudaFree", __FILE__, __LINE__);
+}
+
+Result<void*> CudaDeviceApi::host_alloc(size_t bytes) {
+  GT_RETURN_IF_ERROR(use_device());
+  void* p = nullptr;
+  GT_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+  return p;
+}
+
+void CudaDeviceApi::host_free(void* p) {
+  if (p != nullptr) (void)cuda_status(cudaFreeHost(p), "cudaFreeHost", __FILE__, __LINE__);
+}
+
+Result<Stream> CudaDeviceApi::create_stream() {
+  GT_RETURN_IF_ERROR(use_device());
+  cudaStream_t s = nullptr;
+  // Non-blocking: a session's work must not serialize with the legacy default stream.
+  GT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::lock_guard<std::mutex> lk(mu_);
+  streams_.insert(s);
+  return static_cast<Stream>(s);
+}
+
+void CudaDeviceApi::destroy_stream(Stream s) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    streams_.erase(as_stream(s));
+  }
+  if (!use_device().is_ok()) return;
+  (void)cuda_status(cudaStreamDestroy(as_stream(s)), "cudaStreamDestroy", __FILE__, __LINE__);
+}
+
+Status CudaDeviceApi::synchronize_stream(Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaStreamSynchronize(as_stream(s)));
+  return Status::ok();
+}
+
+Result<Event> CudaDeviceApi::create_event() {
+  GT_RETURN_IF_ERROR(use_device());
+  cudaEvent_t e = nullptr;
+  GT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return static_cast<Event>(e);
+}
+
+void CudaDeviceApi::destroy_event(Event e) {
+  if (use_device().is_ok())
+    (void)cuda_status(cudaEventDestroy(as_event(e)), "cudaEventDestroy", __FILE__, __LINE__);
+}
+
+Status CudaDeviceApi::record_event(Event e, Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaEventRecord(as_event(e), as_stream(s)));
+  return Status::ok();
+}
+
+Result<bool> CudaDeviceApi::event_done(Event e) {
+  GT_RETURN_IF_ERROR(use_device());
+  const cudaError_t r = cudaEventQuery(as_event(e));
+  if (r == cudaErrorNotReady) return false;
+  GT_CUDA_CHECK(r);
+  return true;
+}
+
+Status CudaDeviceApi::synchronize_event(Event e) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaEventSynchronize(as_event(e)));
+  return Status::ok();
+}
+
+Status CudaDeviceApi::stream_wait_event(Stream s, Event e) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaStreamWaitEvent(as_stream(s), as_event(e), 0));
+  return Status::ok();
+}
+
+Status CudaDeviceApi::copy_to_device(void* dst, const void* src, size_t n, Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, as_stream(s)));
+  return Status::ok();
+}
+
+Status CudaDeviceApi::copy_to_host(void* dst, const void* src, size_t n, Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, as_stream(s)));
+  return Status::ok();
+}
+
+Status CudaDeviceApi::copy_on_device(void* dst, const void* src, size_t n, Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, as_stream(s)));
+  return Status::ok();
+}
+
+Status CudaDeviceApi::fill_zero(void* dst, size_t n, Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaMemsetAsync(dst, 0, n, as_stream(s)));
+  return Status::ok();
+}
+
+Status CudaDeviceApi::launch_host_func(Stream s, std::function<void()> fn) {
+  GT_RETURN_IF_ERROR(use_device());
+  auto* heap = new std::function<void()>(std::move(fn));
+  const cudaError_t e = cudaLaunchHostFunc(as_stream(s), run_host_func, heap);
+  if (e != cudaSuccess) delete heap;  // never called: it is still ours
+  GT_CUDA_CHECK(e);
+  return Status::ok();
+}
+
+Status CudaDeviceApi::sticky_error() const { return cuda_sticky_error(); }
+
+// A kernel's fault surfaces at the next call that looks at its stream: query them all (none
+// blocks; "not ready" is no error).
+Status CudaDeviceApi::poll_health() {
+  GT_RETURN_IF_ERROR(cuda_sticky_error());
+  if (!use_device().is_ok()) return cuda_sticky_error();
+  std::lock_guard<std::mutex> lk(mu_);
+  for (cudaStream_t s : streams_) {
+    const cudaError_t r = cudaStreamQuery(s);
+    if (r != cudaSuccess && r != cudaErrorNotReady)
+      (void)cuda_status(r, "cudaStreamQuery", __FILE__, __LINE__);
+  }
+  return cuda_sticky_error();
+}
+
+}  // namespace gt::worker::cuda
