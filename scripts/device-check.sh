@@ -89,9 +89,11 @@ while IFS= read -r name; do
   (( $(date +%s) > TEST_DEADLINE )) && { echo "device-check: test time is up"; TEST_RC=1; break; }
   TESTS_RUN=$((TESTS_RUN + 1))
   log="$LOGS/tests/case-$TESTS_RUN.log"
-  # Catch2 takes a name as a test spec; commas and brackets would make it a list or a tag.
-  spec=$(printf '%s' "$name" | sed 's/[],[]/?/g')
-  if ! timeout 60 "$BIN/test_cuda_parity" "$spec" -r compact --durations yes >"$log" 2>&1; then
+  # Catch2 takes a name as a test spec: commas and brackets are escaped (else a list or a tag),
+  # and -w NoTests makes a name that matched nothing a failure, not a silent pass.
+  spec=$(printf '%s' "$name" | sed 's/\([],[]\)/\\\1/g')
+  if ! timeout 60 "$BIN/test_cuda_parity" "$spec" -w NoTests -r compact --durations yes \
+      >"$log" 2>&1; then
     TESTS_FAILED+=("$name")
     TEST_RC=1
     CUDA_LAUNCH_BLOCKING=1 timeout 60 "$BIN/test_cuda_parity" "$spec" -r compact       >"$LOGS/tests/case-$TESTS_RUN-blocking.log" 2>&1
