@@ -28,12 +28,57 @@ struct SimDevice::SimStream {
     int64_t copy_bytes = 0;        // > 0 for copies: the transfer time is added
   };
   std::mutex mu;
-  std::condition_variable cv;  // new work, completed work, room in the queue
-  std::deque<Item> queue;
-  uint64_t enqueued = 0, completed = 0;
+  // Two condition variables, so that the hot path wakes no one needlessly: `work` wakes the
+  // device thread (only when it may be asleep: nothing was queued), `done` wakes those waiting
+  // for completed work or for room in the queue (only when there are any).
+  std::condition_variable work, done;
+  std::deque<Item> queue;  // waiting; the device thread takes them all at once
+  size_t in_flight = 0;    // taken by the device thread and not finished
+  uint64_t enqueued = 0;
+  // Published after every item without the lock (the device thread takes it only to wake
+  // waiters): seq_cst on both sides, so a waiter that registered is always seen, and a waiter
+  // always sees the count its registration raced with.
+  std::atomic<uint64_t> completed{0};
+  std::atomic<int> done_waiters{0};
   bool stop = false;
   std::thread thread;
+
+  // Waits on `done` (lock held) until pred(), counted so that the device thread notifies.
+  template <class Pred>
+  void wait_done(std::unique_lock<std::mutex>& lk, Pred pred) {
+    ++done_waiters;
+    done.wait(lk, pred);
+    --done_waiters;
+  }
+  void finished_one() {
+    ++completed;
+    if (done_waiters.load() > 0) {
+      std::lock_guard<std::mutex> lk(mu);
+      done.notify_all();
+    }
+  }
 };
+
+namespace {
+using SimStreamItem = SimDevice::SimStream::Item;
+// A lost device drops its queued kernels and copies; waits and host functions still run, so
+// whoever waits for a completion hears of the loss instead of hanging.
+void run_item(const SimDeviceOptions& opts_, const std::atomic<bool>& lost_,
+              SimStreamItem& item) {
+  const bool device_work = item.copy_bytes >= 0;
+  if (device_work && lost_.load()) return;
+  auto start = item.not_before;
+  if (item.copy_bytes > 0 && opts_.gbps > 0)
+    start += std::chrono::nanoseconds(
+        static_cast<int64_t>(static_cast<double>(item.copy_bytes) / opts_.gbps));
+  if (device_work && start > Clock::now()) std::this_thread::sleep_until(start);
+  const auto began = Clock::now();
+  if (!device_work || !lost_.load()) item.work();
+  if (item.copy_bytes == 0 && opts_.kernel_us > 0)  // a kernel's device time
+    std::this_thread::sleep_until(began + std::chrono::microseconds(opts_.kernel_us));
+}
+
+}  // namespace
 
 struct SimDevice::SimEvent {
   std::shared_ptr<SimStream> stream;  // null: never recorded (complete)
@@ -55,7 +100,8 @@ SimDevice::~SimDevice() {
       std::lock_guard<std::mutex> lk(s->mu);
       s->stop = true;
     }
-    s->cv.notify_all();
+    s->work.notify_all();
+    s->done.notify_all();
     if (s->thread.joinable()) s->thread.join();
   }
   for (auto& [p, n] : allocations_) std::free(reinterpret_cast<void*>(p));
@@ -153,30 +199,23 @@ Result<Stream> SimDevice::create_stream() {
   auto s = std::make_shared<SimStream>();
   SimStream* raw = s.get();
   raw->thread = std::thread([this, raw] {
-    std::unique_lock<std::mutex> lk(raw->mu);
+    std::deque<SimStream::Item> batch;
     while (true) {
-      raw->cv.wait(lk, [&] { return raw->stop || !raw->queue.empty(); });
-      if (raw->queue.empty()) return;  // stopped and drained
-      SimStream::Item& item = raw->queue.front();
-      lk.unlock();
-      // A lost device drops its queued kernels and copies; waits and host functions still
-      // run, so whoever waits for a completion hears of the loss instead of hanging.
-      const bool device_work = item.copy_bytes >= 0;
-      if (!device_work || !lost_.load()) {
-        auto start = item.not_before;
-        if (item.copy_bytes > 0 && opts_.gbps > 0)
-          start += std::chrono::nanoseconds(
-              static_cast<int64_t>(static_cast<double>(item.copy_bytes) / opts_.gbps));
-        if (device_work && start > Clock::now()) std::this_thread::sleep_until(start);
-        const auto began = Clock::now();
-        if (!device_work || !lost_.load()) item.work();
-        if (item.copy_bytes == 0 && opts_.kernel_us > 0)  // a kernel's device time
-          std::this_thread::sleep_until(began + std::chrono::microseconds(opts_.kernel_us));
+      {
+        std::unique_lock<std::mutex> lk(raw->mu);
+        raw->in_flight = 0;
+        if (raw->done_waiters.load() > 0) raw->done.notify_all();  // room in the queue
+        raw->work.wait(lk, [&] { return raw->stop || !raw->queue.empty(); });
+        if (raw->queue.empty()) return;  // stopped and drained
+        batch.swap(raw->queue);
+        raw->in_flight = batch.size();
       }
-      lk.lock();
-      raw->queue.pop_front();
-      ++raw->completed;
-      raw->cv.notify_all();
+      for (SimStream::Item& item : batch) {
+        run_item(opts_, lost_, item);
+        item.work = nullptr;  // what it captured goes before the count says it is done
+        raw->finished_one();
+      }
+      batch.clear();
     }
   });
   std::lock_guard<std::mutex> lk(mu_);
@@ -203,7 +242,8 @@ void SimDevice::destroy_stream(Stream s) {
     std::lock_guard<std::mutex> lk(st->mu);
     st->stop = true;  // the thread drains what is queued, then ends
   }
-  st->cv.notify_all();
+  st->work.notify_all();
+  st->done.notify_all();
   if (st->thread.get_id() == std::this_thread::get_id())
     st->thread.detach();  // destroyed from its own work item: let it finish by itself
   else if (st->thread.joinable())
@@ -218,7 +258,7 @@ Status SimDevice::synchronize_stream(Stream s) {
   if (st == nullptr) return invalid_argument("synchronize: unknown sim stream");
   std::unique_lock<std::mutex> lk(st->mu);
   const uint64_t target = st->enqueued;
-  st->cv.wait(lk, [&] { return st->completed >= target; });
+  st->wait_done(lk, [&] { return st->completed >= target; });
   lk.unlock();
   return sticky_error();
 }
@@ -269,7 +309,7 @@ Status SimDevice::synchronize_event(Event e) {
   GT_ASSIGN_OR_RETURN(Capture c, capture_of(e));
   if (!c.stream) return Status::ok();
   std::unique_lock<std::mutex> lk(c.stream->mu);
-  c.stream->cv.wait(lk, [&] { return c.stream->completed >= c.target; });
+  c.stream->wait_done(lk, [&] { return c.stream->completed >= c.target; });
   lk.unlock();
   return sticky_error();
 }
@@ -280,7 +320,7 @@ Status SimDevice::stream_wait_event(Stream s, Event e) {
   if (!c.stream) return Status::ok();
   return enqueue(s, -1, [c] {
     std::unique_lock<std::mutex> lk(c.stream->mu);
-    c.stream->cv.wait(lk, [&] { return c.stream->completed >= c.target || c.stream->stop; });
+    c.stream->wait_done(lk, [&] { return c.stream->completed >= c.target || c.stream->stop; });
   });
 }
 
@@ -297,11 +337,14 @@ Status SimDevice::enqueue(Stream s, int64_t copy_bytes, std::function<void()> wo
   if (copy_bytes >= 0) item.not_before += std::chrono::microseconds(opts_.launch_us);
   std::unique_lock<std::mutex> lk(st->mu);
   // A full launch queue blocks the caller, as CUDA's does.
-  st->cv.wait(lk, [&] { return st->stop || st->queue.size() < opts_.max_queued; });
+  st->wait_done(lk, [&] {
+    return st->stop || st->queue.size() + st->in_flight < opts_.max_queued;
+  });
   if (st->stop) return invalid_argument("sim stream is being destroyed");
+  const bool idle = st->queue.empty();  // else the device thread looks again before sleeping
   st->queue.push_back(std::move(item));
   ++st->enqueued;
-  st->cv.notify_all();
+  if (idle) st->work.notify_one();
   return Status::ok();
 }
 

@@ -91,12 +91,13 @@ class SimDevice final : public device::DeviceApi {
   // Fault injection (tests, and the worker's sim_fault_after option): the device is lost.
   void inject_sticky_error(const std::string& why);
 
+  struct SimStream;  // opaque: the sim's stream behind a device::Stream
+
   // Test hooks: bytes in device allocations; whether `p` points into one.
   uint64_t bytes_in_use() const;
   bool is_device_pointer(const void* p) const;
 
  private:
-  struct SimStream;
   struct SimEvent;
   struct Capture {  // what an event stands for: a stream's count of completed items
     std::shared_ptr<SimStream> stream;  // null: never recorded (complete)
