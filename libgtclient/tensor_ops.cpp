@@ -1,6 +1,11 @@
 // Elementwise, comparison, matmul, where and reduction ops: methods, operators and free forms.
 // The table-shaped ones are generated from gt/tensor_api.def; where and matmul are written here.
 #include "gt/tensor.h"
+
+#include <atomic>
+#include <string>
+#include <utility>
+
 #include "libgtclient/run_op.h"
 
 namespace gt {
@@ -101,9 +106,39 @@ Tensor Tensor::bitwise_not() const {
 Tensor bitwise_not(const Tensor& x) { return x.bitwise_not(); }
 Tensor operator~(const Tensor& a) { return a.bitwise_not(); }
 
-Tensor Tensor::matmul(const Tensor& o) const { return binary(OpId::k_matmul, *this, o); }
+namespace {
+std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::kHighest};
+constexpr std::pair<MatmulPrecision, const char*> kPrecisions[] = {
+    {MatmulPrecision::kHighest, "highest"},
+    {MatmulPrecision::kHigh, "high"},
+    {MatmulPrecision::kMedium, "medium"}};
+Tensor matmul_op(const Tensor& a, const Tensor& b) {
+  return run_op(OpId::k_matmul, make_matmul(g_matmul_precision.load(std::memory_order_relaxed)),
+                {&a, &b});
+}
+}  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return binary(OpId::k_matmul, a, b); }
+void set_float32_matmul_precision(std::string_view precision) {
+  for (const auto& [p, name] : kPrecisions)
+    if (precision == name) {
+      g_matmul_precision.store(p);
+      return;
+    }
+  throw Error(Code::kInvalidArgument,
+              "set_float32_matmul_precision: '" + std::string(precision) +
+                  "' is not one of 'highest', 'high', 'medium'");
+}
+
+std::string get_float32_matmul_precision() {
+  const MatmulPrecision p = g_matmul_precision.load();
+  for (const auto& [q, name] : kPrecisions)
+    if (p == q) return name;
+  return "highest";
+}
+
+Tensor Tensor::matmul(const Tensor& o) const { return matmul_op(*this, o); }
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_op(a, b); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return run_op(OpId::k_where, OpAttrs{}, {&cond, &a, &b});

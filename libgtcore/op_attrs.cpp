@@ -121,6 +121,12 @@ OpAttrs make_var(int64_t dim, bool keepdim, double correction) {
   return a;
 }
 
+OpAttrs make_matmul(MatmulPrecision precision) {
+  OpAttrs a;
+  if (precision != MatmulPrecision::kHighest) a.push_int(static_cast<int64_t>(precision));
+  return a;
+}
+
 OpAttrs make_num_classes(int64_t num_classes) {
   OpAttrs a;
   a.push_int(num_classes);

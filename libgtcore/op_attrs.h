@@ -22,6 +22,11 @@ inline constexpr int64_t kAllDims = std::numeric_limits<int64_t>::min();
 // Where a binary op's scalar operand sits, if it has one.
 enum class ScalarSide : int64_t { kNone = 0, kRight = 1, kLeft = 2 };
 
+// How a float32 matmul may compute (torch.set_float32_matmul_precision): kHighest exactly in
+// float32, kHigh may use TF32 tensor cores, kMedium bfloat16 ones. A per-session choice that
+// every matmul instruction carries; CPU workers always compute kHighest.
+enum class MatmulPrecision : int64_t { kHighest = 0, kHigh = 1, kMedium = 2 };
+
 struct OpAttrs {
   Shape shape;
   bool has_shape = false;
@@ -55,6 +60,10 @@ struct OpAttrs {
   // since the double loses integers beyond 2^53.
   std::optional<int64_t> scalar_exact() const {
     return n_ints > 2 ? std::optional<int64_t>(ints[2]) : std::nullopt;
+  }
+  // kMatmul (checked by the shape rule: at most one int, a MatmulPrecision)
+  MatmulPrecision matmul_precision() const {
+    return static_cast<MatmulPrecision>(int_at(0, 0));
   }
   // kReduce
   bool reduce_all() const { return int_at(0, kAllDims) == kAllDims; }
@@ -141,6 +150,8 @@ struct ClampBound {
 OpAttrs make_clamp(std::optional<ClampBound> min, std::optional<ClampBound> max);
 OpAttrs make_var(int64_t dim, bool keepdim, double correction);  // dim = kAllDims for all
 OpAttrs make_num_classes(int64_t num_classes);
+// matmul's attributes: its float32 precision (AttrKind::kMatmul); kHighest sends none.
+OpAttrs make_matmul(MatmulPrecision precision);
 // A strided view of a tensor's elements: `sizes`, one stride per dim, the first position.
 OpAttrs make_strided(const Shape& sizes, std::span<const int64_t> strides, int64_t offset);
 

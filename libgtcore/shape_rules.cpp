@@ -512,6 +512,9 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
     case ShapeRule::kUnaryFloat:
       return TensorMeta{in[0].shape, is_floating(in[0].dtype) ? in[0].dtype : DType::kFloat32};
     case ShapeRule::kMatmul: {
+      if (a.n_ints > 1 || a.n_reals > 0 || a.has_shape ||
+          (a.n_ints == 1 && (a.ints[0] < 0 || a.ints[0] > 2)))
+        return invalid_argument("matmul: attributes are at most a float32 precision 0..2");
       if (in[0].dtype == DType::kBool || in[1].dtype == DType::kBool)
         return invalid_argument("matmul: bool operands are not supported");
       // torch.matmul does not promote: both operands must have one dtype.

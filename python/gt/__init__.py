@@ -39,9 +39,10 @@ import os as _os
 from . import _gt
 from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, Tensor,
                   UnavailableError, WorkerError, arange, cat, connect, dtype,
-                  from_numpy, full, full_like, gpu_workers, is_grad_enabled, manual_seed, ones,
-                  ones_like, rand, rand_like, randn, randn_like, set_grad_enabled,
-                  set_sync_timeout, stack, synchronize, tensor, where, zeros, zeros_like)
+                  from_numpy, full, full_like, get_float32_matmul_precision, gpu_workers,
+                  is_grad_enabled, manual_seed, ones, ones_like, rand, rand_like, randn,
+                  randn_like, set_float32_matmul_precision, set_grad_enabled, set_sync_timeout,
+                  stack, synchronize, tensor, where, zeros, zeros_like)
 from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
 from . import _tensor
 from ._tensor import TensorData, enable_grad, no_grad

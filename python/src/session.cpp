@@ -26,6 +26,21 @@ void init_session(py::module_& m) {
       "Waits until every op queued so far has run; raises gt.WorkerError for the first failure.");
   m.def("manual_seed", [](uint64_t seed) { gt::manual_seed(seed); }, "seed"_a,
         "Seeds the counter-based RNG of randn / rand (same numbers on any worker layout).");
+  m.def(
+      "set_float32_matmul_precision",
+      [](const std::string& p) {
+        try {
+          gt::set_float32_matmul_precision(p);
+        } catch (const gt::Error& e) {
+          throw py::value_error(e.what());
+        }
+      },
+      "precision"_a,
+      "How float32 matmuls may compute, as torch.set_float32_matmul_precision: 'highest' "
+      "(exact float32, the default), 'high' (TF32 tensor cores allowed), 'medium' (bfloat16 "
+      "allowed). GPU workers only; anything else raises ValueError (torch only warns).");
+  m.def("get_float32_matmul_precision", &gt::get_float32_matmul_precision,
+        "The float32 matmul precision set_float32_matmul_precision chose ('highest' by default).");
   m.def("_session_alive", &gt::session_active);
   m.def("_session_id", &gt::session_id);
   m.def("_worker_stats", [] {

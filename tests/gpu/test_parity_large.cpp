@@ -1,7 +1,10 @@
 // CUDA vs CPU at sizes the small parity cases never reach (issue 10): 2^25 + 3 elements, so every
 // grid-stride loop goes round more than once and vector loads meet a ragged tail; and a tensor
 // of more than 2^32 elements, where 32-bit index arithmetic would wrap, checked analytically
-// (the CPU reference would need the same 4 GiB and minutes).
+// (the CPU reference would need the same 4 GiB and minutes); and the per-session float32 matmul
+// precision reaching cuBLAS.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "libgtcore/shape_rules.h"
@@ -35,6 +38,29 @@ TEST_CASE("cuda parity: 2^25 + 3 elements (every kernel loops)", "[.gpu]") {
   check_op(OpId::k_add, OpAttrs{}, {&m, &bias}, "bias add, broadcast");
   const int64_t swap[] = {1, 0};
   check_op(OpId::k_permute, make_permute(swap), {&m}, "transpose 8193x4097");
+}
+
+TEST_CASE("cuda: a float32 matmul computes at the precision its instruction carries", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(252);
+  const Pair a = random_pair(Shape{512, 512}, DType::kFloat32, rng);
+  const Pair b = random_pair(Shape{512, 512}, DType::kFloat32, rng);
+  // highest: float32 products, as the CPU.
+  check_op(OpId::k_matmul, make_matmul(MatmulPrecision::kHighest), {&a, &b}, "matmul highest",
+           {1e-4, 1e-4});
+  // high (TF32) and medium (bfloat16): close to the float32 result, but visibly not it -- the
+  // attribute reached cuBLAS.
+  for (MatmulPrecision p : {MatmulPrecision::kHigh, MatmulPrecision::kMedium}) {
+    RunResult r = run_both(OpId::k_matmul, make_matmul(p), {&a, &b});
+    GT_REQUIRE_OK(r.gpu);
+    const std::vector<double> want = fetch_cpu(r.out.c), got = fetch_gpu(r.out.g);
+    REQUIRE(got.size() == want.size());
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    INFO("precision " << static_cast<int>(p) << ": largest difference " << worst);
+    CHECK(worst > 1e-5);
+    CHECK(worst < 0.5);  // entries are sums of 512 products of values in [-2, 2)
+  }
 }
 
 TEST_CASE("cuda: a tensor of more than 2^32 elements, checked analytically", "[.gpu]") {

@@ -101,8 +101,9 @@ except gt.WorkerError as e:
 gt.synchronize()
 print("sync 3: clean")
 for i in range(3):                   # each step's failure raised by its own .item()
-    try:                             # (sizes differ: identical texts in one batch are ambiguous)
-        (gt.zeros(1024 + i, 1024) * 2).mean().item()
+    try:                             # (sizes differ from each other and from `big`/`again`:
+                                     # identical texts can be ambiguous to the error ledger)
+        (gt.zeros(1025 + i, 1024) * 2).mean().item()
     except gt.WorkerError:
         print("step", i)
 gt.synchronize()

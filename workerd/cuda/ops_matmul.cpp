@@ -3,8 +3,9 @@
 // output dtype first, k == 0 gives zeros.
 //
 // Floating dtypes run on cuBLAS (row-major C = A B is column-major C^T = B^T A^T, so the
-// operands are passed swapped): float32 with CUBLAS_COMPUTE_32F (no TF32 unless the backend
-// allows it), float16/bfloat16 with float32 accumulation. The batch becomes, best first: one
+// operands are passed swapped): float32 with CUBLAS_COMPUTE_32F unless the session's precision
+// (the instruction's attribute) or the worker's allow_tf32 allows TF32 / bfloat16,
+// float16/bfloat16 with float32 accumulation. The batch becomes, best first: one
 // GEMM with the batch folded into M (b shared, a dense), one strided-batched GEMM (each operand
 // dense or broadcast), or one GEMM per batch entry. int32/int64 use a wrapping integer kernel.
 #include <algorithm>
@@ -28,14 +29,21 @@ int64_t uniform_stride(const std::vector<int64_t>& off) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-Status gemm_float(const MatmulPlan& p, DType dt, const void* a, const void* b, void* c,
-                  const OpContext& ctx) {
+// float32's compute type: the session's precision (the instruction's attribute, as
+// torch.set_float32_matmul_precision), or TF32 for every session when the worker allows it.
+cublasComputeType_t float32_compute(MatmulPrecision precision, bool worker_allows_tf32) {
+  if (precision == MatmulPrecision::kMedium) return CUBLAS_COMPUTE_32F_FAST_16BF;
+  if (precision == MatmulPrecision::kHigh || worker_allows_tf32) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  return CUBLAS_COMPUTE_32F;
+}
+
+Status gemm_float(const MatmulPlan& p, DType dt, MatmulPrecision precision, const void* a,
+                  const void* b, void* c, const OpContext& ctx) {
   const cudaDataType_t ty = dt == DType::kFloat32   ? CUDA_R_32F
                             : dt == DType::kFloat16 ? CUDA_R_16F
                                                     : CUDA_R_16BF;
-  const cublasComputeType_t compute = dt == DType::kFloat32 && ctx.allow_tf32
-                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute =
+      dt == DType::kFloat32 ? float32_compute(precision, ctx.allow_tf32) : CUBLAS_COMPUTE_32F;
   const float alpha = 1.0f, beta = 0.0f;
   const size_t es = dtype_size(dt);
   const int64_t batches = static_cast<int64_t>(p.a_off.size());
@@ -91,7 +99,8 @@ Status matmul_kernel(const KernelArgs& args, OpContext& ctx) {
   DeviceTemp ca, cb;
   GT_ASSIGN_OR_RETURN(const void* va, ctx.as_dtype(ta, dt, ca));
   GT_ASSIGN_OR_RETURN(const void* vb, ctx.as_dtype(tb, dt, cb));
-  if (is_floating(dt)) return gemm_float(p, dt, va, vb, out.storage->data(), ctx);
+  if (is_floating(dt))
+    return gemm_float(p, dt, args.attrs.matmul_precision(), va, vb, out.storage->data(), ctx);
   if (dt != DType::kInt32 && dt != DType::kInt64)
     return unimplemented("matmul: dtype {} ({} x {})", dtype_name(dt), dtype_name(ta.meta.dtype),
                          dtype_name(tb.meta.dtype));

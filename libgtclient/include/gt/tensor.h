@@ -290,6 +290,12 @@ Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dt
 Tensor randn(Dims shape, DType dtype = kFloat32);  // standard normal
 Tensor rand(Dims shape, DType dtype = kFloat32);   // uniform [0, 1)
 void manual_seed(uint64_t seed);
+// How float32 matmuls may compute, as torch.set_float32_matmul_precision: "highest" (exactly in
+// float32, the default), "high" (TF32 tensor cores allowed: a 10-bit mantissa in the products),
+// "medium" (bfloat16 allowed). Process-wide, read by every matmul when it is issued (backward
+// ones included); CPU workers always compute "highest". Anything else throws (torch only warns).
+void set_float32_matmul_precision(std::string_view precision);
+std::string get_float32_matmul_precision();
 // Uploads row-major bytes of `dtype` as a tensor of `shape` (bytes.size() must match).
 Tensor from_bytes(Dims shape, DType dtype, std::string_view bytes);
 // A possibly negative dim as an index in [0, rank) (Python style); throws naming `what`.

@@ -68,6 +68,28 @@ TEST_CASE("factories emit creation ops with the right attrs", "[client]") {
   CHECK(reals_of(last().attrs) == std::vector<double>{3});
 }
 
+TEST_CASE("matmul carries the float32 precision set when it is issued", "[client]") {
+  fake().reset();
+  gt::Tensor a = gt::zeros({2, 3}), b = gt::zeros({3, 4});
+  CHECK(gt::get_float32_matmul_precision() == "highest");
+  (void)a.matmul(b);
+  CHECK(last().op == gt::OpId::k_matmul);
+  CHECK(ints_of(last().attrs).empty());  // the default travels as no attribute at all
+  gt::set_float32_matmul_precision("high");
+  CHECK(gt::get_float32_matmul_precision() == "high");
+  (void)gt::matmul(a, b);
+  CHECK(ints_of(last().attrs) == std::vector<int64_t>{1});
+  gt::set_float32_matmul_precision("medium");
+  (void)a.matmul(b);
+  CHECK(ints_of(last().attrs) == std::vector<int64_t>{2});
+  // Anything else throws and changes nothing.
+  CHECK_THROWS_WITH(gt::set_float32_matmul_precision("fast"), Catch::Contains("'fast'"));
+  CHECK(gt::get_float32_matmul_precision() == "medium");
+  gt::set_float32_matmul_precision("highest");
+  (void)a.matmul(b);
+  CHECK(ints_of(last().attrs).empty());
+}
+
 TEST_CASE("arange picks int64 for integer arguments and float32 otherwise", "[client]") {
   fake().reset();
   gt::Tensor a = gt::arange(5);

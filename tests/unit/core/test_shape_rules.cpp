@@ -555,6 +555,35 @@ TEST_CASE("matmul_shape directly", "[shape_rules]") {
   }
 }
 
+TEST_CASE("matmul carries at most a float32 precision 0..2 (set_float32_matmul_precision)",
+          "[shape_rules]") {
+  const std::vector<TensorMeta> ab = {M({2, 3}), M({3, 4})};
+  for (MatmulPrecision p :
+       {MatmulPrecision::kHighest, MatmulPrecision::kHigh, MatmulPrecision::kMedium}) {
+    const OpAttrs a = make_matmul(p);
+    CHECK(a.n_ints == (p == MatmulPrecision::kHighest ? 0 : 1));  // the default sends nothing
+    CHECK(a.matmul_precision() == p);
+    auto r = infer_meta(OpId::k_matmul, ab, a);
+    REQUIRE(r.is_ok());
+    CHECK(r->shape.str() == Shape{2, 4}.str());
+  }
+  auto refused = [&](const OpAttrs& a) {
+    auto r = infer_meta(OpId::k_matmul, ab, a);
+    return !r.is_ok() && r.status().code() == Code::kInvalidArgument &&
+           r.status().message().find("precision") != std::string::npos;
+  };
+  OpAttrs three, negative, two, real;
+  three.push_int(3);
+  negative.push_int(-1);
+  two.push_int(1);
+  two.push_int(1);
+  real.push_real(1.0);
+  CHECK(refused(three));
+  CHECK(refused(negative));
+  CHECK(refused(two));
+  CHECK(refused(real));
+}
+
 // ---- dtype promotion, written out by hand (PyTorch category rules) ----
 
 

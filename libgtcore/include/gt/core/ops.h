@@ -32,6 +32,8 @@ enum class AttrKind : uint8_t {
   kVar,         // ints = {dim or kAllDims, keepdim}, reals = {correction} (torch.var's)
   kNumClasses,  // ints = {num_classes} (>= 0, resolved by the client)
   kStrided,     // shape = sizes, ints = {offset, stride_0, ..., stride_{r-1}} (elements)
+  kMatmul,      // ints = {} or {float32 precision}: 0 highest (default), 1 high (TF32 allowed),
+                // 2 medium (bfloat16 allowed) -- torch.set_float32_matmul_precision's levels
 };
 
 // Shape/dtype rules (implemented in shape_rules.cpp).
