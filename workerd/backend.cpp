@@ -67,6 +67,14 @@ Status Backend::start_copy_to_host(const Tensor& t, size_t offset, void* dst, si
   return start_read_bytes(DeviceBytes{t.storage->data(), offset, n}, dst, session);
 }
 
+Result<bool> Backend::copy_to_host_if_idle(const Tensor& t, size_t offset, void* dst, size_t n,
+                                           uint64_t session) {
+  GT_RETURN_IF_ERROR(check_span("copy_to_host", t, offset, n));
+  if (n == 0) return true;
+  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
+  return read_bytes_if_idle(DeviceBytes{t.storage->data(), offset, n}, dst, session);
+}
+
 Status Backend::copy_from_host(Tensor& t, size_t offset, const void* src, size_t n,
                                uint64_t session) {
   GT_RETURN_IF_ERROR(check_span("copy_from_host", t, offset, n));

@@ -179,6 +179,11 @@ class Backend {
   // storage alive, until the session's next when_done() callback has run.
   Status start_copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
                             uint64_t session);
+  // A small fetch's shortcut: when nothing the session queued is still running, copies now (a
+  // wait for this copy alone, so never on the I/O thread) and returns true; otherwise does
+  // nothing and returns false (start_copy_to_host then). A synchronous device always copies.
+  Result<bool> copy_to_host_if_idle(const Tensor& t, size_t offset, void* dst, size_t n,
+                                    uint64_t session);
   // Ok, or why the device is unusable for good (a sticky CUDA error: the worker must go).
   virtual Status device_lost() const { return Status::ok(); }
   // Where an asynchronous device reports a kernel that failed on the device: (session, result
@@ -217,6 +222,11 @@ class Backend {
     size_t n;
   };
   virtual Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) = 0;
+  // read_bytes when the session's stream is idle (else false, nothing done).
+  virtual Result<bool> read_bytes_if_idle(const DeviceBytes& bytes, void* dst, uint64_t session) {
+    GT_RETURN_IF_ERROR(read_bytes(bytes, dst, session));
+    return true;
+  }
   // Only enqueues the read (start_copy_to_host); a synchronous device just reads.
   virtual Status start_read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) {
     return read_bytes(bytes, dst, session);

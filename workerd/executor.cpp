@@ -441,13 +441,7 @@ std::string* Executor::start_fetch_chunk(v1::Reply* r, uint64_t request_id, cons
 }
 
 void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
-  auto reply_error = [&](const ErrorRecord& rec) {
-    v1::WorkerMessage m;
-    m.mutable_reply()->set_request_id(req.request_id());
-    m.mutable_reply()->set_last(true);
-    error_to_wire(rec, m.mutable_reply()->add_errors());
-    send_(std::move(m));
-  };
+  auto reply_error = [&](const ErrorRecord& rec) { this->reply_error(req.request_id(), rec); };
   auto it = tensors_.find(req.id());
   if (it == tensors_.end() || it->second.session != session) {
     reply_error(record("fetch", not_found("unknown tensor handle {}", req.id())));
@@ -478,6 +472,14 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     r->set_last(offset >= total);
     send_(std::move(m));
   } while (offset < total);
+}
+
+void Executor::reply_error(uint64_t request_id, const ErrorRecord& rec) {
+  v1::WorkerMessage m;
+  m.mutable_reply()->set_request_id(request_id);
+  m.mutable_reply()->set_last(true);
+  error_to_wire(rec, m.mutable_reply()->add_errors());
+  send_(std::move(m));
 }
 
 void Executor::check_device() {
@@ -512,6 +514,30 @@ void Executor::wait_for_completions() {
 // session may overwrite the tensor), into messages that are sent once the copies are done.
 void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, const Tensor& t) {
   const uint64_t total = static_cast<uint64_t>(t.meta.nbytes());
+  // A small fetch from an idle stream is copied and sent from here: the copy is all it waits
+  // for (microseconds), and it skips the completion thread's hand-offs (a round trip's worth).
+  constexpr uint64_t kDirectFetchBytes = 64 << 10;
+  if (total <= std::min<uint64_t>(kDirectFetchBytes, max_reply_chunk_)) {
+    v1::WorkerMessage m;
+    std::string* data = start_fetch_chunk(m.mutable_reply(), req.request_id(), t, 0, total);
+    Result<bool> copied = backend_.copy_to_host_if_idle(t, 0, data->data(), total, session);
+    if (copied.is_ok() && *copied) {
+      const DeviceErrorSlot::Error* poisoned = t.storage ? t.storage->device_error() : nullptr;
+      if (!poisoned) {
+        m.mutable_reply()->set_last(true);
+        send_(std::move(m));
+        return;
+      }
+      // Its failure's report may still wait on the completion thread: the reply follows it
+      // there, so the dispatcher knows the error it raises (and does not raise it twice).
+      complete_later(session, [this, request_id = req.request_id(),
+                               err = *poisoned](const Status&) {
+        reply_error(request_id, record(err.op.c_str(), err.status));
+      });
+      return;
+    }
+    if (!copied.is_ok()) check_device();  // a failed copy may be the device's loss
+  }
   const uint64_t chunks = total == 0 ? 1 : (total + max_reply_chunk_ - 1) / max_reply_chunk_;
   auto msgs = std::make_shared<std::vector<v1::WorkerMessage>>(chunks);
   Status st;
@@ -531,14 +557,9 @@ void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, cons
     Status failed = st.is_ok() ? done : st;
     const DeviceErrorSlot::Error* poisoned = slot ? slot->get() : nullptr;
     if (!failed.is_ok() || poisoned) {
-      v1::WorkerMessage m;
-      m.mutable_reply()->set_request_id(request_id);
-      m.mutable_reply()->set_last(true);
       // A result that failed on the device answers with its failure, as a poisoned tensor does.
-      error_to_wire(failed.is_ok() ? record(poisoned->op.c_str(), poisoned->status)
-                                   : record("fetch", failed),
-                    m.mutable_reply()->add_errors());
-      send_(std::move(m));
+      reply_error(request_id, failed.is_ok() ? record(poisoned->op.c_str(), poisoned->status)
+                                             : record("fetch", failed));
       return;
     }
     for (auto& m : *msgs) send_(std::move(m));

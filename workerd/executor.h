@@ -99,6 +99,7 @@ class Executor {
   void complete_later(uint64_t session, std::function<void(const Status&)> done);
   void wait_for_completions();
   void check_device();  // after each batch: a lost device is reported once
+  void reply_error(uint64_t request_id, const ErrorRecord& rec);  // a request's last reply
   void fill_stats(v1::WorkerStats* s);
 
   Backend& backend_;

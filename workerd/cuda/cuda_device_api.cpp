@@ -76,6 +76,14 @@ Status CudaDeviceApi::synchronize_stream(Stream s) {
   return Status::ok();
 }
 
+Result<bool> CudaDeviceApi::stream_idle(Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  const cudaError_t r = cudaStreamQuery(as_stream(s));
+  if (r == cudaErrorNotReady) return false;
+  GT_CUDA_CHECK(r);
+  return true;
+}
+
 Result<Event> CudaDeviceApi::create_event() {
   GT_RETURN_IF_ERROR(use_device());
   cudaEvent_t e = nullptr;

@@ -51,6 +51,8 @@ class DeviceApi {
   virtual void destroy_stream(Stream s) = 0;
   // Blocks the calling thread until the stream's queued work is done. Never on an I/O thread.
   virtual Status synchronize_stream(Stream s) = 0;
+  // True when everything enqueued on the stream so far has finished (non-blocking).
+  virtual Result<bool> stream_idle(Stream s) = 0;
 
   virtual Result<Event> create_event() = 0;
   virtual void destroy_event(Event e) = 0;

@@ -122,6 +122,12 @@ void StreamBackend::when_done(uint64_t session, std::function<void(Status)> done
     completions_.push([this, done = std::move(done)] { done(device_->sticky_error()); });
     return;
   }
+  // Nothing queued is still running: what it pushed to the completion thread (failure reports)
+  // is there already, so the callback only has to follow it -- no host function, no device hop.
+  if (auto idle = device_->stream_idle(s); idle.is_ok() && *idle) {
+    completions_.push([this, done = std::move(done)] { done(device_->sticky_error()); });
+    return;
+  }
   uint64_t id;
   {
     std::lock_guard<std::mutex> lk(pending_mu_);
@@ -165,6 +171,14 @@ Status StreamBackend::read_bytes(const DeviceBytes& b, void* dst, uint64_t sessi
   GT_RETURN_IF_ERROR(start_read_bytes(b, dst, session));
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
   return device_->synchronize_stream(s);
+}
+
+Result<bool> StreamBackend::read_bytes_if_idle(const DeviceBytes& b, void* dst, uint64_t session) {
+  GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
+  GT_ASSIGN_OR_RETURN(bool idle, device_->stream_idle(s));
+  if (!idle) return false;
+  GT_RETURN_IF_ERROR(read_bytes(b, dst, session));  // waits for this copy only
+  return true;
 }
 
 Status StreamBackend::start_read_bytes(const DeviceBytes& b, void* dst, uint64_t session) {

@@ -81,6 +81,7 @@ class StreamBackend : public Backend {
 
   Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
   Status start_read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
+  Result<bool> read_bytes_if_idle(const DeviceBytes& bytes, void* dst, uint64_t session) override;
   Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) override;
   Status zero_bytes(const DeviceBytes& bytes, uint64_t session) override;
 

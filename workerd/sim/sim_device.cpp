@@ -263,6 +263,13 @@ Status SimDevice::synchronize_stream(Stream s) {
   return sticky_error();
 }
 
+Result<bool> SimDevice::stream_idle(Stream s) {
+  SimStream* st = stream_of(s);
+  if (st == nullptr) return invalid_argument("stream_idle: unknown sim stream");
+  std::lock_guard<std::mutex> lk(st->mu);
+  return st->completed.load() >= st->enqueued;
+}
+
 Result<Event> SimDevice::create_event() {
   GT_RETURN_IF_ERROR(sticky_error());
   auto e = std::make_shared<SimEvent>();
