@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,28 +52,33 @@ Status Backend::run(const KernelArgs& args) {
   }
 }
 
+// The bytes a read of [offset, offset + n) of t into dst names, checked; nullopt: nothing to
+// read (n == 0).
+Result<std::optional<Backend::DeviceBytes>> Backend::read_span(const Tensor& t, size_t offset,
+                                                               void* dst, size_t n) {
+  GT_RETURN_IF_ERROR(check_span("copy_to_host", t, offset, n));
+  if (n == 0) return std::optional<DeviceBytes>();
+  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
+  return std::optional<DeviceBytes>(DeviceBytes{t.storage->data(), offset, n});
+}
+
 Status Backend::copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
                              uint64_t session) {
-  GT_RETURN_IF_ERROR(check_span("copy_to_host", t, offset, n));
-  if (n == 0) return Status::ok();
-  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
-  return read_bytes(DeviceBytes{t.storage->data(), offset, n}, dst, session);
+  GT_ASSIGN_OR_RETURN(std::optional<DeviceBytes> b, read_span(t, offset, dst, n));
+  return b ? read_bytes(*b, dst, session) : Status::ok();
 }
 
 Status Backend::start_copy_to_host(const Tensor& t, size_t offset, void* dst, size_t n,
                                    uint64_t session) {
-  GT_RETURN_IF_ERROR(check_span("copy_to_host", t, offset, n));
-  if (n == 0) return Status::ok();
-  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
-  return start_read_bytes(DeviceBytes{t.storage->data(), offset, n}, dst, session);
+  GT_ASSIGN_OR_RETURN(std::optional<DeviceBytes> b, read_span(t, offset, dst, n));
+  return b ? start_read_bytes(*b, dst, session) : Status::ok();
 }
 
 Result<bool> Backend::copy_to_host_if_idle(const Tensor& t, size_t offset, void* dst, size_t n,
                                            uint64_t session) {
-  GT_RETURN_IF_ERROR(check_span("copy_to_host", t, offset, n));
-  if (n == 0) return true;
-  if (dst == nullptr) return invalid_argument("copy_to_host: null destination");
-  return read_bytes_if_idle(DeviceBytes{t.storage->data(), offset, n}, dst, session);
+  GT_ASSIGN_OR_RETURN(std::optional<DeviceBytes> b, read_span(t, offset, dst, n));
+  if (!b) return true;
+  return read_bytes_if_idle(*b, dst, session);
 }
 
 Status Backend::copy_from_host(Tensor& t, size_t offset, const void* src, size_t n,

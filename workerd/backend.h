@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -236,6 +237,8 @@ class Backend {
 
  private:
   Status upload(const KernelArgs& args);  // from_host, host_chunk
+  static Result<std::optional<DeviceBytes>> read_span(const Tensor& t, size_t offset, void* dst,
+                                                      size_t n);
 
   std::array<bool, kNumOps> has_kernel_{};
 };

@@ -13,6 +13,13 @@ namespace {
 cudaStream_t as_stream(Stream s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(Event e) { return static_cast<cudaEvent_t>(e); }
 
+// A query's answer: done, not yet (cudaErrorNotReady), or an error.
+Result<bool> query_result(cudaError_t r, const char* what) {
+  if (r == cudaErrorNotReady) return false;
+  GT_RETURN_IF_ERROR(cuda_status(r, what, __FILE__, __LINE__));
+  return true;
+}
+
 // cudaLaunchHostFunc takes a C function: the std::function travels on the heap.
 void CUDART_CB run_host_func(void* arg) {
   std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(arg));
@@ -78,10 +85,7 @@ Status CudaDeviceApi::synchronize_stream(Stream s) {
 
 Result<bool> CudaDeviceApi::stream_idle(Stream s) {
   GT_RETURN_IF_ERROR(use_device());
-  const cudaError_t r = cudaStreamQuery(as_stream(s));
-  if (r == cudaErrorNotReady) return false;
-  GT_CUDA_CHECK(r);
-  return true;
+  return query_result(cudaStreamQuery(as_stream(s)), "cudaStreamQuery");
 }
 
 Result<Event> CudaDeviceApi::create_event() {
@@ -104,10 +108,7 @@ Status CudaDeviceApi::record_event(Event e, Stream s) {
 
 Result<bool> CudaDeviceApi::event_done(Event e) {
   GT_RETURN_IF_ERROR(use_device());
-  const cudaError_t r = cudaEventQuery(as_event(e));
-  if (r == cudaErrorNotReady) return false;
-  GT_CUDA_CHECK(r);
-  return true;
+  return query_result(cudaEventQuery(as_event(e)), "cudaEventQuery");
 }
 
 Status CudaDeviceApi::synchronize_event(Event e) {
@@ -122,22 +123,22 @@ Status CudaDeviceApi::stream_wait_event(Stream s, Event e) {
   return Status::ok();
 }
 
-Status CudaDeviceApi::copy_to_device(void* dst, const void* src, size_t n, Stream s) {
+Status CudaDeviceApi::copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, Stream s) {
   GT_RETURN_IF_ERROR(use_device());
-  GT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, as_stream(s)));
+  GT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, kind, as_stream(s)));
   return Status::ok();
+}
+
+Status CudaDeviceApi::copy_to_device(void* dst, const void* src, size_t n, Stream s) {
+  return copy(dst, src, n, cudaMemcpyHostToDevice, s);
 }
 
 Status CudaDeviceApi::copy_to_host(void* dst, const void* src, size_t n, Stream s) {
-  GT_RETURN_IF_ERROR(use_device());
-  GT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, as_stream(s)));
-  return Status::ok();
+  return copy(dst, src, n, cudaMemcpyDeviceToHost, s);
 }
 
 Status CudaDeviceApi::copy_on_device(void* dst, const void* src, size_t n, Stream s) {
-  GT_RETURN_IF_ERROR(use_device());
-  GT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, as_stream(s)));
-  return Status::ok();
+  return copy(dst, src, n, cudaMemcpyDeviceToDevice, s);
 }
 
 Status CudaDeviceApi::fill_zero(void* dst, size_t n, Stream s) {

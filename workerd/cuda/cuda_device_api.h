@@ -53,6 +53,8 @@ class CudaDeviceApi final : public device::DeviceApi {
   Status use_device() const;
 
  private:
+  Status copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, device::Stream s);
+
   int device_;
   uint64_t total_;
   std::mutex mu_;
