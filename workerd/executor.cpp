@@ -495,14 +495,22 @@ void Executor::complete_later(uint64_t session, std::function<void(const Status&
   {
     std::lock_guard<std::mutex> lk(completions_mu_);
     ++completions_pending_;
+    ++completions_by_session_[session];
   }
-  backend_.when_done(session, [this, done = std::move(done)](Status st) {
+  backend_.when_done(session, [this, session, done = std::move(done)](Status st) {
     if (!st.is_ok()) check_device();  // the device may have been lost since the last batch
     done(st);
     std::lock_guard<std::mutex> lk(completions_mu_);
     --completions_pending_;
+    auto it = completions_by_session_.find(session);
+    if (it != completions_by_session_.end() && --it->second == 0) completions_by_session_.erase(it);
     completions_cv_.notify_all();
   });
+}
+
+bool Executor::completions_pending_for(uint64_t session) {
+  std::lock_guard<std::mutex> lk(completions_mu_);
+  return completions_by_session_.count(session) != 0;
 }
 
 void Executor::wait_for_completions() {
@@ -516,8 +524,10 @@ void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, cons
   const uint64_t total = static_cast<uint64_t>(t.meta.nbytes());
   // A small fetch from an idle stream is copied and sent from here: the copy is all it waits
   // for (microseconds), and it skips the completion thread's hand-offs (a round trip's worth).
+  // Not while an earlier reply of the session waits there: it would be overtaken.
   constexpr uint64_t kDirectFetchBytes = 64 << 10;
-  if (total <= std::min<uint64_t>(kDirectFetchBytes, max_reply_chunk_)) {
+  if (total <= std::min<uint64_t>(kDirectFetchBytes, max_reply_chunk_) &&
+      !completions_pending_for(session)) {
     v1::WorkerMessage m;
     std::string* data = start_fetch_chunk(m.mutable_reply(), req.request_id(), t, 0, total);
     Result<bool> copied = backend_.copy_to_host_if_idle(t, 0, data->data(), total, session);

@@ -136,6 +136,10 @@ class Executor {
   std::mutex completions_mu_;
   std::condition_variable completions_cv_;
   uint64_t completions_pending_ = 0;
+  // Per session: replies still waiting on the completion thread. A reply sent directly must not
+  // overtake them (a session's replies keep their request order).
+  std::unordered_map<uint64_t, uint64_t> completions_by_session_;
+  bool completions_pending_for(uint64_t session);
 
   // Scratch reused across instructions (no allocation per op on the hot path).
   std::vector<const Tensor*> inputs_;
