@@ -118,7 +118,9 @@ Node::~Node() {
   }
 }
 
-std::string Node::name() const { return camel(op_name(op)) + "Backward"; }
+std::string Node::name() const {
+  return fn_name ? std::string(fn_name) : camel(op_name(op)) + "Backward";
+}
 
 Tensor Node::saved_input(size_t i) const {
   if (released) throw_released(*this);
@@ -210,13 +212,38 @@ void record(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inputs
   out.impl()->grad_fn = std::move(node);
 }
 
+Tensor record_function(const char* name, const Tensor& out, std::span<const Tensor* const> inputs,
+                       uint32_t save_inputs, std::function<void(GradCtx&)> backward) {
+  if (!is_grad_enabled() || !is_floating(out.impl()->meta.dtype)) return out;
+  bool any = false;
+  for (const Tensor* t : inputs) any = any || needs_grad(t);
+  if (!any) return out;
+  std::shared_ptr<Node> node = new_node(OpId{}, OpAttrs{});
+  node->backward_fn = std::move(backward);
+  node->fn_name = name;
+  const size_t n = inputs.size();
+  node->in_meta.resize(n);
+  node->next.resize(n);
+  node->saved.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    node->in_meta[i] = inputs[i]->impl()->meta;
+    if (needs_grad(inputs[i])) node->next[i] = edge_to(inputs[i]);
+    if (i < 32 && (save_inputs & (1u << i)))
+      node->saved[i] = SavedTensor{inputs[i]->impl(), gt::detail::version_of(*inputs[i]->impl())};
+  }
+  node->out_meta = out.impl()->meta;
+  node->out_weak = out.impl();
+  out.impl()->grad_fn = std::move(node);
+  return out;
+}
+
 void check_in_place(OpId op, std::span<const Tensor* const> inputs) {
   if (!is_grad_enabled() || inputs.empty()) return;
   const TensorImpl& dst = *inputs[0]->impl();
   if (dst.requires_grad && !dst.grad_fn)
     throw Error(std::string(op_name(op)) +
-                ": a leaf tensor that requires grad is being used in an in-place operation; "
-                "modify it under gt::NoGradGuard (as optimizers do)");
+                ": a leaf tensor that requires grad is being used in an in-place operation; " +
+                kLeafInPlaceRemedy);
 }
 
 // copy_(dst, src) while recording: dst's old value is overwritten, so its history gets a zero

@@ -155,7 +155,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
       }
       ScopeToken scope = hook ? hook(n->scope) : nullptr;
       GradCtx ctx{*n, g, in_grads};
-      grad_rule(n->op).fn(ctx);
+      if (n->backward_fn) n->backward_fn(ctx);
+      else grad_rule(n->op).fn(ctx);
       g = Tensor();
       for (size_t i = 0; i < in_grads.size(); ++i) {
         if (!in_grads[i].defined()) continue;

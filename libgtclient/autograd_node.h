@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 namespace gt::autograd::detail {
 
 struct Node;
+struct GradCtx;
 
 // Where an input's gradient goes: into the grad_fn of a non-leaf input, or into the .grad of a
 // leaf that requires grad. Neither (both null): the input needs no gradient.
@@ -55,6 +57,10 @@ struct Node {
   bool released = false;     // saved tensors freed by a backward pass without retain_graph
   std::string scope;         // signal scope of the forward op
   uint64_t seq = 0;          // creation order (the engine runs later nodes first)
+  // A composite with its own gradient (record_function): run instead of the op's rule, and
+  // named for grad_fn (e.g. "MseLossBackward"). `op` is then unused.
+  std::function<void(GradCtx&)> backward_fn;
+  const char* fn_name = nullptr;
 
   bool needs(size_t i) const { return i < next.size() && next[i].needed(); }
   Tensor saved_input(size_t i) const;  // throws if not saved / released / modified in place
@@ -88,11 +94,27 @@ struct GradRule {
 // The table, indexed by OpId (autograd_rules.cpp).
 const GradRule& grad_rule(OpId op);
 
+// A composite op with its own gradient, as a fused kernel has in torch (torch.autograd.Function
+// style): `out` was computed under NoGradGuard from `inputs`; when grad mode is on, `out` is
+// floating and an input needs a gradient, `out` gets one node named `name` whose backward is
+// `backward` (GradCtx as a rule's: node.saved_input(i) for the inputs whose bit is set in
+// `save_inputs`, version-checked; in_grads[i] where node.needs(i), reduced and cast by the engine).
+// Used where the composite's own gradient would order its products otherwise than torch's
+// formula, so inf and NaN would come out elsewhere (mse_loss). Returns `out`.
+Tensor record_function(const char* name, const Tensor& out, std::span<const Tensor* const> inputs,
+                       uint32_t save_inputs, std::function<void(GradCtx&)> backward);
+
 // Helpers shared by the rules and the engine (autograd_rules.cpp).
 // Sums `g` over the dims that broadcasting added or expanded, giving `target`'s shape.
 Tensor sum_to(const Tensor& g, const Shape& target);
 // Broadcasts `g` to `target` (a broadcast-compatible shape) as a new tensor.
 Tensor expand_to(const Tensor& g, const Shape& target);
+
+// What the error for an in-place write into a leaf that requires grad (or a view of one) tells
+// the user to do instead: both languages' ways, since Python users see libgtclient's text.
+inline constexpr const char* kLeafInPlaceRemedy =
+    "update it with grad disabled, as optimizers do (Python: `with gt.no_grad():` or through "
+    "`t.data`; C++: gt::NoGradGuard)";
 
 // The recorder hooks called from detail::run_op (autograd.cpp).
 bool requires_grad(const TensorImpl& t);

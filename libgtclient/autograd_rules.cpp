@@ -222,7 +222,9 @@ GRAD(pow, save_pow) {
   }
   Tensor a = N.saved_input(0), b = N.saved_input(1);
   if (N.needs(0)) {  // g b a^(b-1), 0 where b == 0
-    Tensor v = G * (b * pow(a, b - 1.0));
+    // b - 1 in b's dtype, as torch's `exponent - 1`: an integer exponent stays exact (and is
+    // converted to the computing dtype by pow, e.g. to -inf in float16, as in torch).
+    Tensor v = G * (b * pow(a, b - 1));
     OUT(0) = where(b == 0.0, 0.0, v);
   }
   if (N.needs(1)) {  // torch's g * where(a == 0 and b >= 0, 0, a^b ln a)
@@ -295,6 +297,36 @@ GRAD(erf, save_in0) {  // 2/sqrt(pi) exp(-x^2)
 GRAD(tanh, save_out) {
   Tensor t = N.output();
   OUT(0) = G * (1.0 - t * t);
+}
+
+// The activations: torch's backward kernels (silu_backward, GeluBackward) op for op, in float32
+// for the half types as torch's opmath (the engine casts the result back). The order matters at
+// the extremes: g s first, then the factor that vanishes, so silu'(0) with an infinite g is inf,
+// and gelu'(3e38) is g (x pdf is 3e38 * 0, not inf * 0).
+Tensor in_opmath(const Tensor& t) {
+  return t.dtype() == kFloat16 || t.dtype() == kBFloat16 ? t.cast(kFloat32) : t;
+}
+GRAD(silu, save_in0) {  // g s (1 + x (1 - s))
+  const Tensor x = in_opmath(N.saved_input(0)), g = in_opmath(G);
+  const Tensor s = x.sigmoid();
+  OUT(0) = (g * s) * ((x * (1.0 - s)) + 1.0);
+}
+GRAD(gelu, save_in0) {  // g (cdf + x pdf)
+  const Tensor x = in_opmath(N.saved_input(0)), g = in_opmath(G);
+  const Tensor cdf = ((x * M_SQRT1_2).erf() + 1.0) * 0.5;
+  const Tensor pdf = ((x * x) * -0.5).exp() * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  OUT(0) = g * (cdf + x * pdf);
+}
+GRAD(gelu_tanh, save_in0) {
+  const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+  const Tensor x = in_opmath(N.saved_input(0)), g = in_opmath(G);
+  const Tensor x_sq = x * x;
+  const Tensor tanh_inner = ((x + (x_sq * x) * kappa) * beta).tanh();
+  const Tensor left_derivative = (tanh_inner + 1.0) * 0.5;
+  const Tensor tanh_derivative = 1.0 - tanh_inner * tanh_inner;
+  const Tensor inner_derivative = (x_sq * (3.0 * kappa) + 1.0) * beta;
+  const Tensor right_derivative = ((x * 0.5) * tanh_derivative) * inner_derivative;
+  OUT(0) = g * (left_derivative + right_derivative);
 }
 
 // matmul with 1-D operands (a vector is a 1 x k row / k x 1 column) and broadcast batch dims:

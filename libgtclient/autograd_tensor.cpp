@@ -19,8 +19,8 @@ void check_in_place_named(const Tensor& t, const char* what) {
   const TensorImpl& impl = *t.impl();
   if (impl.requires_grad && !impl.grad_fn)
     throw Error(std::string(what) +
-                ": a leaf tensor that requires grad is being used in an in-place operation; "
-                "modify it under gt::NoGradGuard (as optimizers do)");
+                ": a leaf tensor that requires grad is being used in an in-place operation; " +
+                ad::kLeafInPlaceRemedy);
 }
 
 // PyTorch refuses an in-place op whose result cannot be written back into self's dtype

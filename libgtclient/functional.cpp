@@ -148,24 +148,19 @@ Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim) { return x.logsumex
 #include "gt/tensor_api.def"
 #undef GT_API_FUNCTIONAL_0
 #undef GT_API_FUNCTIONAL_1
+// One op each (ops.def): torch's kernels, computed in float32 for the half types and rounded
+// once, with gradients in torch's operation order (autograd_rules.cpp). Torch refuses integer
+// inputs to both.
 Tensor silu(const Tensor& x) {
   detail::require_floating(x, "silu");
-  return x * x.sigmoid();
+  return detail::run_op(OpId::k_silu, OpAttrs{}, {&x});
 }
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   detail::require_floating(x, "gelu");
   if (approximate != "none" && approximate != "tanh")
     throw Error("gelu: approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
-  // In float32 for the half types (is_half_type): x^3 and the gradient's x^2 overflow float16
-  // from |x| ~ 40.
-  if (is_half_type(x)) return gelu(x.to(kFloat32), approximate).to(x.dtype());
-  if (approximate == "tanh") {
-    const double k = std::sqrt(2.0 / M_PI);
-    Tensor inner = (x + x * x * x * 0.044715) * k;
-    return (x * 0.5) * (inner.tanh() + 1.0);
-  }
-  return (x * 0.5) * ((x * M_SQRT1_2).erf() + 1.0);  // x Phi(x)
+  return detail::run_op(approximate == "tanh" ? OpId::k_gelu_tanh : OpId::k_gelu, OpAttrs{}, {&x});
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {

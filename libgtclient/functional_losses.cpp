@@ -1,10 +1,12 @@
 // Losses: mse, binary cross entropy (+ with logits), nll and cross entropy (class indices picked
 // with gather; optional label smoothing and class weights).
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "gt/autograd.h"
 #include "gt/functional.h"
+#include "libgtclient/autograd_node.h"
 #include "libgtclient/run_op.h"
 
 namespace gt::nn::functional {
@@ -139,8 +141,31 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
     const DType dt = promote(input.dtype(), target.dtype());
     return mse_loss(input.to(dt), target.to(dt), reduction);
   }
-  Tensor d = input - target;
-  return reduce(d * d, reduction);
+  // The value from d * d; the gradient is torch's mse_loss_backward, (norm d) g with norm 2 / n
+  // (mean) or 2, d = input - target in float32 for 16-bit inputs (its opmath): one product
+  // with g, in torch's order, so an overflowed 2 d times a zero g is NaN and (2 / n) d stays
+  // finite where 2 d would not, as in torch (d * d's own gradient is g d + g d).
+  Tensor loss;
+  int64_t n = 0;
+  {
+    NoGradGuard no_grad;
+    const Tensor d = input - target;
+    n = d.numel();
+    loss = reduce(d * d, reduction);
+  }
+  const double norm =
+      reduction == Reduction::kMean ? 2.0 / static_cast<double>(std::max<int64_t>(n, 1)) : 2.0;
+  const Tensor* ins[] = {&input, &target};
+  return autograd::detail::record_function(
+      "MseLossBackward", loss, ins, 0b11, [norm](autograd::detail::GradCtx& c) {
+        auto opmath = [](const Tensor& t) {
+          return t.dtype() == kFloat16 || t.dtype() == kBFloat16 ? t.cast(kFloat32) : t;
+        };
+        const Tensor d = opmath(c.node.saved_input(0)) - opmath(c.node.saved_input(1));
+        const Tensor g = (d * norm) * opmath(c.grad);
+        if (c.node.needs(0)) c.in_grads[0] = g;
+        if (c.node.needs(1)) c.in_grads[1] = g.neg();
+      });
 }
 
 // -(y log p + (1 - y) log(1 - p)), each log clamped at -100 (PyTorch's). The gradient with
@@ -181,12 +206,28 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
   return reduce(loss, o.reduction);
 }
 
+namespace {
 // PyTorch's stable form: (1 - y) x + lw (log(1 + exp(-|x|)) + max(-x, 0)),
-// lw = 1 + (pos_weight - 1) y. Its gradient is torch's lw sigmoid(x) - pos_weight y everywhere,
-// x = 0 included, because max(-x, 0) is `maximum`, whose gradient splits a tie evenly: at x = 0
-// the two kinks give 0 (|x|: sign(0) = 0) and -1/2 (the tie), as the smooth function does.
-// relu or clamp_min there would give 0 or -1 (e.g. [0.5, 0] instead of [0.25, -0.25] for
-// targets [0, 1], mean reduction).
+// lw = 1 + (pos_weight - 1) y. Its derivative in x is torch's lw sigmoid(x) - pos_weight y
+// everywhere, x = 0 included, because max(-x, 0) is `maximum`, whose gradient splits a tie
+// evenly: at x = 0 the two kinks give 0 (|x|: sign(0) = 0) and -1/2 (the tie), as the smooth
+// function does (relu or clamp_min there would give 0 or -1).
+Tensor bce_logits_terms(const Tensor& x, const Tensor& target, const Tensor& pos_weight) {
+  Tensor softplus_neg = (x.abs().neg().exp() + 1.0).log() + x.neg().maximum(0.0);
+  if (!pos_weight.defined()) return (1.0 - target) * x + softplus_neg;
+  Tensor lw = (pos_weight - 1.0) * target + 1.0;
+  return (1.0 - target) * x + lw * softplus_neg;
+}
+}  // namespace
+
+// When the logits need a gradient, the loss at finite logits is computed from their value and
+// the gradient reaches them through one term dx * (x - x_value), 0 in value, with dx torch's
+// closed form ((pos_weight y + 1 - y) sigmoid(x) - pos_weight y, or sigmoid(x) - y), so the
+// upstream gradient multiplies it once, as in torch: an infinite one gives +-inf, where the
+// derivative of the terms (a sum of products with g) gives inf - inf = NaN. That term is NaN
+// at infinite logits (inf - inf), so there the terms themselves carry the gradient (selected
+// with where). In float32 for 16-bit logits, as torch's opmath. The target's gradient is the
+// derivative of the terms: torch's log_sigmoid(-x) - pos_weight log_sigmoid(x), or -x.
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BCEOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy_with_logits");
@@ -195,13 +236,29 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   detail::require_floating(target, "binary_cross_entropy_with_logits", "target");
   check_elementwise_weight(o.weight, input, "binary_cross_entropy_with_logits", "weight");
   check_elementwise_weight(o.pos_weight, input, "binary_cross_entropy_with_logits", "pos_weight");
-  Tensor softplus_neg = (input.abs().neg().exp() + 1.0).log() + input.neg().maximum(0.0);
   Tensor loss;
-  if (o.pos_weight.defined()) {
-    Tensor lw = (o.pos_weight - 1.0) * target + 1.0;
-    loss = (1.0 - target) * input + lw * softplus_neg;
+  if (is_grad_enabled() && input.requires_grad()) {
+    const Tensor x = input.detach();
+    const bool narrow = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
+    Tensor xv, dx, finite;
+    {
+      NoGradGuard no_grad;
+      xv = narrow ? x.cast(kFloat32) : x;
+      finite = (xv - xv) == 0.0;  // false at +-inf and NaN
+      const Tensor s = xv.sigmoid();
+      if (o.pos_weight.defined()) {
+        const Tensor t = o.pos_weight * target;
+        dx = ((t + 1.0) - target) * s - t;
+      } else {
+        dx = s - target;
+      }
+    }
+    Tensor term = dx * ((narrow ? input.cast(kFloat32) : input) - xv);
+    Tensor carried = bce_logits_terms(x, target, o.pos_weight);
+    carried = carried + (term.dtype() == carried.dtype() ? term : term.cast(carried.dtype()));
+    loss = where(finite, carried, bce_logits_terms(input, target, o.pos_weight));
   } else {
-    loss = (1.0 - target) * input + softplus_neg;
+    loss = bce_logits_terms(input, target, o.pos_weight);
   }
   if (o.weight.defined()) loss = loss * o.weight;
   return reduce(loss, o.reduction);

@@ -235,7 +235,7 @@ void check_view_write(const Tensor& t, const char* what, bool writes_grad) {
       if (t.requires_grad() && base.grad_fn == nullptr)
         throw Error(std::string(what) +
                     ": a view of a leaf tensor that requires grad is being used in an in-place "
-                    "operation; modify it under gt::NoGradGuard (as optimizers do)");
+                    "operation; " + autograd::detail::kLeafInPlaceRemedy);
       return;
   }
 }

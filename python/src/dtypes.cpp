@@ -181,7 +181,8 @@ void init_dtypes(py::module_& m) {
   g_np_dtype = py::object(np.attr("dtype")).release().ptr();
 
   py::class_<PyDType> cls(m, "dtype", "A GT element type: gt.float32, gt.float16, gt.bfloat16, "
-                                      "gt.int32, gt.int64, gt.bool. Compares equal to its name.");
+                                      "gt.int32, gt.int64, gt.bool. Compares equal to its name "
+                                      "and to numpy's dtype of that name.");
   cls.def_property_readonly("name", [](const PyDType& d) { return gt::dtype_name(d.dt); })
       .def_property_readonly("itemsize", [](const PyDType& d) { return gt::dtype_size(d.dt); })
       .def_property_readonly("is_floating_point",
@@ -196,6 +197,14 @@ void init_dtypes(py::module_& m) {
                std::string n = strip_prefix(o.cast<std::string>());
                auto other = gt::dtype_from_name(n);
                return py::bool_(other && *other == d.dt);
+             }
+             // numpy's dtype or scalar type of the same name (t.data.dtype == np.float32, the
+             // original GT's idiom); by name, not by the upload mapping (float64 is not float32).
+             const bool np_type = PyType_Check(o.ptr()) && PyObject_IsSubclass(o.ptr(), g_np_generic) == 1;
+             if (np_type || PyObject_IsInstance(o.ptr(), g_np_dtype) == 1) {
+               py::object npd = py::reinterpret_steal<py::object>(PyObject_CallOneArg(g_np_dtype, o.ptr()));
+               if (!npd) throw py::error_already_set();
+               return py::bool_(std::string(py::str(npd.attr("name"))) == gt::dtype_name(d.dt));
              }
              return py::reinterpret_borrow<py::object>(Py_NotImplemented);
            })

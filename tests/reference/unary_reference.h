@@ -17,6 +17,7 @@ struct UnaryReference {
   double (*f)(double);
   double lo, hi;  // inputs where f is defined and well conditioned (ints are drawn from it too)
   double tol;     // float32 results: |got - want| <= tol * (1 + |want|)
+  bool floating_only = false;  // the public form refuses integer and bool inputs (as torch)
 };
 
 inline std::optional<UnaryReference> unary_reference(OpId op) {
@@ -33,6 +34,18 @@ inline std::optional<UnaryReference> unary_reference(OpId op) {
       return UnaryReference{[](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -5, 5, 1e-5};
     case OpId::k_tanh: return UnaryReference{[](double x) { return std::tanh(x); }, -5, 5, 1e-5};
     case OpId::k_erf: return UnaryReference{[](double x) { return std::erf(x); }, -4, 4, 1e-6};
+    case OpId::k_silu:
+      return UnaryReference{[](double x) { return x / (1.0 + std::exp(-x)); }, -6, 6, 1e-5,
+                            true};
+    case OpId::k_gelu:
+      return UnaryReference{[](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); },
+                            -5, 5, 1e-5, true};
+    case OpId::k_gelu_tanh:
+      return UnaryReference{[](double x) {
+                              const double k = std::sqrt(2.0 / M_PI);
+                              return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+                            },
+                            -5, 5, 1e-5, true};
     default: return std::nullopt;
   }
 }

@@ -110,6 +110,16 @@ Status binary_kernel(const KernelArgs& args) {
           return;
         }
       }
+      if constexpr (kOp == OpId::k_pow && std::is_floating_point_v<C>) {
+        const double e = args.attrs.scalar_is_integral() && args.attrs.scalar_exact()
+                             ? static_cast<double>(*args.attrs.scalar_exact())
+                             : args.attrs.scalar();
+        if (args.attrs.scalar_side() == ScalarSide::kRight && pow_exponent_needs_double(e)) {
+          for (int64_t i = 0; i < n; ++i)
+            xo[i] = convert_value<O>(pow_double_exponent(convert_value<C>(xa[i]), e));
+          return;
+        }
+      }
       if (args.attrs.scalar_side() == ScalarSide::kLeft) loop_scalar_left<Op, T, O>(s, xa, xo, n);
       else loop_scalar_right<Op, T, O>(xa, s, xo, n);
       return;

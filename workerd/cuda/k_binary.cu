@@ -58,6 +58,14 @@ __global__ void scalar_kernel(const T* a, double scalar, bool has_exact, int64_t
   if constexpr (std::is_same_v<C, int64_t>) {
     if (has_exact) s = exact;
   }
+  if constexpr (kOp == OpId::k_pow && !kLeft && std::is_floating_point_v<C>) {
+    // The host passes such an exponent unrounded (ops_elementwise.cpp).
+    if (pow_exponent_needs_double(scalar)) {  // elementwise_math.h: its parity is kept
+      for (int64_t i = global_tid(); i < n; i += grid_stride())
+        o[i] = cvt<out_of<kOp, T>>(pow_double_exponent(cvt<C>(a[i]), scalar));
+      return;
+    }
+  }
   for (int64_t i = global_tid(); i < n; i += grid_stride()) {
     const C x = cvt<C>(a[i]);
     o[i] = cvt<out_of<kOp, T>>(kLeft ? BinaryFn<kOp>::f(s, x) : BinaryFn<kOp>::f(x, s));

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "workerd/cuda/cuda_ops.h"
+#include "workerd/kernels/elementwise_math.h"
 #include "workerd/kernels/elementwise_plan.h"
 #include "workerd/kernels/op_traits.h"
 
@@ -30,6 +31,13 @@ Status binary_kernel(const KernelArgs& args, OpContext& ctx) {
     // The scalar converted to p on the host (integers wrapped, floats rounded: PyTorch's
     // conversion, as the CPU worker); int64 operands use the exact integer.
     x.scalar = ops.scalar.value;
+    if (args.op == OpId::k_pow && is_floating(p)) {
+      // An integer exponent float cannot hold goes unrounded: the kernel computes that power in
+      // double (pow_exponent_needs_double, as the CPU worker).
+      const auto exact = args.attrs.scalar_is_integral() ? args.attrs.scalar_exact() : std::nullopt;
+      const double e = exact ? static_cast<double>(*exact) : args.attrs.scalar();
+      if (pow_exponent_needs_double(e)) x.scalar = e;
+    }
     if (p == DType::kInt64) {
       x.has_exact = true;
       x.exact = ops.scalar.exact;

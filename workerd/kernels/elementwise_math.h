@@ -15,8 +15,9 @@
 //     the only one (torch.clamp on CPU; clamp_value below)
 //   - floating -> integer casts (convert_value): NaN, inf and out of range give the type's
 //     minimum, as torch on x86-64 (cast_float_to_int in numeric.h)
-//   - sigmoid is 1/(1+e^-x) for x >= 0 and e^x/(1+e^x) for x < 0, so it neither overflows nor
-//     loses the tiny tail for large |x|
+//   - sigmoid is torch's 1/(1+e^-x): 1 for large x, and for x below ~-88 the denominator
+//     overflows to inf and the result is 0 (as torch's, where e^x/(1+e^x) would keep a
+//     subnormal tail: silu's gradient then differs where it multiplies an infinite gradient)
 //   - bool arithmetic runs in int32 and is converted back with != 0 (add = or, mul = and)
 // Floating math calls the C float functions (expf, ...): the same as std::exp(float) on the
 // host, CUDA's own on the device.
@@ -68,10 +69,23 @@ template <> struct UnaryFn<OpId::k_erf> {
   GT_HOST_DEVICE static float f(float x) { return erff(x); }
 };
 template <> struct UnaryFn<OpId::k_sigmoid> {
+  GT_HOST_DEVICE static float f(float x) { return 1.0f / (1.0f + expf(-x)); }
+};
+// The activations in torch's CPU formulas and operation order (its float kernels), so inf and
+// NaN come out where torch's do: silu(-inf) and gelu(-inf) are NaN, silu(-100) is -0.
+template <> struct UnaryFn<OpId::k_silu> {
+  GT_HOST_DEVICE static float f(float x) { return x / (1.0f + expf(-x)); }
+};
+template <> struct UnaryFn<OpId::k_gelu> {
   GT_HOST_DEVICE static float f(float x) {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
+    return x * 0.5f * (1.0f + erff(x * static_cast<float>(M_SQRT1_2)));
+  }
+};
+template <> struct UnaryFn<OpId::k_gelu_tanh> {
+  GT_HOST_DEVICE static float f(float x) {
+    const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
+    const float inner = beta * (x + kappa * (x * x * x));
+    return 0.5f * x * (1.0f + tanhf(inner));
   }
 };
 
@@ -126,10 +140,20 @@ template <> struct BinaryFn<OpId::k_pow> {
       }
       return static_cast<C>(r);
     } else {
+      if (e == C(2)) return base * base;  // torch's special case (mse_loss squares with it)
       return powf(base, e);
     }
   }
 };
+// pow with a scalar exponent that is an integer the float compute type cannot hold (|e| >=
+// 2^24): in double, as torch's scalar loop takes it, so the exponent's parity -- the sign of a
+// negative base's power -- is kept ((-1) ** -2147483649 is -1, not 1).
+GT_HOST_DEVICE bool pow_exponent_needs_double(double e) {
+  return fabs(e) >= 16777216.0 && floor(e) == e;
+}
+template <class C> GT_HOST_DEVICE C pow_double_exponent(C base, double e) {
+  return static_cast<C>(pow(static_cast<double>(base), e));
+}
 // floor_divide / remainder: Python's // and % (PyTorch's floor division). Floating: as
 // torch computes them, through fmod so that a == b * (a // b) + a % b holds as closely as
 // float allows; x // 0 is x / 0 (inf or NaN) and x % 0 is NaN. Integers: rounded toward -inf,

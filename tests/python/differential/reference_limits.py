@@ -2,7 +2,7 @@
 between gt and PyTorch. Their cases count as SKIPPED (reported, never failing). Keep this list
 short; every entry is a blind spot of the tester.
 """
-from .causes import Cause
+from .causes import Cause, wrote
 
 LIMITS = [
     Cause(
@@ -20,6 +20,23 @@ LIMITS = [
         lambda c, m: (m.kind == "value" and "torch-nan-gt-not" in m.facts
                       and c.producer.get(m.var.split("[")[0], (None,))[0]
                       in ("floor_divide", "remainder"))),
+    Cause(
+        "pow-exponent-rounded-vectorized", None,
+        "x ** n with a Python int n float32 cannot hold (|n| >= 2**24): gt keeps n exact (the "
+        "power is computed in double), so an odd n gives a negative base's power its sign; "
+        "torch 1.13's scalar CPU loop (short tensors) does the same, but its vectorized loop "
+        "(8 elements and more) rounds n to float32 first, making (-1) ** -2147483649 1 there. "
+        "Which one torch takes depends on the tensor's length, so the value cannot be judged.",
+        lambda c, m: (c.has("op:pow", "scalar:int-inexact-float")
+                      and (m.kind == "value" and wrote(c, m, "pow") or m.kind == "grad-value"))),
+    Cause(
+        "emulated-pow-exponent-rounding", None,
+        "float16/bfloat16 pow run in emulation (torch_ref.py): torch's backward computes "
+        "exponent - 1 on the float32 copy, where a native 16-bit kernel (gt's, torch's CUDA "
+        "one) rounds it to the dtype (5.96e-08 - 1 is -1.0 in float16): whether a negative "
+        "base's power is NaN or finite there cannot be told.",
+        lambda c, m: (c.torch_emulated and m.kind == "grad-value" and c.has("op:pow")
+                      and m.facts & {"torch-nan-gt-not", "gt-nan-torch-not"})),
     Cause(
         "emulated-scalar-rounding", None,
         "A float16/bfloat16 op torch's CPU build lacks (torch_ref.py emulates it in float32) "

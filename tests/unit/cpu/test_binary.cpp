@@ -286,6 +286,29 @@ TEST_CASE("cpu binary ops: integer pow conventions", "[cpu][binary]") {
   CHECK(got == static_cast<int64_t>(want));
 }
 
+TEST_CASE("cpu binary ops: pow keeps an integer exponent float cannot hold exact",
+          "[cpu][binary]") {
+  // Rounded to float, 2^31 + 1 and 2^24 + 1 become even: (-1)^n would be 1, (-2)^n +inf.
+  CpuBackend be;
+  for (DType dt : {DType::kFloat32, DType::kBFloat16}) {
+    Tensor b = make_tensor(be, Shape{4}, dt, {-1, 1, -2, -0.5});
+    for (int64_t n : {int64_t{2147483649}, int64_t{16777217}, -int64_t{2147483649}}) {
+      INFO(dtype_name(dt) << " ** " << n);
+      Tensor out = run_op(be, OpId::k_pow, {&b},
+                          make_binary_scalar(ScalarSide::kRight, static_cast<double>(n), true, n));
+      const double inf = std::numeric_limits<double>::infinity();
+      std::vector<double> want = n > 0 ? std::vector<double>{-1, 1, -inf, -0.0}
+                                       : std::vector<double>{-1, 1, -0.0, -inf};
+      check_close(to_doubles(be, out), want, dt, "pow odd exponent");
+      CHECK(std::signbit(to_doubles(be, out)[n > 0 ? 3 : 2]));
+    }
+    // A Python float holding such an integer is the same exponent.
+    Tensor out = run_op(be, OpId::k_pow, {&b},
+                        make_binary_scalar(ScalarSide::kRight, 2147483647.0, false));
+    CHECK(to_doubles(be, out)[0] == -1.0);
+  }
+}
+
 TEST_CASE("cpu binary ops: bool arithmetic is logical", "[cpu][binary]") {
   CpuBackend be;
   Tensor a = make_tensor(be, Shape{4}, DType::kBool, {0, 0, 1, 1});
