@@ -1,5 +1,5 @@
 // Creation ops: zeros/ones/full/scalar_tensor/arange/randn/rand (from_vector is a template in
-// tensor.h over detail::from_host_bytes).
+// tensor.h over detail::from_host_bytes), and the composites randint/empty/eye/linspace/*_like.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -79,5 +79,61 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<DType> dtype)
 Tensor randn(Dims shape, DType dtype) { return random(OpId::k_randn, std::move(shape), dtype); }
 
 Tensor rand(Dims shape, DType dtype) { return random(OpId::k_rand, std::move(shape), dtype); }
+
+Tensor randint(int64_t low, int64_t high, Dims shape, DType dtype) {
+  if (high <= low)
+    throw Error("randint: high must be greater than low, got low=" + std::to_string(low) +
+                ", high=" + std::to_string(high));
+  constexpr uint64_t k48 = uint64_t{1} << 48;
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  if (range > k48)
+    throw Error("randint: high - low must be at most 2^48, got " + std::to_string(range));
+  // Two float32 uniforms hold 24 random bits each (k / 2^24, exact): together 48 bits, reduced
+  // modulo the range (a relative bias below range / 2^48).
+  constexpr double k24 = 16777216.0;
+  Tensor hi = (rand(shape) * k24).to(kInt64);
+  Tensor lo = (rand(shape) * k24).to(kInt64);
+  Tensor bits = hi * static_cast<int64_t>(k24) + lo;
+  Tensor out = range == k48 ? bits : bits.remainder(static_cast<int64_t>(range));
+  if (low != 0) out = out + low;
+  return dtype == kInt64 ? out : out.to(dtype);
+}
+
+Tensor empty(Dims shape, DType dtype) { return zeros(std::move(shape), dtype); }
+
+Tensor eye(int64_t n, std::optional<int64_t> m, DType dtype) {
+  const int64_t cols = m.value_or(n);
+  if (n < 0 || cols < 0)
+    throw Error("eye: n and m must be non-negative, got n=" + std::to_string(n) +
+                ", m=" + std::to_string(cols));
+  return arange(n).unsqueeze(1).eq(arange(cols).unsqueeze(0)).to(dtype);
+}
+
+Tensor linspace(double start, double end, int64_t steps, DType dtype) {
+  if (steps < 0) throw Error("linspace: number of steps must be non-negative, got " + std::to_string(steps));
+  if (steps <= 1) return steps == 0 ? zeros({0}, dtype) : full({1}, start, dtype);
+  // torch's CPU kernel, in float32: step = (end - start) / (steps - 1); element i is
+  // start + i * step below steps / 2 and end - (steps - 1 - i) * step from there.
+  const float fs = static_cast<float>(start), fe = static_cast<float>(end);
+  const float step = (fe - fs) / static_cast<float>(steps - 1);
+  const Tensor i = arange(steps);
+  const Tensor up = i.to(kFloat32) * step + fs;
+  const Tensor down = (i - (steps - 1)).to(kFloat32) * step + fe;  // end - (steps-1-i)*step
+  const Tensor out = where(i.lt(steps / 2), up, down);
+  return dtype == kFloat32 ? out : out.to(dtype);
+}
+
+#define GT_LIKE_FACTORY(NAME) \
+  Tensor NAME##_like(const Tensor& t, std::optional<DType> dtype) { return NAME(t.shape(), dtype.value_or(t.dtype())); }
+GT_LIKE_FACTORY(zeros)
+GT_LIKE_FACTORY(ones)
+GT_LIKE_FACTORY(empty)
+GT_LIKE_FACTORY(rand)
+GT_LIKE_FACTORY(randn)
+#undef GT_LIKE_FACTORY
+
+Tensor full_like(const Tensor& t, Scalar value, std::optional<DType> dtype) {
+  return full(t.shape(), value, dtype.value_or(t.dtype()));
+}
 
 }  // namespace gt

@@ -55,9 +55,7 @@ def main():
         print("shape error at the call site:", e)
 
     # Worker statistics.
-    for s in gt.debug.get_worker_stats():
-        print(f"worker {s['worker_id']} ({s['device']}): {s['tensors']} tensors, "
-              f"{s['ops_executed']} ops executed")
+    gt.debug.print_worker_stats()
     print("demo: ok")
 
 

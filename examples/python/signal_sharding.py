@@ -22,8 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def ops_per_worker():
-    return [w["ops_executed"] for w in sorted(gt.debug.get_worker_stats(),
-                                              key=lambda w: w["worker_id"])]
+    stats = gt.debug.get_worker_stats()
+    return [stats[w]["ops_executed"] for w in sorted(stats)]
 
 
 def train(x, y, steps, sharded):

@@ -38,15 +38,16 @@ import os as _os
 
 from . import _gt
 from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, Tensor,
-                  UnavailableError, WorkerError, arange, cat, connect, dtype,
-                  from_numpy, full, full_like, get_float32_matmul_precision, gpu_workers,
-                  is_grad_enabled, manual_seed, ones, ones_like, rand, rand_like, randn,
-                  randn_like, set_float32_matmul_precision, set_grad_enabled, set_sync_timeout,
-                  stack, synchronize, tensor, where, zeros, zeros_like)
+                  UnavailableError, WorkerError, arange, cat, connect, dtype, empty, empty_like,
+                  eye, from_numpy, full, full_like, get_float32_matmul_precision, gpu_workers,
+                  is_grad_enabled, linspace, manual_seed, ones, ones_like, rand, rand_like,
+                  randint, randn, randn_like, set_float32_matmul_precision, set_grad_enabled,
+                  set_sync_timeout, stack, synchronize, tensor, where, zeros, zeros_like)
 from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
 from . import _tensor
 from ._tensor import TensorData, enable_grad, no_grad
 from . import autograd, config, debug, nn, optim, return_types, signal
+from . import client  # noqa: E402 (the original GT's layout: gt.client.tensor, .nn, .autograd)
 from .config import ShardConfig, SignalConfig, get_config, load_config, register_config
 
 # gt.exp, gt.add, gt.sum, ... (the free forms of the tensor methods; gt/tensor_api.def).

@@ -67,6 +67,11 @@ class TensorData:
     def __array__(self, dtype=None, copy=None):
         return self._t.__array__(dtype)
 
+    def __array_function__(self, func, types, args, kwargs):
+        # numpy's functions see t.data as the array it is in the original GT (np.mean(t.data),
+        # np.concatenate([a.data, b.data]), np.allclose(t.data, ref)): its values, fetched.
+        return func(*_fetched(args), **_fetched(kwargs))
+
     def tolist(self):
         return self._t.tolist()
 
@@ -139,6 +144,20 @@ class TensorData:
         with no_grad():
             self._t.zero_()
         return self
+
+
+def _fetched(o):
+    """``o`` with every TensorData in it (also inside lists, tuples, dicts) replaced by its values
+    as a numpy array."""
+    if isinstance(o, TensorData):
+        return o.numpy()
+    if isinstance(o, list):
+        return [_fetched(x) for x in o]
+    if isinstance(o, tuple):
+        return tuple(_fetched(x) for x in o)
+    if isinstance(o, dict):
+        return {k: _fetched(v) for k, v in o.items()}
+    return o
 
 
 def _forward(name):
@@ -214,7 +233,14 @@ chunk = _method("chunk")
 clamp = _method("clamp")
 logsumexp = _method("logsumexp")
 bitwise_not = _method("bitwise_not")
+std = _method("std")
+any = _method("any")  # noqa: A001 (torch.any)
+all = _method("all")  # noqa: A001 (torch.all)
+isclose = _method("isclose")
+allclose = _method("allclose")
+equal = _method("equal")
 
 FREE_FUNCTIONS = _TABLE_FUNCTIONS + (
     "softmax", "log_softmax", "var", "cumsum", "matmul", "reshape", "transpose", "permute",
-    "unsqueeze", "squeeze", "flatten", "split", "chunk", "clamp", "logsumexp", "bitwise_not")
+    "unsqueeze", "squeeze", "flatten", "split", "chunk", "clamp", "logsumexp", "bitwise_not",
+    "std", "any", "all", "isclose", "allclose", "equal")

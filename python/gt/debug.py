@@ -8,13 +8,32 @@ import sys
 from . import _gt
 from . import signal as _signal
 
-__all__ = ["get_worker_stats", "print_tape", "tape"]
+__all__ = ["get_worker_stats", "print_worker_stats", "print_tape", "tape"]
+
+# The columns print_worker_stats shows, in order, with their headers.
+_STAT_COLUMNS = (("worker_id", "worker"), ("device", "device"), ("sessions", "sessions"),
+                 ("tensors", "tensors"), ("bytes", "bytes"), ("peak_bytes", "peak bytes"),
+                 ("reserved_bytes", "reserved"), ("ops_executed", "ops"), ("errors", "errors"))
 
 
 def get_worker_stats():
-    """One dict per worker: worker_id, device, tensors, bytes, ops_executed, errors, peak_bytes,
-    reserved_bytes, sessions (a sync point: waits for the dispatcher's answer)."""
-    return _gt._worker_stats()
+    """The dispatcher's workers as a dict keyed by worker id (the original GT's form), each a dict
+    of worker_id, device, tensors, bytes, ops_executed, errors, peak_bytes, reserved_bytes and
+    sessions. A sync point: waits for the dispatcher's answer."""
+    return {s["worker_id"]: s for s in _gt._worker_stats()}
+
+
+def print_worker_stats(file=None):
+    """Prints get_worker_stats() as a table, one row per worker."""
+    out = file or sys.stdout
+    stats = get_worker_stats()
+    rows = [[h for _, h in _STAT_COLUMNS]]
+    rows += [[str(s[k]) for k, _ in _STAT_COLUMNS] for _, s in sorted(stats.items())]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_STAT_COLUMNS))]
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)), file=out)
+    if not stats:
+        print("(no workers)", file=out)
 
 
 def tape(t):

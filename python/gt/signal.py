@@ -72,14 +72,18 @@ def enter(name, backward=None):
         _owner = me
 
 
-def exit():  # noqa: A001 (the original GT's name)
-    """Leaves the innermost signal scope."""
+def exit(name=None):  # noqa: A001 (the original GT's name)
+    """Leaves the innermost signal scope; ``name``, when given, must be that scope's (the
+    original GT's ``gt.signal.exit("data")``): a mismatch raises ValueError and leaves nothing."""
     global _owner
     with _lock:
         if not _frames:
             raise RuntimeError("gt.signal.exit: no signal scope is active")
         if _owner != threading.get_ident():
             raise _other_thread_error("exit")
+        if name is not None and name != _frames[-1][0]:
+            raise ValueError(f"gt.signal.exit({name!r}): the innermost signal scope is "
+                             f"{_frames[-1][0]!r} (scopes are left innermost first)")
         _gt._signal_exit()
         _frames.pop()
         if not _frames:
@@ -112,7 +116,7 @@ class context:
         return self
 
     def __exit__(self, *exc):
-        exit()
+        exit(self.name)
         return False
 
 

@@ -46,6 +46,8 @@ void init_factories(py::module_& m) {
   GT_PY_FACTORY(rand, "gt.rand(*shape, dtype=None, requires_grad=False): uniform values in [0, 1).")
   GT_PY_FACTORY(zeros, "gt.zeros(*shape, dtype=None, requires_grad=False)")
   GT_PY_FACTORY(ones, "gt.ones(*shape, dtype=None, requires_grad=False)")
+  GT_PY_FACTORY(empty, "gt.empty(*shape, dtype=None, requires_grad=False): zeros (a worker never "
+                       "hands out bytes another session left behind).")
 #undef GT_PY_FACTORY
 
   m.def(
@@ -72,6 +74,38 @@ void init_factories(py::module_& m) {
       "start"_a, "end"_a = py::none(), "step"_a = PyScalar{1, true, false}, py::kw_only(),
       "dtype"_a = py::none(), "requires_grad"_a = false,
       "gt.arange(end) or gt.arange(start, end, step=1): int64 for integer arguments, else float32.");
+
+  m.def(
+      "eye",
+      [](int64_t n, std::optional<int64_t> cols, py::handle dtype, bool requires_grad) {
+        return finish(gt::eye(n, cols, to_dtype(dtype)), requires_grad);
+      },
+      "n"_a, "m"_a = py::none(), py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false,
+      "gt.eye(n, m=None): the n x m identity (float32 by default).");
+  m.def(
+      "linspace",
+      [](double start, double end, int64_t steps, py::handle dtype, bool requires_grad) {
+        return finish(gt::linspace(start, end, steps, to_dtype(dtype)), requires_grad);
+      },
+      "start"_a, "end"_a, "steps"_a, py::kw_only(), "dtype"_a = py::none(),
+      "requires_grad"_a = false,
+      "gt.linspace(start, end, steps): evenly spaced, both ends included (torch.linspace).");
+  m.def(
+      "randint",
+      [](py::args args, py::handle size, py::handle dtype) {
+        // torch.randint(high, size) or randint(low, high, size); size also by keyword.
+        std::vector<py::handle> pos(args.begin(), args.end());
+        if (!size.is_none()) pos.push_back(size);
+        if (pos.size() != 2 && pos.size() != 3)
+          throw py::type_error("randint: expected randint(high, size) or randint(low, high, size)");
+        const int64_t low = pos.size() == 3 ? pos[0].cast<int64_t>() : 0;
+        const int64_t high = pos[pos.size() - 2].cast<int64_t>();
+        return gt::randint(low, high, dims_from_handle(pos.back(), "randint"),
+                           to_dtype(dtype, gt::kInt64));
+      },
+      py::kw_only(), "size"_a = py::none(), "dtype"_a = py::none(),
+      "gt.randint(low=0, high, size, dtype=gt.int64): uniform integers in [low, high) "
+      "(reproducible after gt.manual_seed).");
 
   m.def(
       "tensor",

@@ -68,6 +68,8 @@ the op is called.)doc");
             return py::int_(t.size(d.cast<int64_t>()));
           },
           "dim"_a = py::none())
+      .def_property_readonly("id", &gt::Tensor::id,
+                             "The tensor's id, unique in this session (the original GT's t.id).")
       .def_property_readonly("_id", &gt::Tensor::id, "The tensor's id in this session.")
       .def("__len__",
            [](const gt::Tensor& t) {

@@ -166,6 +166,35 @@ py::tuple to_tuple(std::vector<T> parts) {
   return out;
 }
 
+// var / std (Sqrt) as torch.var / torch.std: var(dim=None, unbiased=True, keepdim=False, *,
+// correction=None); numpy's axis/keepdims are accepted too (ddof as correction).
+template <bool Sqrt>
+T variance(const T& a, py::handle dim, py::handle unbiased, bool keepdim, py::handle axis,
+           py::handle keepdims, py::handle correction, py::handle ddof) {
+  const char* name = Sqrt ? "std" : "var";
+  if (!keepdims.is_none()) keepdim = keepdims.cast<bool>();
+  double corr = 1;
+  if (!unbiased.is_none()) corr = unbiased.cast<bool>() ? 1 : 0;
+  if (!correction.is_none()) corr = correction.cast<double>();
+  if (!ddof.is_none()) corr = ddof.cast<double>();
+  std::optional<std::vector<int64_t>> d = reduce_dims(axis, dim, false, name);
+  T r;
+  if (!d) {
+    r = a.var(std::nullopt, corr, false);
+    if (keepdim) r = r.reshape(std::vector<int64_t>(a.dim(), 1));
+  } else {
+    r = reduce_merged(
+        a, *d, keepdim, [corr](const T& x, int64_t i, bool k) { return x.var(i, corr, k); }, name);
+  }
+  return Sqrt ? r.sqrt() : r;
+}
+
+// t.split(size, dim) / t.split([sizes...], dim).
+py::tuple split_tensor(const T& a, py::object size, int64_t dim) {
+  if (PyLong_Check(size.ptr())) return to_tuple(gt::split(a, size.cast<int64_t>(), dim));
+  return to_tuple(gt::split(a, dims_from_handle(size, "split"), dim));
+}
+
 }  // namespace
 
 void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
@@ -201,6 +230,9 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
 #define GT_API_REDUCE(NAME) GT_PY_REDUCTION(NAME)
 #define GT_API_REDUCE_INDEXED(NAME, INDEX_OP) GT_PY_INDEXED_REDUCTION(NAME, NAME##imum)
 #include "gt/tensor_api.def"
+  // Logical reductions (bool results; several dims compose one by one).
+  GT_PY_REDUCTION(any)
+  GT_PY_REDUCTION(all)
 
   cls.def("__matmul__", [](const T& a, py::handle o) {
     return binary(a, o, [](const T& a, const T& b) { return a.matmul(b); }, nullptr);
@@ -246,27 +278,19 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       "dim"_a = py::none(), "keepdim"_a = false);
   // var(dim=None, unbiased=True, keepdim=False, *, correction=None) as torch.var; numpy's
   // axis/keepdims are accepted too (ddof as correction).
-  cls.def(
-      "var",
-      [](const T& a, py::handle dim, py::handle unbiased, bool keepdim, py::handle axis,
-         py::handle keepdims, py::handle correction, py::handle ddof) {
-        if (!keepdims.is_none()) keepdim = keepdims.cast<bool>();
-        double corr = 1;
-        if (!unbiased.is_none()) corr = unbiased.cast<bool>() ? 1 : 0;
-        if (!correction.is_none()) corr = correction.cast<double>();
-        if (!ddof.is_none()) corr = ddof.cast<double>();
-        std::optional<std::vector<int64_t>> d = reduce_dims(axis, dim, false, "var");
-        if (!d) {
-          T r = a.var(std::nullopt, corr, false);
-          return keepdim ? r.reshape(std::vector<int64_t>(a.dim(), 1)) : r;
-        }
-        return reduce_merged(
-            a, *d, keepdim,
-            [corr](const T& x, int64_t i, bool k) { return x.var(i, corr, k); }, "var");
-      },
-      "dim"_a = py::none(), "unbiased"_a = py::none(), "keepdim"_a = false, py::kw_only(),
-      "axis"_a = py::none(), "keepdims"_a = py::none(), "correction"_a = py::none(),
-      "ddof"_a = py::none());
+  // std: the square root of the same variance.
+  cls.def("var", variance<false>, "dim"_a = py::none(), "unbiased"_a = py::none(),
+          "keepdim"_a = false, py::kw_only(), "axis"_a = py::none(), "keepdims"_a = py::none(),
+          "correction"_a = py::none(), "ddof"_a = py::none());
+  cls.def("std", variance<true>, "dim"_a = py::none(), "unbiased"_a = py::none(),
+          "keepdim"_a = false, py::kw_only(), "axis"_a = py::none(), "keepdims"_a = py::none(),
+          "correction"_a = py::none(), "ddof"_a = py::none());
+  cls.def("isclose", &T::isclose, "other"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8,
+          "equal_nan"_a = false)
+      .def("allclose", &T::allclose, "other"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8,
+           "equal_nan"_a = false, "A sync point: isclose everywhere (torch.allclose).")
+      .def("equal", &T::equal, "other"_a,
+           "A sync point: the same shape and every element equal (torch.equal).");
   cls.def("cumsum", &T::cumsum, "dim"_a, "Running sums along dim (torch.cumsum).");
 
   // ---- layout -------------------------------------------------------------------------------------
@@ -301,13 +325,10 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
             return a.squeeze(d.cast<int64_t>());
           },
           "dim"_a = py::none())
-      .def(
-          "split",
-          [](const T& a, py::object size, int64_t dim) {
-            if (PyLong_Check(size.ptr())) return to_tuple(gt::split(a, size.cast<int64_t>(), dim));
-            return to_tuple(gt::split(a, dims_from_handle(size, "split"), dim));
-          },
-          "split_size_or_sections"_a, "dim"_a = 0)
+      // torch names the size `split_size` on the method and `split_size_or_sections` on
+      // torch.split: both keywords are accepted (the second overload is tried for the first).
+      .def("split", split_tensor, "split_size_or_sections"_a, "dim"_a = 0)
+      .def("split", split_tensor, "split_size"_a, "dim"_a = 0)
       .def(
           "chunk", [](const T& a, int64_t chunks, int64_t dim) { return to_tuple(gt::chunk(a, chunks, dim)); },
           "chunks"_a, "dim"_a = 0)

@@ -37,7 +37,7 @@ def run_checks(code, workers, env=None, timeout=120):
 
         def stats():
             gt.synchronize()
-            return sorted(gt.debug.get_worker_stats(), key=lambda w: w["worker_id"])
+            return [s for _, s in sorted(gt.debug.get_worker_stats().items())]
 
         def ops():
             return [w["ops_executed"] for w in stats()]

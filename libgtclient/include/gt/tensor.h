@@ -162,6 +162,27 @@ class Tensor {
   Tensor logsumexp(int64_t dim, bool keepdim = false) const;
   // Running sums along dim (torch.cumsum): the same shape; integer and bool tensors give int64.
   Tensor cumsum(int64_t dim) const;
+  // Standard deviation: sqrt(var(dim, correction, keepdim)) (torch.std); its gradient is NaN
+  // where the deviation is 0, as torch's.
+  Tensor std(std::optional<int64_t> dim = std::nullopt, double correction = 1,
+             bool keepdim = false) const;
+
+  // ---- logical reductions and comparisons (tensor_logic.cpp) --------------------------------
+  // Bool: whether any / all elements (of the tensor, or along dim) are nonzero. NaN is nonzero;
+  // an empty reduction gives false / true (torch.any / torch.all).
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  // Bool, broadcast (torch.isclose): a == b, or a finite |a - b| <= atol + |rtol * b|; NaN is
+  // close to NaN only with equal_nan. Both operands of one dtype (as torch, which raises).
+  Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8,
+                 bool equal_nan = false) const;
+  // Sync points: isclose everywhere (torch.allclose); the same shape and every element equal,
+  // after type promotion (torch.equal).
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8,
+                bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
 
   // ---- indexing (int64 or int32 index tensors). Index VALUES are only seen by the worker: one
   // out of range (negative ones included) fails that op, reported at the next sync point. -----
@@ -289,6 +310,24 @@ Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<DType> dt
 // Random tensors (counter-based: reproducible after gt::manual_seed).
 Tensor randn(Dims shape, DType dtype = kFloat32);  // standard normal
 Tensor rand(Dims shape, DType dtype = kFloat32);   // uniform [0, 1)
+// Uniform integers in [low, high) (torch.randint); any range up to 2^62 (48 random bits beyond
+// 2^24, so the bias of the last step is below range / 2^48).
+Tensor randint(int64_t low, int64_t high, Dims shape, DType dtype = kInt64);
+// torch.empty: zeros here (a worker never hands out bytes another session left behind).
+Tensor empty(Dims shape, DType dtype = kFloat32);
+// The n x m identity (m = n by default), torch.eye.
+Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dtype = kFloat32);
+// `steps` values from start to end, both included, evenly spaced (torch.linspace: the first half
+// counted up from start, the second down from end, so both ends are exact). An integer dtype
+// gets the float32 values truncated.
+Tensor linspace(double start, double end, int64_t steps, DType dtype = kFloat32);
+// Factories shaped like `t`, of its dtype unless one is given (torch's *_like).
+Tensor zeros_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor ones_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor empty_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor full_like(const Tensor& t, Scalar value, std::optional<DType> dtype = std::nullopt);
+Tensor rand_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+Tensor randn_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
 void manual_seed(uint64_t seed);
 // How float32 matmuls may compute, as torch.set_float32_matmul_precision: "highest" (exactly in
 // float32, the default), "high" (TF32 tensor cores allowed: a 10-bit mantissa in the products),
@@ -351,6 +390,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor cumsum(const Tensor& x, int64_t dim);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false);
+bool equal(const Tensor& a, const Tensor& b);
 
 // ---- session-level ------------------------------------------------------------------------------
 // Connects to a running dispatcher ("host:port" or "unix:/path"); call before the first op.

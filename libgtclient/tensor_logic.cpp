@@ -1,0 +1,72 @@
+// Logical reductions and comparisons (any, all, isclose, allclose, equal) and std: composites of
+// the op table's comparisons, where and reductions, so every backend and sharding rule serves
+// them. The comparisons run without recording (their results are bool: nothing to differentiate,
+// and a float operand that requires grad must not put their arithmetic on its tape).
+#include <cmath>
+#include <string>
+
+#include "gt/autograd.h"
+#include "gt/tensor.h"
+
+namespace gt {
+namespace {
+
+// true where x is nonzero (NaN included), as a bool tensor.
+Tensor nonzero(const Tensor& x) { return x.dtype() == kBool ? x : x.ne(0); }
+
+// The count of nonzero elements compared with what any/all need, over everything or along dim.
+Tensor count_is(const Tensor& x, bool want_all, std::optional<int64_t> dim, bool keepdim) {
+  NoGradGuard no_grad;
+  // all: no zero element; any: at least one nonzero element.
+  Tensor hits = want_all ? nonzero(x).bitwise_not() : nonzero(x);
+  Tensor count = dim ? hits.sum(*dim, keepdim) : hits.sum();
+  return want_all ? count.eq(0) : count.gt(0);
+}
+
+}  // namespace
+
+Tensor Tensor::std(std::optional<int64_t> dim, double correction, bool keepdim) const {
+  return var(dim, correction, keepdim).sqrt();
+}
+
+Tensor Tensor::any() const { return count_is(*this, false, std::nullopt, false); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const { return count_is(*this, false, dim, keepdim); }
+Tensor Tensor::all() const { return count_is(*this, true, std::nullopt, false); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const { return count_is(*this, true, dim, keepdim); }
+
+Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  if (dtype() != other.dtype())
+    throw Error(std::string("isclose: both operands must have one dtype (as torch), got ") +
+                dtype_name(dtype()) + " and " + dtype_name(other.dtype()));
+  if (!(rtol >= 0) || !(atol >= 0))
+    throw Error("isclose: rtol and atol must be non-negative, got rtol=" + std::to_string(rtol) +
+                " atol=" + std::to_string(atol));
+  NoGradGuard no_grad;
+  // torch computes the tolerance of bool operands in float32; integers promote with rtol.
+  const Tensor a = dtype() == kBool ? to(kFloat32) : *this;
+  const Tensor b = dtype() == kBool ? other.to(kFloat32) : other;
+  const Tensor actual = (a - b).abs();
+  const Tensor allowed = (b * rtol).abs() + atol;
+  // Equal values (infinities included) are close; otherwise the error must be finite.
+  Tensor close = where(a.eq(b), true, where(actual.lt(INFINITY), actual.le(allowed), false));
+  if (equal_nan && is_floating(dtype())) close = where(a.ne(a), b.ne(b), close);
+  return close;
+}
+
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return isclose(other, rtol, atol, equal_nan).all().item<bool>();
+}
+
+bool Tensor::equal(const Tensor& other) const {
+  if (shape() != other.shape()) return false;
+  NoGradGuard no_grad;
+  return eq(other).all().item<bool>();
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return a.allclose(b, rtol, atol, equal_nan);
+}
+
+bool equal(const Tensor& a, const Tensor& b) { return a.equal(b); }
+
+}  // namespace gt
