@@ -37,6 +37,18 @@ void check_cast_back(const Tensor& self, OpId op, std::span<const TensorMeta> in
 // self op= o (o scaled by alpha first, for add_/sub_).
 void check_cast_back(const Tensor& self, OpId op, const Tensor& o, const char* what,
                      std::optional<Scalar> alpha = std::nullopt) {
+  if (alpha && alpha->is_bool() && !(self.dtype() == kBool && o.dtype() == kBool))
+    throw Error(std::string(what) + ": a boolean alpha is only supported for boolean results");
+  // torch converts alpha to the result's dtype, checked (alpha=2**31 on int32 raises).
+  if (alpha) {
+    const DType r = promote_ranked(self.dtype(), self.dim() == 0, o.dtype(), o.dim() == 0);
+    if (r != kBool && is_integral(r) && !scalar_fits(r, alpha->to_double(), alpha->exact_int())) {
+      const auto exact = alpha->exact_int();
+      throw Error(std::string(what) + ": alpha " +
+                  (exact ? std::to_string(*exact) : std::to_string(alpha->to_double())) +
+                  " cannot be converted to " + dtype_name(r) + " without overflow");
+    }
+  }
   TensorMeta om = o.meta();
   if (alpha && alpha->to_double() != 1)
     om.dtype = promote_with_scalar(om.dtype, detail::scalar_kind(*alpha));
@@ -49,6 +61,17 @@ void check_cast_back(const Tensor& self, OpId op, Scalar o, const char* what) {
                   make_binary_scalar(ScalarSide::kRight, o.to_double(), detail::scalar_kind(o),
                                      o.exact_int()),
                   what);
+}
+
+// self +- alpha * o (alpha != 1) computed as torch's fused kernel does: in the promoted dtype,
+// float32 for float16/bfloat16 (its opmath), so alpha * o does not overflow the narrow type.
+Tensor plus_scaled(const Tensor& self, const Tensor& o, Scalar alpha, bool subtract) {
+  // A bool operand of `-` is refused by the op itself (torch's message).
+  if (subtract && (self.dtype() == kBool || o.dtype() == kBool)) return self - o * alpha;
+  DType r = promote_ranked(self.dtype(), self.dim() == 0, o.dtype(), o.dim() == 0);
+  if (r == kFloat16 || r == kBFloat16) r = kFloat32;
+  const Tensor scaled = o.to(r) * alpha;
+  return subtract ? self.to(r) - scaled : self.to(r) + scaled;
 }
 
 // For in-place ops whose gradient rule saves `self` (mul_, div_ by a tensor that requires grad):
@@ -64,7 +87,7 @@ Tensor self_for_rule(const Tensor& self, const Tensor& o) {
 const Tensor& Tensor::add_(const Tensor& o, Scalar alpha) const {
   check_in_place_named(*this, "add_");
   check_cast_back(*this, OpId::k_add, o, "add_", alpha);
-  return copy_(alpha.to_double() == 1 ? *this + o : *this + o * alpha);
+  return copy_(alpha.to_double() == 1 ? *this + o : plus_scaled(*this, o, alpha, false));
 }
 const Tensor& Tensor::add_(Scalar o) const {
   check_in_place_named(*this, "add_");
@@ -74,7 +97,7 @@ const Tensor& Tensor::add_(Scalar o) const {
 const Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) const {
   check_in_place_named(*this, "sub_");
   check_cast_back(*this, OpId::k_sub, o, "sub_", alpha);
-  return copy_(alpha.to_double() == 1 ? *this - o : *this - o * alpha);
+  return copy_(alpha.to_double() == 1 ? *this - o : plus_scaled(*this, o, alpha, true));
 }
 const Tensor& Tensor::sub_(Scalar o) const {
   check_in_place_named(*this, "sub_");
@@ -101,6 +124,44 @@ const Tensor& Tensor::div_(Scalar o) const {
   check_cast_back(*this, OpId::k_div, o, "div_");
   return copy_(*this / o);
 }
+namespace {
+// self = compute(self), for in-place forms of out-of-place ops: when a gradient will flow
+// through self or `other` (the op's other operand), compute reads a copy of self (the op's rule
+// may save the input the write-back overwrites).
+template <typename F>
+const Tensor& assign_result(const Tensor& self, const char* what, F&& compute,
+                            const Tensor* other = nullptr) {
+  check_in_place_named(self, what);
+  const bool keep_old = is_grad_enabled() && (ad::requires_grad(*self.impl()) ||
+                                              (other && ad::requires_grad(*other->impl())));
+  Tensor r = compute(keep_old ? self.clone() : self);
+  if (!can_cast(r.dtype(), self.dtype()))
+    throw Error(std::string(what) + ": result type " + dtype_name(r.dtype()) +
+                " can't be cast to the desired output type " + dtype_name(self.dtype()));
+  return self.copy_(r);
+}
+}  // namespace
+
+#define GT_API_UNARY(name, functional)                                                 \
+  const Tensor& Tensor::name##_() const {                                              \
+    return assign_result(*this, #name "_", [](const Tensor& x) { return x.name(); }); \
+  }
+#include "gt/tensor_api.def"
+
+const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return assign_result(*this, "clamp_", [&](const Tensor& x) { return x.clamp(min, max); });
+}
+const Tensor& Tensor::masked_fill_(const Tensor& mask, Scalar value) const {
+  return assign_result(*this, "masked_fill_",
+                       [&](const Tensor& x) { return x.masked_fill(mask, value); });
+}
+const Tensor& Tensor::pow_(const Tensor& e) const {
+  return assign_result(*this, "pow_", [&](const Tensor& x) { return x.pow(e); }, &e);
+}
+const Tensor& Tensor::pow_(Scalar e) const {
+  return assign_result(*this, "pow_", [&](const Tensor& x) { return x.pow(e); });
+}
+
 const Tensor& Tensor::zero_() const { return fill_(0); }
 const Tensor& Tensor::fill_(Scalar value) const {
   detail::UniformWriteScope uniform;  // one value everywhere: an expanded view may take it

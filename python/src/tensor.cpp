@@ -191,7 +191,42 @@ the op is called.)doc");
   GT_PY_INPLACE("__isub__", "sub_", sub_)
   GT_PY_INPLACE("__imul__", "mul_", mul_)
   GT_PY_INPLACE("__itruediv__", "div_", div_)
+  GT_PY_INPLACE("__ipow__", "pow_", pow_)
 #undef GT_PY_INPLACE
+  // add_/sub_(other, alpha=a): self += a * other (torch's alpha).
+  cls.def(
+      "add_",
+      [](py::object self, const gt::Tensor& o, PyScalar alpha) {
+        return in_place(std::move(self), [&](const gt::Tensor& t) { t.add_(o, alpha.get()); });
+      },
+      "other"_a, py::kw_only(), "alpha"_a);
+  cls.def(
+      "sub_",
+      [](py::object self, const gt::Tensor& o, PyScalar alpha) {
+        return in_place(std::move(self), [&](const gt::Tensor& t) { t.sub_(o, alpha.get()); });
+      },
+      "other"_a, py::kw_only(), "alpha"_a);
+  // In-place forms of the unary table ops (x.relu_(), ...), clamp_ and masked_fill_.
+#define GT_API_UNARY(NAME, FUNCTIONAL)                                                       \
+  cls.def(#NAME "_", [](py::object self) {                                                   \
+    return in_place(std::move(self), [](const gt::Tensor& t) { t.NAME##_(); });              \
+  });
+#include "gt/tensor_api.def"
+  cls.def(
+      "clamp_",
+      [](py::object self, std::optional<PyScalar> lo, std::optional<PyScalar> hi) {
+        return in_place(std::move(self), [&](const gt::Tensor& t) {
+          t.clamp_(lo ? std::optional<gt::Scalar>(lo->get()) : std::nullopt,
+                   hi ? std::optional<gt::Scalar>(hi->get()) : std::nullopt);
+        });
+      },
+      "min"_a = py::none(), "max"_a = py::none());
+  cls.def(
+      "masked_fill_",
+      [](py::object self, const gt::Tensor& mask, PyScalar v) {
+        return in_place(std::move(self), [&](const gt::Tensor& t) { t.masked_fill_(mask, v.get()); });
+      },
+      "mask"_a, "value"_a);
 
   // numpy defers `ndarray op tensor` to the tensor's reflected operator (like PyTorch).
   cls.attr("__array_priority__") = 1000;

@@ -58,28 +58,6 @@ std::optional<std::vector<int64_t>> reduce_dims(py::handle axis, py::handle dim,
   return axes;
 }
 
-template <typename All, typename One>
-T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handle dim,
-         py::handle keepdim, const char* name) {
-  if (!keepdim.is_none()) keepdims = keepdim.cast<bool>();
-  const bool single = std::string_view(name).substr(0, 3) == "arg";
-  std::optional<std::vector<int64_t>> dims = reduce_dims(axis, dim, single, name);
-  if (!dims) {
-    T r = all(t);
-    if (!keepdims) return r;
-    return r.reshape(std::vector<int64_t>(static_cast<size_t>(t.dim()), 1));
-  }
-  std::vector<int64_t> axes = std::move(*dims);
-  if (axes.size() == 1) return one(t, axes[0], keepdims);
-  for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
-  std::sort(axes.begin(), axes.end(), std::greater<>());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    throw gt::Error(std::string(name) + ": an axis is repeated");
-  T r = t;
-  for (int64_t a : axes) r = one(r, a, keepdims);  // descending: earlier axes keep their index
-  return r;
-}
-
 // A reduction over several dims at once, for ops that do not compose dim by dim (var,
 // logsumexp): the reduced dims are moved last and merged into one, which is reduced.
 template <typename One>
@@ -107,6 +85,32 @@ T reduce_merged(const T& t, std::vector<int64_t> axes, bool keepdim, One one, co
   flat.push_back(merged);
   T r = one(t.permute(perm).reshape(flat), static_cast<int64_t>(kept_shape.size()), false);
   return keepdim ? r.reshape(keep_shape) : r;
+}
+
+template <typename All, typename One>
+T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handle dim,
+         py::handle keepdim, const char* name) {
+  if (!keepdim.is_none()) keepdims = keepdim.cast<bool>();
+  const bool single = std::string_view(name).substr(0, 3) == "arg";
+  std::optional<std::vector<int64_t>> dims = reduce_dims(axis, dim, single, name);
+  if (!dims) {
+    T r = all(t);
+    if (!keepdims) return r;
+    return r.reshape(std::vector<int64_t>(static_cast<size_t>(t.dim()), 1));
+  }
+  std::vector<int64_t> axes = std::move(*dims);
+  if (axes.size() == 1) return one(t, axes[0], keepdims);
+  // sum and mean over several dims reduce them at once, as torch does: a mean of means rounds
+  // otherwise, and an overflow part way would depend on the order.
+  const std::string_view n(name);
+  if (n == "sum" || n == "mean") return reduce_merged(t, std::move(axes), keepdims, one, name);
+  for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
+  std::sort(axes.begin(), axes.end(), std::greater<>());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    throw gt::Error(std::string(name) + ": an axis is repeated");
+  T r = t;
+  for (int64_t a : axes) r = one(r, a, keepdims);  // descending: earlier axes keep their index
+  return r;
 }
 
 #define GT_PY_REDUCTION(NAME)                                                                 \

@@ -107,3 +107,21 @@ def test_randint_forms_range_and_seed():
         gt.randint(3, 3, (2,))
     with pytest.raises(TypeError, match="randint"):
         gt.randint(5)
+
+
+def test_sum_mean_over_several_dims_reduce_at_once_as_torch():
+    # Two rows of -3.4e38: torch's mean over both dims overflows its float32 sum; a mean of
+    # row means would not.
+    x = np.array([[-1.75, 1e30, -3.4028234e38]] * 2, dtype=np.float32)
+    for dims in ((0, 1), (-2, 1), (1, 0)):
+        got = gt.from_numpy(x).mean(dim=dims).item()
+        want = torch.from_numpy(x).mean(dim=dims).item()
+        assert got == want and got == float("-inf")
+    y = np.random.default_rng(5).standard_normal((3, 4, 5)).astype(np.float32)
+    for dims in ((0, 2), (2, 0), (0, 1, 2)):
+        for keep in (False, True):
+            np.testing.assert_allclose(gt.from_numpy(y).mean(dim=dims, keepdim=keep).numpy(),
+                                       torch.from_numpy(y).mean(dim=dims, keepdim=keep).numpy(),
+                                       rtol=1e-6)
+            np.testing.assert_allclose(gt.from_numpy(y).sum(dims, keepdims=keep).numpy(),
+                                       np.sum(y, axis=dims, keepdims=keep), rtol=1e-5)

@@ -256,6 +256,23 @@ class Tensor {
   const Tensor& div_(Scalar o) const;
   const Tensor& zero_() const;
   const Tensor& fill_(Scalar value) const;
+  // In-place forms of the unary table ops (x.relu_(), x.exp_(), ...), clamp_, masked_fill_ and
+  // pow_, the same way: a result that cannot be cast back to this dtype throws (int x.exp_()).
+#define GT_API_UNARY(name, functional) const Tensor& name##_() const;
+#include "gt/tensor_api.def"
+  const Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const;
+  const Tensor& masked_fill_(const Tensor& mask, Scalar value) const;
+  const Tensor& pow_(const Tensor& exponent) const;
+  const Tensor& pow_(Scalar exponent) const;
+  // Compound assignment, in place as add_ / sub_ / mul_ / div_ (torch's C++ operators).
+  const Tensor& operator+=(const Tensor& o) const { return add_(o); }
+  const Tensor& operator+=(Scalar o) const { return add_(o); }
+  const Tensor& operator-=(const Tensor& o) const { return sub_(o); }
+  const Tensor& operator-=(Scalar o) const { return sub_(o); }
+  const Tensor& operator*=(const Tensor& o) const { return mul_(o); }
+  const Tensor& operator*=(Scalar o) const { return mul_(o); }
+  const Tensor& operator/=(const Tensor& o) const { return div_(o); }
+  const Tensor& operator/=(Scalar o) const { return div_(o); }
 
   // ---- autograd (gt/autograd.h: NoGradGuard, autograd::backward/grad, scope hooks) ----------
   bool requires_grad() const;  // a leaf flagged with requires_grad_, or any result with a grad_fn

@@ -256,6 +256,8 @@ class Builder:
             return None
         self.exact[target] = (exact and self.exact.get(target, True)
                               and all(self.exact.get(o, True) for o in operands))
+        for a in aliases:  # they see the same written values
+            self.exact[a] = self.exact.get(a, True) and self.exact[target]
         self.last = target
         return target
 

@@ -2,6 +2,7 @@
 method, free-function, operator and nn.functional spellings, with tensor or Python-scalar
 operands, plus clamp, where and the integer operators (//, %, ~)."""
 import gt
+import torch
 
 from . import dtypes as D
 from . import scalars as S
@@ -102,8 +103,11 @@ def binary(b):
     form = b.choice(forms)
     if op == "pow" and v == 0 and form.startswith(("0 ", "0.0 ", "(-0.0)", "False")):
         tags.add("pow-zero-base")
-    # torch computes `number / tensor` as reciprocal(tensor) * number: not correctly rounded.
+    # torch computes `number / tensor` as reciprocal(tensor) * number: not correctly rounded,
+    # and 1 / a subnormal overflows to inf where the quotient is finite.
     exact = op in EXACT_BINARY and not form.endswith(f"/ {x}")
+    if form.endswith(f"/ {x}") and _has_subnormal(b.t(x)):
+        tags.add("rdiv-subnormal")
     b.emit(form, op, [x], exact=exact, tags=tags)
 
 
@@ -199,3 +203,12 @@ def int_operators(b):
         y = b.new_input(V.broadcast_partner(b.rng, tuple(b.t(x).shape)), dt,
                         kind="positive" if int_div else "any")
         b.emit(f"{x} {sym} {y}", kind, [x, y], exact=False)
+
+
+def _has_subnormal(t):
+    """Whether a floating torch tensor holds a nonzero value below its dtype's smallest normal."""
+    if not t.dtype.is_floating_point or t.numel() == 0:
+        return False
+    tiny = torch.finfo(t.dtype).tiny
+    a = t.detach().float().abs()
+    return bool(((a > 0) & (a < tiny)).any())

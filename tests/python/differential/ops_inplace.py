@@ -1,4 +1,5 @@
-"""In-place families: add_/sub_/mul_/div_, the augmented operators, fill_/zero_/copy_, applied to
+"""In-place families: add_/sub_/mul_/div_ (also with alpha), the augmented operators (**= too),
+the unary table's in-place forms (relu_, exp_, ...), clamp_, masked_fill_, fill_/zero_/copy_, applied to
 inputs, to results and to views of them (reshape/view, t/transpose/permute, squeeze/unsqueeze,
 detach, basic indexing): in torch a view shares its base's storage, so an in-place op through it
 changes the base too; the builder notes every variable that sees such a change."""
@@ -7,6 +8,7 @@ from . import scalars as S
 from . import values as V
 
 ARITH = {"add_": "+=", "sub_": "-=", "mul_": "*=", "div_": "/="}
+UNARY_INPLACE = ["neg_", "exp_", "log_", "sqrt_", "abs_", "relu_", "sigmoid_", "tanh_", "erf_"]
 
 
 def _view_of(b, x):
@@ -74,7 +76,19 @@ def inplace(b):
                                                                  else "")):
             tags.add("bool-sub")
         stmt = (f"{target}.{op}({other})" if b.p(0.5) else f"{target} {ARITH[op]} {other}")
-        b.emit_inplace(stmt, op, target, operands, exact=True, tags=tags)
+        exact = True
+        if op in ("add_", "sub_") and operands and b.p(0.2):
+            alpha, aval, atags = S.draw(b, b.dtype(target), p_special=0.1)
+            stmt = f"{target}.{op}({other}, alpha={alpha})"
+            tags |= atags | {"inplace-alpha"}
+            if _promotes_out_of(b, target, scalar=aval):
+                tags.add("inplace-cast-back")
+            exact = False  # torch fuses self + alpha * other (fused multiply-add): 1 ulp apart
+            if op == "sub_" and not isinstance(aval, bool) and aval == -2**63:
+                tags.add("sub-alpha-int64-min")
+        b.emit_inplace(stmt, op, target, operands, exact=exact, tags=tags)
+    elif kind < 0.80:
+        _unary_inplace(b, target)
     elif kind < 0.85:
         lit, val, tags = S.draw(b, b.dtype(target), p_special=0.15)
         b.emit_inplace(f"{target}.fill_({lit})", "fill_", target, [], exact=True, tags=tags)
@@ -84,3 +98,27 @@ def inplace(b):
         src = b.new_input(V.broadcast_partner(b.rng, tuple(t.shape), 0.02)
                           if b.p(0.3) else tuple(t.shape), b.dtype(target) if b.p(0.7) else None)
         b.emit_inplace(f"{target}.copy_({src})", "copy_", target, [src], exact=True)
+
+
+def _unary_inplace(b, target):
+    """x.relu_() and the like, clamp_, masked_fill_ and pow_ / **=: the out-of-place op written
+    back (a result that cannot be cast back to x's dtype raises in both)."""
+    kind = b.rng.random()
+    if kind < 0.55:
+        op = b.choice(UNARY_INPLACE)
+        b.emit_inplace(f"{target}.{op}()", op, target, [], tags={"inplace-unary"})
+    elif kind < 0.75:
+        lit, _, tags = S.draw(b, b.dtype(target), p_special=0.15, allow_bool=False)
+        bound = "min" if b.p(0.5) else "max"
+        b.emit_inplace(f"{target}.clamp_({bound}={lit})", "clamp_", target, [], exact=True,
+                       tags=tags | {"inplace-unary"})
+    elif kind < 0.9:
+        t = b.t(target)
+        mask = b.new_input(tuple(t.shape), "bool")
+        lit, _, tags = S.draw(b, b.dtype(target), p_special=0.15)
+        b.emit_inplace(f"{target}.masked_fill_({mask}, {lit})", "masked_fill_", target, [mask],
+                       exact=True, tags=tags | {"inplace-unary"})
+    else:
+        e = b.choice([2, 3, 0.5, -1, 2.0])
+        stmt = f"{target}.pow_({e})" if b.p(0.5) else f"{target} **= {e}"
+        b.emit_inplace(stmt, "pow_", target, [], tags={"inplace-unary"})

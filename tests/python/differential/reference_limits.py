@@ -48,6 +48,20 @@ LIMITS = [
                                     "scalar:int-outside-int64", "scalar:outside-lowp",
                                     "scalar:int-inexact-float"))),
     Cause(
+        "rdiv-reciprocal-overflow", None,
+        "number / x with a subnormal x: torch 1.13's Tensor.__rdiv__ is x.reciprocal() * number, "
+        "and 1 / x overflows to inf where the quotient is finite (0 / 1e-45 is NaN there, "
+        "1e-10 / 1e-39 inf); gt divides. The artefact is torch's Python operator, not a value "
+        "to compare with.",
+        lambda c, m: (c.has("rdiv-subnormal")
+                      and (m.kind == "value" and wrote(c, m, "div") or m.kind == "grad-value"))),
+    Cause(
+        "sub-alpha-int64-min", None,
+        "x.sub_(y, alpha=-2**63): torch 1.13 calls add with -alpha, and -(-2**63) wraps to "
+        "-2**63 in int64, so it adds where it should subtract; gt subtracts. A wrapped scalar "
+        "is torch's artefact, not a value to compare with.",
+        lambda c, m: c.has("sub-alpha-int64-min") and m.kind in ("value", "grad-value")),
+    Cause(
         "layer-norm-welford-overflow", None,
         "layer_norm of a row whose mean exceeds ~1.8e19 in magnitude: torch 1.13's CPU kernel "
         "combines its Welford chunks with m2 += delta * delta * c * m0, and on the first "
@@ -64,6 +78,5 @@ LIMITS = [
         lambda c, m: (m.kind in ("value", "grad-value")
                       and m.facts & {"torch-nan-gt-not", "gt-nan-torch-not"}
                       and c.has("op:matmul")
-                      and (m.kind == "grad-value"
-                           or c.producer.get(m.var.split("[")[0], (None,))[0] == "matmul"))),
+                      and (m.kind == "grad-value" or wrote(c, m, "matmul")))),
 ]

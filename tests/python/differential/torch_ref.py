@@ -5,7 +5,8 @@ and a few bfloat16 ones (mse_loss, binary_cross_entropy). A case that hits one i
 LowPrecisionEmulation: every computing op with a float16/bfloat16 operand runs on float32 copies
 and its floating results are rounded to the dtype torch itself gives (found by a probe call), which
 is what CUDA's kernels do (float32 "opmath", rounded per op). Views, casts and in-place ops run
-natively, so aliasing behaves as in torch.
+natively, so aliasing behaves as in torch (an in-place op whose kernel is missing, x.exp_(), is
+its emulated out-of-place op written back with copy_).
 """
 import warnings
 
@@ -86,6 +87,16 @@ class LowPrecisionEmulation(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         in_place = name.endswith("_") and not name.startswith("__") or name.startswith("__i")
         lows = _lows((args, kwargs), set())
+        if lows and in_place and not name.startswith("__"):
+            try:
+                return func(*args, **kwargs)
+            except Exception as e:  # noqa: BLE001
+                out_of_place = getattr(torch.Tensor, name[:-1], None)
+                if not missing_kernel(e) or out_of_place is None:
+                    raise
+                # x.exp_() on float16 and the like: the out-of-place op, emulated, written back
+                # (as gt and torch's CUDA kernels compute it).
+                return args[0].copy_(self.__torch_function__(out_of_place, types, args, kwargs))
         if not lows or in_place or name in DIRECT:
             return func(*args, **kwargs)
         if len(lows) > 1:
