@@ -9,7 +9,8 @@ its GPU (or CPU) workers, compatible with the original GT's API::
 
 Every op returns at once and is pipelined to the workers; only sync points wait (``.item()``,
 ``.numpy()`` / ``.data.numpy()``, ``numpy.asarray(t)``, ``print(t)``, ``gt.synchronize()``,
-``gt.debug.get_worker_stats()``). They release the GIL while waiting.
+``gt.debug.get_worker_stats()``, ``t[mask]`` and ``masked_select``, whose shapes depend on the
+mask's values). They release the GIL while waiting.
 
 Where ops run: ``gt.connect('host:port')`` (or ``'unix:/path'``) before the first op, else the
 ``GT_ADDRESS`` environment variable, else the embedded default: a private dispatcher and

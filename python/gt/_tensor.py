@@ -239,8 +239,9 @@ all = _method("all")  # noqa: A001 (torch.all)
 isclose = _method("isclose")
 allclose = _method("allclose")
 equal = _method("equal")
+masked_select = _method("masked_select")
 
 FREE_FUNCTIONS = _TABLE_FUNCTIONS + (
     "softmax", "log_softmax", "var", "cumsum", "matmul", "reshape", "transpose", "permute",
     "unsqueeze", "squeeze", "flatten", "split", "chunk", "clamp", "logsumexp", "bitwise_not",
-    "std", "any", "all", "isclose", "allclose", "equal")
+    "std", "any", "all", "isclose", "allclose", "equal", "masked_select")

@@ -2,9 +2,11 @@
 // Ellipsis, lowered to gt::Tensor::index: a view of t, as in PyTorch. Integer indices out of
 // range raise IndexError (so iteration protocols and numpy habits work). t[index_tensor] with an
 // integer tensor picks rows (index_select along dim 0, negative entries counting from the end;
-// the result, a copy, has the index's shape then t's other dims); boolean masks and lists inside
-// tuples are refused with a TypeError (their result shapes depend on values: use gt.where).
-// t[...] = value writes through that view (__setitem__).
+// the result, a copy, has the index's shape then t's other dims); t[mask] with a bool tensor of
+// t's leading dims picks the rows where it is true (a sync point: Tensor::masked_index). Tensors
+// and lists inside tuples are refused with a TypeError. t[...] = value writes through that view
+// (__setitem__); t[mask] = value and t[index_tensor] = value write in place
+// (Tensor::masked_put_ / index_put_). Lists and numpy arrays index as the tensors they make.
 #include "common.h"
 
 namespace gtpy {
@@ -85,6 +87,40 @@ void check_integer_ranges(const gt::Tensor& t, const std::vector<gt::TensorIndex
   }
 }
 
+// A call that waits for the session (a mask's count) with the GIL released. Unlike
+// sync_point its errors keep their own class: most are made here (a mask of the wrong shape,
+// a value that does not fit the count), not reports of queued work.
+template <typename F>
+auto released(F&& f) -> decltype(f()) {
+  py::gil_scoped_release release;
+  return f();
+}
+
+// t[index] = value with an integer index tensor of any shape over dim 0: value broadcast to
+// (index's shape, t's other dims), negative entries counting from the end (PyTorch's
+// index_put_), written with index_copy_.
+void put_rows(const gt::Tensor& t, const gt::Tensor& index, const gt::Tensor& value) {
+  if (index.dtype() != gt::DType::kInt64 && index.dtype() != gt::DType::kInt32)
+    throw py::type_error(std::string("gt: index tensors must be int64, int32 or bool, got ") +
+                         gt::dtype_name(index.dtype()));
+  if (t.dim() == 0) throw py::index_error("gt: cannot index a 0-d tensor with a tensor");
+  std::vector<int64_t> want = index.sizes(), rows{index.numel()};
+  for (int64_t d = 1; d < t.dim(); ++d) {
+    want.push_back(t.size(d));
+    rows.push_back(t.size(d));
+  }
+  gt::Tensor src;
+  try {
+    src = value.expand(want);
+  } catch (const gt::Error&) {
+    throw gt::Error("index_put_: shape mismatch: value tensor of shape " + value.shape().str() +
+                    " cannot be broadcast to indexing result of shape " +
+                    py::str(py::tuple(py::cast(want))).cast<std::string>());
+  }
+  const gt::Tensor flat = index.flatten();
+  t.index_copy_(0, gt::where(flat < 0, flat + t.size(0), flat), src.reshape(rows));
+}
+
 }  // namespace
 
 void init_indexing(py::class_<gt::Tensor>& cls) {
@@ -97,10 +133,7 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
         py::object arr = py::module_::import("numpy").attr("asarray")(idx);
         index = from_numpy_as(arr, numpy_upload_dtype(arr));
       }
-      if (index.dtype() == gt::DType::kBool)
-        throw py::type_error(
-            "gt: boolean mask indexing is not supported (its shape depends on the values); use "
-            "gt.where(mask, t, 0) or t.masked_fill(~mask, 0)");
+      if (index.dtype() == gt::DType::kBool) return released([&] { return t.masked_index(index); });
       if (index.dtype() != gt::DType::kInt64 && index.dtype() != gt::DType::kInt32)
         throw py::type_error(std::string("gt: index tensors must be int64 or int32, got ") +
                              gt::dtype_name(index.dtype()));
@@ -129,20 +162,35 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
   cls.def("__setitem__", [](py::object self, py::handle idx, py::handle value) {
     const gt::Tensor t = self.cast<gt::Tensor>();
     if (is_advanced_index(idx)) {
-      gt::Tensor mask = py::isinstance<gt::Tensor>(idx) ? idx.cast<gt::Tensor>() : gt::Tensor();
-      if (!mask.defined() || mask.dtype() != gt::DType::kBool || mask.shape() != t.shape())
-        throw py::type_error(
-            "gt: assignment through an index tensor is supported for a bool mask of the "
-            "tensor's shape (t[mask] = number); for integer indices use index_add / scatter_add "
-            "or assign through ints and slices");
-      py::object v = py::reinterpret_borrow<py::object>(value);
-      if (!py::isinstance<gt::Tensor>(value))
-        v = py::module_::import("gt").attr("tensor")(v, py::arg("dtype") = self.attr("dtype"));
-      const gt::Tensor vt = v.cast<gt::Tensor>();  // a number (a list fails numel below)
-      if (vt.numel() != 1)
-        throw py::type_error("gt: t[mask] = value needs a number or a one-element tensor, got " +
-                             std::to_string(vt.numel()) + " elements");
-      self.attr("copy_")(gt::where(mask, vt.reshape(std::vector<int64_t>{}).to(t.dtype()), t));
+      gt::Tensor index;
+      if (py::isinstance<gt::Tensor>(idx)) {
+        index = idx.cast<gt::Tensor>();
+      } else {
+        py::object arr = py::module_::import("numpy").attr("asarray")(idx);
+        index = from_numpy_as(arr, numpy_upload_dtype(arr));
+      }
+      if (py::isinstance<gt::Tensor>(value)) {
+        const gt::Tensor& v = value.cast<const gt::Tensor&>();
+        if (index.dtype() == gt::DType::kBool) {
+          released([&] { t.masked_put_(index, v); });  // a tensor value: a count check
+        } else {
+          put_rows(t, index, v);
+        }
+      } else if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
+                 PyFloat_Check(value.ptr()) ||
+                 py::isinstance(value, py::module_::import("numpy").attr("generic"))) {
+        const gt::Scalar v = value.cast<PyScalar>().get();
+        if (index.dtype() == gt::DType::kBool) {
+          t.masked_put_(index, v);
+        } else {
+          put_rows(t, index, gt::full({}, v, t.dtype()));
+        }
+      } else {
+        throw py::type_error("gt: can't assign a " +
+                             std::string(py::str(py::type::handle_of(value).attr("__name__"))) +
+                             " through an index tensor; assign a tensor (gt.tensor(value)) or a "
+                             "number");
+      }
       return;
     }
     std::vector<gt::TensorIndex> ix;

@@ -358,7 +358,21 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       .def("index_add", &T::index_add, "dim"_a, "index"_a, "source"_a)
       .def(
           "masked_fill", [](const T& a, const T& mask, PyScalar v) { return a.masked_fill(mask, v.get()); },
-          "mask"_a, "value"_a);
+          "mask"_a, "value"_a)
+      .def(
+          "masked_select",
+          [](const T& a, const T& mask) {
+            py::gil_scoped_release release;  // waits for the mask's count
+            return a.masked_select(mask);
+          },
+          "mask"_a, "The elements where mask (broadcast) is true, 1-d (a sync point).")
+      .def(
+          "index_copy_",
+          [](py::object self, int64_t dim, const T& index, const T& source) {
+            self.cast<const T&>().index_copy_(dim, index, source);
+            return self;
+          },
+          "dim"_a, "index"_a, "source"_a);
 
   // ---- dtype conversion ---------------------------------------------------------------------------
   cls.def("to", [](const T& a, py::handle dtype) { return a.to(to_dtype(dtype)); }, "dtype"_a)

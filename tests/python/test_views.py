@@ -184,10 +184,16 @@ def test_writes_torch_refuses_are_refused(case):
         attempt(gt)
 
 
-def test_assignment_through_integer_index_tensors_is_refused_clearly():
-    x = base(gt)
-    with pytest.raises(TypeError, match="bool mask"):
-        x[gt.tensor([0])] = 1.0
+def test_assignment_through_index_tensors_as_torch():
+    def program(m):
+        x = base(m, 3, 2)
+        v = x[1]  # a view of the row written below: it sees the write
+        x[m.tensor([1, -1], dtype=m.int64)] = 5.0
+        x[x > 4.5] = -2.0
+        return [x, v]
+    run_both(program)
+    with pytest.raises(TypeError, match="int64, int32 or bool"):
+        base(gt)[gt.tensor([0])] = 1.0  # float32 index (gt.tensor's default), as torch refuses
 
 
 def test_zero_dim_integer_tensor_indexes_as_an_int():

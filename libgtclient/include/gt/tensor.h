@@ -227,6 +227,22 @@ class Tensor {
   // (one instruction, no materialized view). Returns *this.
   const Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) const;
   const Tensor& index_put_(const std::vector<TensorIndex>& indices, Scalar value) const;
+  // ---- by a bool mask or an integer index tensor (tensor_mask.cpp) -------------------------
+  // Python's t[mask]: the rows where the bool `mask` (the shape of t's leading dims) is true,
+  // in row-major order, shape (count, t's remaining dims); a copy. A sync point: the count
+  // decides the shape. masked_select: mask and t broadcast together, a 1-d result.
+  Tensor masked_index(const Tensor& mask) const;
+  Tensor masked_select(const Tensor& mask) const;
+  // Python's t[mask] = value: a number (or one-element tensor) is written where the mask is
+  // true without a sync; a tensor broadcast to (count, remaining dims) is checked against the
+  // count first (a sync point) and its rows written in order. Returns *this.
+  const Tensor& masked_put_(const Tensor& mask, const Tensor& value) const;
+  const Tensor& masked_put_(const Tensor& mask, Scalar value) const;
+  // torch.index_copy_: the slices of `source` (t's shape with size len(index) along dim,
+  // converted to t's dtype) written at the positions a 1-d (or 0-d) int64/int32 `index` gives
+  // along dim. No sync; an index out of range fails like index_select's. With repeated
+  // indices, which slice lands is unspecified (as in torch). Returns *this.
+  const Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source) const;
   // Broadcast to `shape` (new leading dims allowed; -1 keeps a dim): a view whose broadcast
   // dims have stride 0, so in-place writes through it are refused (as in PyTorch).
   Tensor expand(Dims shape) const;

@@ -1,0 +1,121 @@
+"""Indexing idioms (issue 13): boolean-mask reads t[mask] (a sync point), masked_select, and
+assignment through masks and integer index tensors (t[mask] = v, t[idx] = v, t[idx] += 1,
+index_copy_), against python3-torch: values, shapes, gradients and errors."""
+import numpy as np
+import pytest
+
+import gt
+
+torch = pytest.importorskip("torch")
+
+
+def pair(a):
+    return gt.from_numpy(a.copy()), torch.from_numpy(a.copy())
+
+
+def same(t, r):
+    assert tuple(t.shape) == tuple(r.shape)
+    np.testing.assert_array_equal(t.numpy(), r.detach().numpy())
+
+
+@pytest.fixture
+def a():
+    return np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7
+
+
+def test_mask_reads_as_torch(a):
+    t, r = pair(a)
+    same(t[t > 3], r[r > 3])                        # a mask of the whole shape: 1-d
+    m2 = np.array([[True, False, True], [False, False, True]])
+    same(t[gt.from_numpy(m2)], r[torch.from_numpy(m2)])  # leading dims: rows of the rest
+    m1 = np.array([False, True])
+    same(t[gt.from_numpy(m1)], r[torch.from_numpy(m1)])
+    same(t[m1], r[torch.from_numpy(m1)])                 # a numpy mask
+    none = np.zeros((2, 3), dtype=bool)
+    same(t[gt.from_numpy(none)], r[torch.from_numpy(none)])  # nothing selected: (0, 4)
+    ints = np.array([[1, 0], [0, 5]], dtype=np.int64)
+    ti, ri = pair(ints)
+    same(ti[ti > 0], ri[ri > 0])
+    with pytest.raises((ValueError, IndexError), match="shape of the mask"):
+        t[gt.from_numpy(np.array([True, False, True]))]
+    # masked_select broadcasts.
+    mb = np.array([True, False, False, True])
+    same(t.masked_select(gt.from_numpy(mb)), r.masked_select(torch.from_numpy(mb)))
+    same(gt.masked_select(t, t < 0), torch.masked_select(r, r < 0))
+
+
+def test_mask_read_gradient_as_torch(a):
+    t, r = pair(a)
+    t.requires_grad_()
+    r.requires_grad_()
+    (t[t > 0] * 3).sum().backward()
+    (r[r > 0] * 3).sum().backward()
+    same(t.grad, r.grad)
+
+
+def test_mask_assignment_as_torch(a):
+    t, r = pair(a)
+    t[t > 5] = 0
+    r[r > 5] = 0
+    same(t, r)
+    m = np.array([[True, False, True], [False, True, False]])
+    t[gt.from_numpy(m)] = gt.tensor([1.0, 2.0, 3.0, 4.0])          # one row, broadcast
+    r[torch.from_numpy(m)] = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    same(t, r)
+    rows = np.arange(12, dtype=np.float32).reshape(3, 4) * -1
+    t[gt.from_numpy(m)] = gt.from_numpy(rows)                      # one value row per true
+    r[torch.from_numpy(m)] = torch.from_numpy(rows)
+    same(t, r)
+    flat = t < -5
+    t[flat] = gt.arange(int((r < -5).sum()), dtype=gt.float32)     # element by element
+    r[r < -5] = torch.arange(int((r < -5).sum()), dtype=torch.float32)
+    same(t, r)
+    with pytest.raises(ValueError, match="shape mismatch"):
+        t[gt.from_numpy(m)] = gt.ones(2, 4)
+    same(t, r)  # a refused assignment changes nothing
+
+
+def test_index_tensor_assignment_as_torch(a):
+    t, r = pair(a)
+    t[gt.tensor([1], dtype=gt.int64)] = 5
+    r[torch.tensor([1])] = 5
+    same(t, r)
+    t2, r2 = pair(a[0])
+    idx = np.array([2, -3], dtype=np.int64)
+    t2[gt.from_numpy(idx)] = gt.tensor([[1.0, 2, 3, 4], [5, 6, 7, 8]])
+    r2[torch.from_numpy(idx)] = torch.tensor([[1.0, 2, 3, 4], [5, 6, 7, 8]])
+    same(t2, r2)
+    t2[[0, 2]] += 1
+    r2[[0, 2]] += 1
+    same(t2, r2)
+    t2[gt.tensor([1, 1], dtype=gt.int64)] += 10   # repeated: each row once, as torch
+    r2[torch.tensor([1, 1])] += 10
+    same(t2, r2)
+    t2[np.array([[0], [2]])] = -1.0                # an index of any shape
+    r2[torch.tensor([[0], [2]])] = -1.0
+    same(t2, r2)
+    with pytest.raises(ValueError, match="shape mismatch"):
+        t2[gt.tensor([0, 1], dtype=gt.int64)] = gt.ones(3, 4)
+
+
+def test_index_copy_and_gradient_as_torch(a):
+    t, r = pair(a[0])
+    src = np.array([[10.0], [20.0], [30.0]], dtype=np.float32)
+    t.index_copy_(1, gt.tensor([2], dtype=gt.int64), gt.from_numpy(src))
+    r.index_copy_(1, torch.tensor([2]), torch.from_numpy(src))
+    same(t, r)
+    with pytest.raises(ValueError, match="does not match"):
+        t.index_copy_(0, gt.tensor([0], dtype=gt.int64), gt.ones(2, 4))
+    # Gradients flow to the written values and to what was kept.
+    base = np.ones((3, 2), dtype=np.float32)
+    tb, rb = pair(base)
+    tv, rv = pair(np.array([[2.0, 3.0]], dtype=np.float32))
+    for x in (tb, rb, tv, rv):
+        x.requires_grad_()
+    yt, yr = tb * 1, rb * 1
+    yt[gt.tensor([1], dtype=gt.int64)] = tv
+    yr[torch.tensor([1])] = rv
+    (yt * yt).sum().backward()
+    (yr * yr).sum().backward()
+    same(tb.grad, rb.grad)
+    same(tv.grad, rv.grad)
