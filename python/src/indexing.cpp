@@ -87,6 +87,13 @@ void check_integer_ranges(const gt::Tensor& t, const std::vector<gt::TensorIndex
   }
 }
 
+// An advanced index as a tensor: itself, or a list / numpy array uploaded (bools stay bool).
+gt::Tensor index_tensor(py::handle idx) {
+  if (py::isinstance<gt::Tensor>(idx)) return idx.cast<gt::Tensor>();
+  py::object arr = py::module_::import("numpy").attr("asarray")(idx);
+  return from_numpy_as(arr, numpy_upload_dtype(arr));
+}
+
 // A call that waits for the session (a mask's count) with the GIL released. Unlike
 // sync_point its errors keep their own class: most are made here (a mask of the wrong shape,
 // a value that does not fit the count), not reports of queued work.
@@ -126,13 +133,7 @@ void put_rows(const gt::Tensor& t, const gt::Tensor& index, const gt::Tensor& va
 void init_indexing(py::class_<gt::Tensor>& cls) {
   cls.def("__getitem__", [](const gt::Tensor& t, py::handle idx) {
     if (is_advanced_index(idx)) {
-      gt::Tensor index;
-      if (py::isinstance<gt::Tensor>(idx)) {
-        index = idx.cast<gt::Tensor>();
-      } else {
-        py::object arr = py::module_::import("numpy").attr("asarray")(idx);
-        index = from_numpy_as(arr, numpy_upload_dtype(arr));
-      }
+      gt::Tensor index = index_tensor(idx);
       if (index.dtype() == gt::DType::kBool) return released([&] { return t.masked_index(index); });
       if (index.dtype() != gt::DType::kInt64 && index.dtype() != gt::DType::kInt32)
         throw py::type_error(std::string("gt: index tensors must be int64 or int32, got ") +
@@ -158,17 +159,12 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
   });
   // t[index] = value: basic indexes (ints, slices, None, ...) select a view, which takes the
   // value in place (copy_ for a tensor or array, fill_ for a number), so t changes, as in
-  // PyTorch; a bool mask of t's shape with a number or 0-d value is a masked fill of t.
+  // PyTorch; through a bool mask or an integer index tensor it is written in place
+  // (masked_put_, index_copy_).
   cls.def("__setitem__", [](py::object self, py::handle idx, py::handle value) {
     const gt::Tensor t = self.cast<gt::Tensor>();
     if (is_advanced_index(idx)) {
-      gt::Tensor index;
-      if (py::isinstance<gt::Tensor>(idx)) {
-        index = idx.cast<gt::Tensor>();
-      } else {
-        py::object arr = py::module_::import("numpy").attr("asarray")(idx);
-        index = from_numpy_as(arr, numpy_upload_dtype(arr));
-      }
+      const gt::Tensor index = index_tensor(idx);
       if (py::isinstance<gt::Tensor>(value)) {
         const gt::Tensor& v = value.cast<const gt::Tensor&>();
         if (index.dtype() == gt::DType::kBool) {
