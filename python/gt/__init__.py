@@ -49,6 +49,8 @@ from . import _tensor
 from ._tensor import TensorData, enable_grad, no_grad
 from . import autograd, config, debug, nn, optim, return_types, signal
 from . import client  # noqa: E402 (the original GT's layout: gt.client.tensor, .nn, .autograd)
+from . import utils
+from ._serialization import load, save
 from .config import ShardConfig, SignalConfig, get_config, load_config, register_config
 
 # gt.exp, gt.add, gt.sum, ... (the free forms of the tensor methods; gt/tensor_api.def).

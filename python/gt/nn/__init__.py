@@ -25,7 +25,7 @@ from collections import OrderedDict
 from .. import _gt
 from .._tensor import no_grad
 from ..optim import SGD, Adam, AdamW, CosineAnnealingLR, Optimizer, StepLR
-from . import functional
+from . import functional, init, utils
 from .functional import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                          cross_entropy_loss, dropout, embedding, gelu, layer_norm, linear,
                          log_softmax, mse_loss, nll_loss, one_hot, silu, softmax)
@@ -35,7 +35,7 @@ Tensor = _gt.Tensor
 __all__ = [
     "Module", "Parameter", "Linear", "Sequential", "ModuleList", "ReLU", "GELU", "Tanh", "Sigmoid",
     "SiLU", "Softmax", "Identity", "Flatten", "Dropout", "LayerNorm", "Embedding", "MSELoss",
-    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "functional", "mse_loss",
+    "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "functional", "init", "utils", "mse_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
     "cross_entropy_loss", "nll_loss", "silu", "gelu", "softmax",
     "log_softmax", "dropout", "linear", "layer_norm", "embedding", "one_hot", "Optimizer", "SGD",
