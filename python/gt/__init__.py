@@ -39,7 +39,8 @@ import os as _os
 
 from . import _gt
 from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, Tensor,
-                  UnavailableError, WorkerError, arange, cat, connect, dtype, empty, empty_like,
+                  UnavailableError, WorkerError, arange, bmm, cat, connect, dtype, einsum, empty,
+                  empty_like,
                   eye, from_numpy, full, full_like, get_float32_matmul_precision, gpu_workers,
                   is_grad_enabled, linspace, manual_seed, ones, ones_like, rand, rand_like,
                   randint, randn, randn_like, set_float32_matmul_precision, set_grad_enabled,

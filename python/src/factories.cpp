@@ -139,6 +139,17 @@ void init_factories(py::module_& m) {
       },
       "tensors"_a, "axis"_a = 0, py::kw_only(), "dim"_a = py::none());
 
+  m.def("bmm", &gt::bmm, "input"_a, "mat2"_a, "Batched matrix product of two 3-d tensors.");
+  m.def(
+      "einsum",
+      [](const std::string& equation, py::args operands) {
+        // torch.einsum(eq, a, b) or torch.einsum(eq, [a, b])
+        if (operands.size() == 1 && !py::isinstance<T>(operands[0]))
+          return gt::einsum(equation, tensor_list(operands[0], "einsum"));
+        return gt::einsum(equation, tensor_list(operands, "einsum"));
+      },
+      "equation"_a,
+      "gt.einsum('ij,jk->ik', a, b): Einstein summation over one or two operands.");
   m.def("where", [](const T& c, const T& a, const T& b) { return gt::where(c, a, b); });
   m.def("where", [](const T& c, PyScalar a, const T& b) { return gt::where(c, a.get(), b); });
   m.def("where", [](const T& c, const T& a, PyScalar b) { return gt::where(c, a, b.get()); });

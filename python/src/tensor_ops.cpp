@@ -253,6 +253,11 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
 
   cls.def("matmul", &T::matmul)
       .def("mm", &T::matmul)
+      .def("bmm", [](const T& a, const T& b) { return gt::bmm(a, b); }, "mat2"_a)
+      .def(
+          "repeat",
+          [](const T& a, py::args sizes) { return gt::repeat(a, dims_from_args(sizes, "repeat")); },
+          "t.repeat(*sizes): tiles the tensor (torch.Tensor.repeat).")
       .def(
           "clamp",
           [](const T& a, std::optional<PyScalar> lo, std::optional<PyScalar> hi) {

@@ -29,6 +29,17 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // Merges dims start_dim..end_dim into one.
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim = -1);
+// Batched matrix product of two 3-d tensors [b, n, m] @ [b, m, p] (torch.bmm: no broadcasting).
+Tensor bmm(const Tensor& a, const Tensor& b);
+// Tiles x: sizes[i] copies along dim i (x gets leading size-1 dims when sizes is longer), as
+// torch's Tensor.repeat.
+Tensor repeat(const Tensor& x, Dims sizes);
+// Einstein summation (torch.einsum) over one or two operands: "ij,jk->ik", "bij,bjk->bik",
+// "ij->ji", "i,i->", "ij" (implicit output: the letters seen once, sorted). Letters summed away
+// are reduced first; a two-operand contraction is one batched matmul. Not supported (an error):
+// "...", a letter repeated within one operand (diagonals), more than two operands, a letter
+// with different sizes (torch broadcasts a size-1 one).
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 namespace nn::functional {
 
