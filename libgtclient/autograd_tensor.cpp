@@ -37,22 +37,28 @@ void check_cast_back(const Tensor& self, OpId op, std::span<const TensorMeta> in
 // self op= o (o scaled by alpha first, for add_/sub_).
 void check_cast_back(const Tensor& self, OpId op, const Tensor& o, const char* what,
                      std::optional<Scalar> alpha = std::nullopt) {
-  if (alpha && alpha->is_bool() && !(self.dtype() == kBool && o.dtype() == kBool))
-    throw Error(std::string(what) + ": a boolean alpha is only supported for boolean results");
-  // torch converts alpha to the result's dtype, checked (alpha=2**31 on int32 raises).
+  // torch converts alpha to the result's dtype (promote(self, o): alpha does not promote),
+  // checked: a bool alpha needs a bool result, a floating one a floating result, an integer
+  // one must fit (alpha=2**31 on int32 raises).
   if (alpha) {
+    if (op == OpId::k_sub && (self.dtype() == kBool || o.dtype() == kBool))
+      throw Error(std::string(what) + ": subtraction, the `-` operator, with a bool tensor is "
+                  "not supported. If you are trying to invert a mask, use the `~` or "
+                  "`logical_not()` operator instead.");
     const DType r = promote_ranked(self.dtype(), self.dim() == 0, o.dtype(), o.dim() == 0);
-    if (r != kBool && is_integral(r) && !scalar_fits(r, alpha->to_double(), alpha->exact_int())) {
+    if (alpha->is_bool() && r != kBool)
+      throw Error(std::string(what) + ": a boolean alpha is only supported for boolean results");
+    if (!alpha->is_integral() && !is_floating(r))
+      throw Error(std::string(what) + ": for integral input tensors, alpha must not be a "
+                  "floating point number");
+    if (r != kBool && !scalar_fits(r, alpha->to_double(), alpha->exact_int())) {
       const auto exact = alpha->exact_int();
       throw Error(std::string(what) + ": alpha " +
                   (exact ? std::to_string(*exact) : std::to_string(alpha->to_double())) +
                   " cannot be converted to " + dtype_name(r) + " without overflow");
     }
   }
-  TensorMeta om = o.meta();
-  if (alpha && alpha->to_double() != 1)
-    om.dtype = promote_with_scalar(om.dtype, detail::scalar_kind(*alpha));
-  const TensorMeta in[2] = {self.meta(), om};
+  const TensorMeta in[2] = {self.meta(), o.meta()};
   check_cast_back(self, op, in, OpAttrs{}, what);
 }
 void check_cast_back(const Tensor& self, OpId op, Scalar o, const char* what) {
@@ -66,9 +72,8 @@ void check_cast_back(const Tensor& self, OpId op, Scalar o, const char* what) {
 // self +- alpha * o (alpha != 1) computed as torch's fused kernel does: in the promoted dtype,
 // float32 for float16/bfloat16 (its opmath), so alpha * o does not overflow the narrow type.
 Tensor plus_scaled(const Tensor& self, const Tensor& o, Scalar alpha, bool subtract) {
-  // A bool operand of `-` is refused by the op itself (torch's message).
-  if (subtract && (self.dtype() == kBool || o.dtype() == kBool)) return self - o * alpha;
   DType r = promote_ranked(self.dtype(), self.dim() == 0, o.dtype(), o.dim() == 0);
+  if (r == kBool) alpha = Scalar(alpha.to_double() != 0);  // torch converts alpha to bool
   if (r == kFloat16 || r == kBFloat16) r = kFloat32;
   const Tensor scaled = o.to(r) * alpha;
   return subtract ? self.to(r) - scaled : self.to(r) + scaled;

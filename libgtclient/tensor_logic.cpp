@@ -7,6 +7,7 @@
 
 #include "gt/autograd.h"
 #include "gt/tensor.h"
+#include "libgtclient/autograd_node.h"
 
 namespace gt {
 namespace {
@@ -25,8 +26,38 @@ Tensor count_is(const Tensor& x, bool want_all, std::optional<int64_t> dim, bool
 
 }  // namespace
 
+namespace {
+// sqrt(var) along `dim` (all elements without one), computed on x / max|x|: the variance of
+// values beyond ~1.8e19 overflows float32 where their deviation does not (torch accumulates in
+// double). std does not depend on the scale. Not recorded (std records its own gradient).
+Tensor scaled_std(const Tensor& x, std::optional<int64_t> dim, double correction, bool keepdim) {
+  NoGradGuard no_grad;
+  const Tensor m = x.abs();
+  Tensor scale = dim ? std::get<0>(m.max(*dim, true)) : m.max();
+  scale = where(scale.eq(0), 1.0, scale);
+  const Tensor s = (x / scale).var(dim, correction, keepdim).sqrt();
+  return s * (dim && !keepdim ? scale.squeeze(*dim) : scale);
+}
+}  // namespace
+
 Tensor Tensor::std(std::optional<int64_t> dim, double correction, bool keepdim) const {
-  return var(dim, correction, keepdim).sqrt();
+  const int64_t d = dim ? (*dim < 0 ? *dim + this->dim() : *dim) : 0;
+  if (!is_floating(dtype()) || this->dim() == 0 || d < 0 || d >= this->dim() ||
+      (dim ? size(d) : numel()) == 0)
+    return var(dim, correction, keepdim).sqrt();  // var's errors; nothing to overflow
+  const std::optional<int64_t> nd = dim ? std::optional<int64_t>(d) : std::nullopt;
+  const Tensor out = scaled_std(*this, nd, correction, keepdim);
+  // torch's gradient, g / std * (x - mean) / (n - correction): the derivative of the scaled
+  // form would multiply g by the scale first and overflow.
+  const double dof = static_cast<double>(dim ? size(d) : numel()) - correction;
+  const Tensor* ins[] = {this};
+  return autograd::detail::record_function(
+      "StdBackward", out, ins, 0b1, [nd, keepdim, correction, dof](autograd::detail::GradCtx& c) {
+        const Tensor x = c.node.saved_input(0);
+        const Tensor g = nd && !keepdim ? c.grad.unsqueeze(*nd) : c.grad;
+        const Tensor mean = nd ? x.mean(*nd, true) : x.mean();
+        c.in_grads[0] = g / scaled_std(x, nd, correction, true) * (x - mean) / dof;
+      });
 }
 
 Tensor Tensor::any() const { return count_is(*this, false, std::nullopt, false); }

@@ -182,15 +182,10 @@ T variance(const T& a, py::handle dim, py::handle unbiased, bool keepdim, py::ha
   if (!correction.is_none()) corr = correction.cast<double>();
   if (!ddof.is_none()) corr = ddof.cast<double>();
   std::optional<std::vector<int64_t>> d = reduce_dims(axis, dim, false, name);
-  T r;
-  if (!d) {
-    r = a.var(std::nullopt, corr, false);
-    if (keepdim) r = r.reshape(std::vector<int64_t>(a.dim(), 1));
-  } else {
-    r = reduce_merged(
-        a, *d, keepdim, [corr](const T& x, int64_t i, bool k) { return x.var(i, corr, k); }, name);
-  }
-  return Sqrt ? r.sqrt() : r;
+  auto one = [corr](const T& x, int64_t i, bool k) { return Sqrt ? x.std(i, corr, k) : x.var(i, corr, k); };
+  if (d) return reduce_merged(a, *d, keepdim, one, name);
+  T r = Sqrt ? a.std(std::nullopt, corr, false) : a.var(std::nullopt, corr, false);
+  return keepdim ? r.reshape(std::vector<int64_t>(a.dim(), 1)) : r;
 }
 
 // t.split(size, dim) / t.split([sizes...], dim).

@@ -68,8 +68,11 @@ def test_clamp_masked_fill_pow_alpha_as_torch():
     b.add_(gt.tensor([False, True], dtype=gt.bool), alpha=True)
     assert b.tolist() == [True, True]
     i = gt.tensor([1, 2], dtype=gt.int64)
-    with pytest.raises(ValueError, match="can't be cast"):
+    with pytest.raises(ValueError, match="alpha must not be a floating point"):
         i.add_(gt.tensor([1, 1], dtype=gt.int64), alpha=0.5)
+    bt = gt.tensor([True, False], dtype=gt.bool)
+    bt.add_(gt.tensor([True, True], dtype=gt.bool), alpha=-1)  # alpha becomes True, as torch
+    assert bt.tolist() == [True, True]
     with pytest.raises(ValueError, match="can't be cast"):
         i.clamp_(min=0.5)
     with pytest.raises(ValueError, match="can't be cast"):

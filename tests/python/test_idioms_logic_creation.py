@@ -44,6 +44,13 @@ def test_std_as_torch_with_its_arguments(rng):
     assert_close(t.std(0, unbiased=False), r.std(0, unbiased=False).numpy(), rtol=1e-5)
     assert_close(t.std(2, correction=0), np.std(a, axis=2), rtol=1e-5)
     assert_close(gt.std(t, axis=1, ddof=1), np.std(a, axis=1, ddof=1), rtol=1e-5)
+    # Values whose variance overflows float32 (torch accumulates in double): std stays finite.
+    big = np.array([[3.4e38, -0.75, 1e30], [1.0, 2.0, 0.0]], dtype=np.float32)
+    for kw in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}):
+        got = gt.from_numpy(big).std(**kw).numpy()
+        want = torch.from_numpy(big).std(**kw).numpy()
+        assert np.isfinite(want).all()
+        np.testing.assert_allclose(got, want, rtol=1e-5)
     # The gradient, by finite differences' closed form: (x - mean) / ((n - 1) std).
     w = gt.from_numpy(a[0, 0]).requires_grad_()
     w.std().backward()

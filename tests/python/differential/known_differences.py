@@ -36,6 +36,22 @@ DELIBERATE = [
         lambda c, m: (m.kind == "grad-value" and c.has("op:var")
                       and "gt-nan-torch-not" in m.facts)),
     Cause(
+        "masked-fill-overlapping-view", None,
+        "masked_fill_ into an expanded view (several elements sharing one memory location) "
+        "raises in gt, as every in-place op does; torch 1.13's masked_fill_ alone skips that "
+        "check and writes, so which of the aliased writes lands depends on its loop order.",
+        lambda c, m: gt_raised(m) and at_step(c, m, "inplace-overlapping-view")
+        and at_step(c, m, "op:masked_fill_")),
+    Cause(
+        "inplace-alpha-opmath-grad", None,
+        "x.add_(y, alpha=a) / sub_ on a float16/bfloat16 x computes a * y in float32 (torch's "
+        "opmath, as its forward does), and so does its backward: the gradient reaching y is "
+        "a * grad in float32. torch's backward multiplies the float16 gradient by a first, "
+        "which overflows to inf when |a * grad| > 65504. gt keeps the gradient of the math it "
+        "ran.",
+        lambda c, m: (m.kind == "grad-value" and c.has("inplace-alpha")
+                      and "torch-inf-gt-finite" in m.facts)),
+    Cause(
         "softmax-posinf-row-grad", None,
         "softmax / log_softmax of a row holding +inf: the row's values are NaN in both; the "
         "gradient reaching the row's finite elements is finite in gt (the limit of the "

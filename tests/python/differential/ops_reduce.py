@@ -1,5 +1,6 @@
 """Reduction families: the op table's reduce rows (sum, mean, max, min, argmax, argmin) with no
-dim, one dim, a tuple of dims, an empty tuple and keepdim; var, logsumexp and cumsum."""
+dim, one dim, a tuple of dims, an empty tuple and keepdim; var / std, logsumexp, cumsum and the
+logical any / all."""
 import torch
 
 import gt
@@ -99,7 +100,8 @@ def var(b):
             if b.p(0.5):
                 args += ", True"
     else:
-        dims, _ = _dims_arg(b, x)
+        dims, dim_tags = _dims_arg(b, x)
+        tags |= dim_tags
         args = dims or "0"
         if args[0] in "([":
             tags.add("var-multi-dim")
@@ -112,8 +114,24 @@ def var(b):
     # semantics, so such cases do not run backward.
     if "False" not in args and t.numel() and _reduced_size(t, args) <= 1:
         b.no_backward = True
-    b.emit(b.choice([f"{x}.var({args})", f"M.var({x}{', ' if args else ''}{args})"]), "var", [x],
+    op = b.choice(["var", "var", "std"])
+    if op == "std" and t.numel() and "False" in args:
+        b.no_backward = True  # d sqrt at a zero deviation: torch 1.13's std backward differs
+    b.emit(b.choice([f"{x}.{op}({args})", f"M.{op}({x}{', ' if args else ''}{args})"]), op, [x],
            tags=tags)
+
+
+def logical(b):
+    """any / all over everything or one dim (torch 1.13 takes one int dim)."""
+    op = b.choice(["any", "all"])
+    x = b.operand(exact=True)
+    if b.p(0.4):
+        expr = b.choice([f"{x}.{op}()", f"M.{op}({x})"])
+    else:
+        keep = ", keepdim=True" if b.p(0.3) else ""
+        expr = b.choice([f"{x}.{op}(dim={rand_dim(b, x)}{keep})",
+                         f"M.{op}({x}, {rand_dim(b, x)}{keep})"])
+    b.emit(expr, op, [x], exact=True)
 
 
 def _reduced_size(t, args):

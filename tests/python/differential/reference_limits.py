@@ -62,6 +62,13 @@ LIMITS = [
         "is torch's artefact, not a value to compare with.",
         lambda c, m: c.has("sub-alpha-int64-min") and m.kind in ("value", "grad-value")),
     Cause(
+        "var-empty-dims-backward", None,
+        "var / std over dim=() (all elements, as in gt): torch 1.13's forward reduces "
+        "everything but its backward counts the elements over no dims (1), so it divides by "
+        "1 - correction = 0 and gives +-inf. A torch bug, not a value to compare with.",
+        lambda c, m: (c.has("reduce-empty-dims") and c.has_any("op:var", "op:std")
+                      and m.kind == "grad-value")),
+    Cause(
         "layer-norm-welford-overflow", None,
         "layer_norm of a row whose mean exceeds ~1.8e19 in magnitude: torch 1.13's CPU kernel "
         "combines its Welford chunks with m2 += delta * delta * c * m0, and on the first "

@@ -630,7 +630,9 @@ TEST_CASE("errors torch raises are raised at the call site", "[client][promote]"
   CHECK_THROWS_WITH(i.mul_(f), Contains("can't be cast"));
   CHECK_THROWS_WITH(b.add_(1), Contains("result type int64 can't be cast"));
   CHECK_THROWS_WITH(i.sub_(f, 1), Contains("can't be cast"));
-  CHECK_THROWS_WITH(i.add_(i, 0.5), Contains("can't be cast"));
+  CHECK_THROWS_WITH(i.add_(i, 0.5), Contains("alpha must not be a floating point number"));
+  CHECK_THROWS_WITH(i.add_(b, true), Contains("boolean alpha"));
+  CHECK_THROWS_WITH(f.sub_(b, 2), Contains("with a bool tensor is not supported"));
   CHECK(fake().instrs.size() == n);  // nothing was queued
   i.add_(true);
   b.add_(true);
