@@ -8,7 +8,7 @@ import sys
 from . import _gt
 from . import signal as _signal
 
-__all__ = ["get_worker_stats", "print_worker_stats", "print_tape", "tape"]
+__all__ = ["WorkerStats", "get_worker_stats", "print_worker_stats", "print_tape", "tape"]
 
 # The columns print_worker_stats shows, in order, with their headers.
 _STAT_COLUMNS = (("worker_id", "worker"), ("device", "device"), ("sessions", "sessions"),
@@ -16,11 +16,21 @@ _STAT_COLUMNS = (("worker_id", "worker"), ("device", "device"), ("sessions", "se
                  ("reserved_bytes", "reserved"), ("ops_executed", "ops"), ("errors", "errors"))
 
 
+class WorkerStats(dict):
+    """The workers' statistics keyed by worker id (``stats[0]["bytes"]``, ``stats.items()``, the
+    original GT's form). Iterating gives the per-worker dicts themselves, in worker-id order, as
+    the list earlier gt releases returned did (``for w in stats: w["bytes"]``), so code written
+    for either form keeps working; ``keys()`` gives the ids."""
+
+    def __iter__(self):
+        return iter([self[k] for k in sorted(self.keys())])
+
+
 def get_worker_stats():
-    """The dispatcher's workers as a dict keyed by worker id (the original GT's form), each a dict
-    of worker_id, device, tensors, bytes, ops_executed, errors, peak_bytes, reserved_bytes and
-    sessions. A sync point: waits for the dispatcher's answer."""
-    return {s["worker_id"]: s for s in _gt._worker_stats()}
+    """The dispatcher's workers as a WorkerStats (a dict keyed by worker id, iterating over the
+    per-worker dicts), each a dict of worker_id, device, tensors, bytes, ops_executed, errors,
+    peak_bytes, reserved_bytes and sessions. A sync point: waits for the dispatcher's answer."""
+    return WorkerStats((s["worker_id"], s) for s in _gt._worker_stats())
 
 
 def print_worker_stats(file=None):

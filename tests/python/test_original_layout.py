@@ -132,6 +132,9 @@ def test_worker_stats_keyed_by_worker_id_and_printed():
     assert isinstance(stats, dict) and stats
     for wid, s in stats.items():
         assert isinstance(wid, int) and s["worker_id"] == wid
+    # Iterating gives the per-worker dicts in id order (the list form earlier releases returned).
+    assert [w["worker_id"] for w in stats] == sorted(stats.keys())
+    assert sum(w["tensors"] for w in stats) == sum(s["tensors"] for s in stats.values())
     buf = io.StringIO()
     gt.debug.print_worker_stats(file=buf)
     lines = buf.getvalue().splitlines()
