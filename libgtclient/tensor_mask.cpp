@@ -33,12 +33,6 @@ std::vector<int64_t> rows_shape(const Tensor& t, int64_t mask_dims, int64_t rows
   return s;
 }
 
-std::string dims_str(const std::vector<int64_t>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
 // The mask reshaped to broadcast over t's trailing dims.
 Tensor mask_over(const Tensor& t, const Tensor& mask) {
   std::vector<int64_t> s = mask.sizes();
@@ -78,7 +72,8 @@ const Tensor& Tensor::masked_put_(const Tensor& mask, const Tensor& value) const
     rows = value.expand(want);
   } catch (const Error&) {
     throw Error("index_put_: shape mismatch: value tensor of shape " + value.shape().str() +
-                " cannot be broadcast to indexing result of shape " + dims_str(want));
+                " cannot be broadcast to indexing result of shape " +
+                detail::to_shape(want, "index_put_").str());
   }
   if (count == 0) return *this;
   // Element k of the mask (row-major) takes value row (number of trues up to k) - 1.
@@ -107,7 +102,8 @@ const Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor
   want[static_cast<size_t>(d)] = k;
   if (source.sizes() != want && !(index.dim() == 0 && source.dim() == this->dim() - 1))
     throw Error("index_copy_: source of shape " + source.shape().str() + " does not match " +
-                dims_str(want) + " (the tensor's shape with len(index) along dim " +
+                detail::to_shape(want, "index_copy_").str() +
+                " (the tensor's shape with len(index) along dim " +
                 std::to_string(d) + ")");
   if (k == 0) return *this;
   if (d != 0) {  // through a view with dim first: the write reaches this tensor

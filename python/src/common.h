@@ -47,6 +47,15 @@ auto sync_point(F&& f) -> decltype(f()) {
   }
 }
 
+// A call that waits for the session with the GIL released, like sync_point, but whose errors keep
+// their own class: most are the call's own (a mask of the wrong shape, a value that does not fit
+// its count), not reports of queued work. For calls that wait only to learn a size (t[mask]).
+template <typename F>
+auto released(F&& f) -> decltype(f()) {
+  py::gil_scoped_release release;
+  return f();
+}
+
 // ---- dtypes ---------------------------------------------------------------------------------------
 // gt.float32 etc.: one immortal Python object per gt::DType (class gt.dtype, in module.cpp).
 struct PyDType {

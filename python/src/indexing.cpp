@@ -94,15 +94,6 @@ gt::Tensor index_tensor(py::handle idx) {
   return from_numpy_as(arr, numpy_upload_dtype(arr));
 }
 
-// A call that waits for the session (a mask's count) with the GIL released. Unlike
-// sync_point its errors keep their own class: most are made here (a mask of the wrong shape,
-// a value that does not fit the count), not reports of queued work.
-template <typename F>
-auto released(F&& f) -> decltype(f()) {
-  py::gil_scoped_release release;
-  return f();
-}
-
 // t[index] = value with an integer index tensor of any shape over dim 0: value broadcast to
 // (index's shape, t's other dims), negative entries counting from the end (PyTorch's
 // index_put_), written with index_copy_.

@@ -58,8 +58,8 @@ std::optional<std::vector<int64_t>> reduce_dims(py::handle axis, py::handle dim,
   return axes;
 }
 
-// A reduction over several dims at once, for ops that do not compose dim by dim (var,
-// logsumexp): the reduced dims are moved last and merged into one, which is reduced.
+// A reduction over several dims at once (the table's reductions, var, logsumexp): the reduced
+// dims are moved last and merged into one, which is reduced.
 template <typename One>
 T reduce_merged(const T& t, std::vector<int64_t> axes, bool keepdim, One one, const char* name) {
   for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
@@ -98,19 +98,9 @@ T reduce(const T& t, All all, One one, py::handle axis, bool keepdims, py::handl
     if (!keepdims) return r;
     return r.reshape(std::vector<int64_t>(static_cast<size_t>(t.dim()), 1));
   }
-  std::vector<int64_t> axes = std::move(*dims);
-  if (axes.size() == 1) return one(t, axes[0], keepdims);
-  // sum and mean over several dims reduce them at once, as torch does: a mean of means rounds
-  // otherwise, and an overflow part way would depend on the order.
-  const std::string_view n(name);
-  if (n == "sum" || n == "mean") return reduce_merged(t, std::move(axes), keepdims, one, name);
-  for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
-  std::sort(axes.begin(), axes.end(), std::greater<>());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    throw gt::Error(std::string(name) + ": an axis is repeated");
-  T r = t;
-  for (int64_t a : axes) r = one(r, a, keepdims);  // descending: earlier axes keep their index
-  return r;
+  // Several dims are reduced at once, as torch does: a mean of means rounds otherwise, and an
+  // overflow part way through a sum would depend on the order.
+  return reduce_merged(t, std::move(*dims), keepdims, one, name);
 }
 
 #define GT_PY_REDUCTION(NAME)                                                                 \
@@ -229,7 +219,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
 #define GT_API_REDUCE(NAME) GT_PY_REDUCTION(NAME)
 #define GT_API_REDUCE_INDEXED(NAME, INDEX_OP) GT_PY_INDEXED_REDUCTION(NAME, NAME##imum)
 #include "gt/tensor_api.def"
-  // Logical reductions (bool results; several dims compose one by one).
+  // Logical reductions (bool results).
   GT_PY_REDUCTION(any)
   GT_PY_REDUCTION(all)
 
@@ -361,10 +351,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
           "mask"_a, "value"_a)
       .def(
           "masked_select",
-          [](const T& a, const T& mask) {
-            py::gil_scoped_release release;  // waits for the mask's count
-            return a.masked_select(mask);
-          },
+          [](const T& a, const T& mask) { return released([&] { return a.masked_select(mask); }); },
           "mask"_a, "The elements where mask (broadcast) is true, 1-d (a sync point).")
       .def(
           "index_copy_",

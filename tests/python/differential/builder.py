@@ -315,6 +315,14 @@ class Builder:
             return bool(t.isnan().any())
         return not bool(t.isfinite().all())
 
+    def has_subnormal(self, name):
+        """Whether a floating tensor holds a nonzero value below its dtype's smallest normal."""
+        t = self.ns.get(name)
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point or t.numel() == 0:
+            return False
+        a = t.detach().float().abs()
+        return bool(((a > 0) & (a < torch.finfo(t.dtype).tiny)).any())
+
     def max_abs(self, name):
         t = self.ns.get(name)
         if not isinstance(t, torch.Tensor) or t.numel() == 0:

@@ -2,7 +2,6 @@
 method, free-function, operator and nn.functional spellings, with tensor or Python-scalar
 operands, plus clamp, where and the integer operators (//, %, ~)."""
 import gt
-import torch
 
 from . import dtypes as D
 from . import scalars as S
@@ -106,7 +105,7 @@ def binary(b):
     # torch computes `number / tensor` as reciprocal(tensor) * number: not correctly rounded,
     # and 1 / a subnormal overflows to inf where the quotient is finite.
     exact = op in EXACT_BINARY and not form.endswith(f"/ {x}")
-    if form.endswith(f"/ {x}") and _has_subnormal(b.t(x)):
+    if form.endswith(f"/ {x}") and b.has_subnormal(x):
         tags.add("rdiv-subnormal")
     b.emit(form, op, [x], exact=exact, tags=tags)
 
@@ -204,11 +203,3 @@ def int_operators(b):
                         kind="positive" if int_div else "any")
         b.emit(f"{x} {sym} {y}", kind, [x, y], exact=False)
 
-
-def _has_subnormal(t):
-    """Whether a floating torch tensor holds a nonzero value below its dtype's smallest normal."""
-    if not t.dtype.is_floating_point or t.numel() == 0:
-        return False
-    tiny = torch.finfo(t.dtype).tiny
-    a = t.detach().float().abs()
-    return bool(((a > 0) & (a < tiny)).any())
