@@ -257,6 +257,23 @@ OpPlan plan_reduce(OpId op, const OpAttrs& a, const PlanInput& x, const TensorMe
   return p;
 }
 
+// Ops along one dim whose result has the input's shape (cumsum, argsort): a shard of another
+// axis holds whole lines, so they run where the shards are and the result keeps the input's
+// placement; along the sharded axis every line is split, so the input is gathered. Partial
+// inputs are summed first (argsort of addends is not the argsort of their sum).
+OpPlan plan_along_dim(OpId op, const OpAttrs& a, const PlanInput& x, const PlanContext& ctx) {
+  OpPlan p = base(op);
+  const Placement& pl = x.placement;
+  if (pl.kind == PlacementKind::kShard) {
+    const int r = std::max(x.meta.shape.rank(), 1);
+    const int64_t d = a.axis() < 0 ? a.axis() + r : a.axis();
+    if (d == pl.axis) return fallback_plan(op, 1, first_worker({x}, ctx));
+  }
+  p.out = pl.kind == PlacementKind::kPartial ? Placement::replicate(pl.workers) : pl;
+  p.want = {p.out};
+  return p;
+}
+
 OpPlan plan_layout(OpId op, const OpAttrs& a, const std::vector<PlanInput>& in,
                    const TensorMeta& out, const PlanContext& ctx) {
   OpPlan p = base(op);
@@ -394,6 +411,8 @@ OpPlan plan_op(OpId op, const OpAttrs& attrs, const std::vector<PlanInput>& in_r
              rule == ShapeRule::kReduceSame || rule == ShapeRule::kReduceIndex ||
              rule == ShapeRule::kReduceVar || rule == ShapeRule::kReduceFloat) {
     p = plan_reduce(op, attrs, in[0], out, ctx);
+  } else if (rule == ShapeRule::kCumsum || rule == ShapeRule::kArgsort) {
+    p = plan_along_dim(op, attrs, in[0], ctx);
   } else if (rule == ShapeRule::kReshape || rule == ShapeRule::kPermute ||
              rule == ShapeRule::kSlice || rule == ShapeRule::kCat) {
     p = plan_layout(op, attrs, in, out, ctx);

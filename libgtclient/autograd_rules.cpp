@@ -625,7 +625,7 @@ GRAD(strided_copy_, save_none) {
 #undef OUT
 
 // Ops whose results never require grad: creation and host transfer (leaves), comparisons (bool
-// results), index reductions and one_hot (integer results).
+// results), index reductions, argsort and one_hot (integer results).
 NO_GRAD(zeros)
 NO_GRAD(ones)
 NO_GRAD(full)
@@ -643,6 +643,7 @@ NO_GRAD(ge)
 NO_GRAD(floor_divide)  // piecewise constant: PyTorch does not differentiate it either
 NO_GRAD(argmax)
 NO_GRAD(argmin)
+NO_GRAD(argsort)
 NO_GRAD(one_hot)
 #undef NO_GRAD
 

@@ -212,9 +212,16 @@ namespace {
 // everywhere, x = 0 included, because max(-x, 0) is `maximum`, whose gradient splits a tie
 // evenly: at x = 0 the two kinks give 0 (|x|: sign(0) = 0) and -1/2 (the tie), as the smooth
 // function does (relu or clamp_min there would give 0 or -1).
+// torch's association, which decides the 16-bit results: without pos_weight
+// ((1 - y) x + m) + log(exp(-m) + exp(-x - m)), m = max(-x, 0) (that sum first: for x < 0 it is
+// exactly 0, where adding the log to m first would round m + log and cancel against x). One of
+// exp(-m), exp(-x - m) is exactly 1 and the other exp(-|x|), so the log is written with those:
+// the same value, and a derivative that stays finite at x = -inf (no exp(inf - inf)).
 Tensor bce_logits_terms(const Tensor& x, const Tensor& target, const Tensor& pos_weight) {
-  Tensor softplus_neg = (x.abs().neg().exp() + 1.0).log() + x.neg().maximum(0.0);
-  if (!pos_weight.defined()) return (1.0 - target) * x + softplus_neg;
+  const Tensor m = x.neg().maximum(0.0);
+  const Tensor log_term = (x.abs().neg().exp() + 1.0).log();
+  if (!pos_weight.defined()) return ((1.0 - target) * x + m) + log_term;
+  Tensor softplus_neg = log_term + m;
   Tensor lw = (pos_weight - 1.0) * target + 1.0;
   return (1.0 - target) * x + lw * softplus_neg;
 }

@@ -133,6 +133,13 @@ OpAttrs make_num_classes(int64_t num_classes) {
   return a;
 }
 
+OpAttrs make_sort(int64_t dim, bool descending) {
+  OpAttrs a;
+  a.push_int(dim);
+  a.push_int(descending ? 1 : 0);
+  return a;
+}
+
 OpAttrs make_strided(const Shape& sizes, std::span<const int64_t> strides, int64_t offset) {
   OpAttrs a;
   a.shape = sizes;

@@ -115,6 +115,8 @@ struct OpAttrs {
   }
   // kVar (dim and keepdim as kReduce)
   double correction() const { return real_at(0, 1.0); }
+  // kSort (the dim as kAxis)
+  bool descending() const { return int_at(1) != 0; }
   // kNumClasses
   int64_t num_classes() const { return int_at(0); }
   // kStrided: sizes in shape; the first position, then one stride per dim (in elements)
@@ -150,6 +152,7 @@ struct ClampBound {
 OpAttrs make_clamp(std::optional<ClampBound> min, std::optional<ClampBound> max);
 OpAttrs make_var(int64_t dim, bool keepdim, double correction);  // dim = kAllDims for all
 OpAttrs make_num_classes(int64_t num_classes);
+OpAttrs make_sort(int64_t dim, bool descending);
 // matmul's attributes: its float32 precision (AttrKind::kMatmul); kHighest sends none.
 OpAttrs make_matmul(MatmulPrecision precision);
 // A strided view of a tensor's elements: `sizes`, one stride per dim, the first position.

@@ -205,6 +205,16 @@ Result<TensorMeta> rule_cumsum(const TensorMeta& x, const OpAttrs& a) {
   return TensorMeta{x.shape, is_floating(x.dtype) ? x.dtype : DType::kInt64};
 }
 
+// argsort: int64 positions of the input's shape along a valid dim; descending is 0 or 1 (an
+// instruction from the wire may carry anything).
+Result<TensorMeta> rule_argsort(const TensorMeta& x, const OpAttrs& a) {
+  if (a.n_ints != 2) return invalid_argument("argsort: takes {{dim, descending}}, got {} ints", a.n_ints);
+  if (a.int_at(1) != 0 && a.int_at(1) != 1)
+    return invalid_argument("argsort: descending must be 0 or 1, got {}", a.int_at(1));
+  GT_RETURN_IF_ERROR(normalize_dim(a.axis(), x.shape.rank(), "argsort").status());
+  return TensorMeta{x.shape, DType::kInt64};
+}
+
 Result<TensorMeta> rule_reshape(const TensorMeta& x, const OpAttrs& a) {
   GT_RETURN_IF_ERROR(need_shape(OpId::k_reshape, a));
   if (a.shape.numel() != x.shape.numel())
@@ -551,6 +561,7 @@ Result<TensorMeta> infer_meta_unchecked(OpId op, std::span<const TensorMeta> in,
     case ShapeRule::kScatterAdd: return rule_gather(op, in, a);
     case ShapeRule::kOneHot: return rule_one_hot(in[0], a);
     case ShapeRule::kCumsum: return rule_cumsum(in[0], a);
+    case ShapeRule::kArgsort: return rule_argsort(in[0], a);
     case ShapeRule::kAsStrided: return rule_as_strided(in[0], a);
     case ShapeRule::kStridedInto: return rule_strided_into(in, a);
   }

@@ -240,8 +240,13 @@ isclose = _method("isclose")
 allclose = _method("allclose")
 equal = _method("equal")
 masked_select = _method("masked_select")
+sort = _method("sort")
+argsort = _method("argsort")
+topk = _method("topk")
+msort = _method("msort")
 
 FREE_FUNCTIONS = _TABLE_FUNCTIONS + (
     "softmax", "log_softmax", "var", "cumsum", "matmul", "reshape", "transpose", "permute",
     "unsqueeze", "squeeze", "flatten", "split", "chunk", "clamp", "logsumexp", "bitwise_not",
-    "std", "any", "all", "isclose", "allclose", "equal", "masked_select")
+    "std", "any", "all", "isclose", "allclose", "equal", "masked_select", "sort", "argsort",
+    "topk", "msort")

@@ -4,3 +4,5 @@ import collections
 
 max = collections.namedtuple("max", ["values", "indices"])  # noqa: A001 (torch's names)
 min = collections.namedtuple("min", ["values", "indices"])  # noqa: A001
+sort = collections.namedtuple("sort", ["values", "indices"])
+topk = collections.namedtuple("topk", ["values", "indices"])

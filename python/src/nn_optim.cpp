@@ -23,6 +23,52 @@ std::vector<T> param_list(py::handle params) {
 
 }  // namespace
 
+// gt.nn.init and gt.nn.utils' clipping: gt::nn::init / gt::nn::utils (one implementation).
+static void init_nn_init(py::module_& nn) {
+  namespace I = gt::nn::init;
+  py::module_ m = nn.def_submodule("init", "gt::nn::init");
+  m.def("calculate_gain", &I::calculate_gain, "nonlinearity"_a, "param"_a = py::none());
+  m.def("uniform_", &I::uniform_, "tensor"_a, "a"_a = 0.0, "b"_a = 1.0);
+  m.def("normal_", &I::normal_, "tensor"_a, "mean"_a = 0.0, "std"_a = 1.0);
+  m.def("constant_", [](const T& t, PyScalar v) { return I::constant_(t, v.get()); }, "tensor"_a, "val"_a);
+  m.def("zeros_", &I::zeros_, "tensor"_a);
+  m.def("ones_", &I::ones_, "tensor"_a);
+  m.def("eye_", &I::eye_, "tensor"_a);
+  m.def("xavier_uniform_", &I::xavier_uniform_, "tensor"_a, "gain"_a = 1.0);
+  m.def("xavier_normal_", &I::xavier_normal_, "tensor"_a, "gain"_a = 1.0);
+  auto mode_of = [](const std::string& mode) {
+    if (mode == "fan_in") return I::FanMode::kFanIn;
+    if (mode == "fan_out") return I::FanMode::kFanOut;
+    throw py::value_error("mode must be 'fan_in' or 'fan_out', got '" + mode + "'");
+  };
+  m.def(
+      "kaiming_uniform_",
+      [mode_of](const T& t, double a, const std::string& mode, const std::string& nl) {
+        return I::kaiming_uniform_(t, a, mode_of(mode), nl);
+      },
+      "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu");
+  m.def(
+      "kaiming_normal_",
+      [mode_of](const T& t, double a, const std::string& mode, const std::string& nl) {
+        return I::kaiming_normal_(t, a, mode_of(mode), nl);
+      },
+      "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu");
+  py::module_ u = nn.def_submodule("utils", "gt::nn::utils");
+  auto params = [](py::handle p) {
+    return py::isinstance<T>(p) ? std::vector<T>{p.cast<T>()} : tensor_list(p, "clip_grad");
+  };
+  u.def(
+      "clip_grad_norm_",
+      [params](py::handle p, double max_norm, double norm_type) {
+        return gt::nn::utils::clip_grad_norm_(params(p), max_norm, norm_type);
+      },
+      "parameters"_a, "max_norm"_a, "norm_type"_a = 2.0);
+  u.def(
+      "clip_grad_value_",
+      [params](py::handle p, double clip) { gt::nn::utils::clip_grad_value_(params(p), clip); },
+      "parameters"_a, "clip_value"_a);
+}
+
 void init_nn(py::module_& root) {
   py::module_ m = root.def_submodule("nn", "Parameter initialization and state-dict files of gt::nn.");
   m.def(
@@ -40,6 +86,17 @@ void init_nn(py::module_& root) {
         return py::make_tuple(opt_tensor_object(l.weight), opt_tensor_object(l.bias));
       },
       "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true);
+  m.def(
+      "conv2d_init",
+      [](int64_t in, int64_t out, py::handle kernel, int64_t groups, bool bias) {
+        gt::nn::Conv2d c(gt::nn::Conv2dOptions(in, out, dims_from_handle(kernel, "Conv2d"))
+                             .groups(groups)
+                             .bias(bias));
+        return py::make_tuple(c.weight, opt_tensor_object(c.bias));
+      },
+      "in_channels"_a, "out_channels"_a, "kernel_size"_a, "groups"_a = 1, "bias"_a = true,
+      "(weight [out, in / groups, kh, kw], bias [out] or None) with PyTorch's Conv2d init.");
+  init_nn_init(m);
   m.def(
       "embedding_init",
       [](int64_t n, int64_t d) { return gt::nn::Embedding(n, d).weight; }, "num_embeddings"_a,

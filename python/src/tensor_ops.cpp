@@ -58,33 +58,11 @@ std::optional<std::vector<int64_t>> reduce_dims(py::handle axis, py::handle dim,
   return axes;
 }
 
-// A reduction over several dims at once (the table's reductions, var, logsumexp): the reduced
-// dims are moved last and merged into one, which is reduced.
+// A reduction over several dims at once (the table's reductions, var, logsumexp): libgtclient's
+// reduce_merged (the dims moved last and merged into one).
 template <typename One>
 T reduce_merged(const T& t, std::vector<int64_t> axes, bool keepdim, One one, const char* name) {
-  for (int64_t& a : axes) a = gt::wrap_dim(a, t.dim(), name);
-  std::vector<int64_t> sorted = axes;
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-    throw gt::Error(std::string(name) + ": an axis is repeated");
-  if (sorted.size() == 1) return one(t, sorted[0], keepdim);
-  std::vector<int64_t> perm, kept_shape, keep_shape;
-  int64_t merged = 1;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    const bool reduced = std::binary_search(sorted.begin(), sorted.end(), d);
-    keep_shape.push_back(reduced ? 1 : t.size(d));
-    if (reduced) {
-      merged *= t.size(d);
-    } else {
-      perm.push_back(d);
-      kept_shape.push_back(t.size(d));
-    }
-  }
-  perm.insert(perm.end(), sorted.begin(), sorted.end());
-  std::vector<int64_t> flat = kept_shape;
-  flat.push_back(merged);
-  T r = one(t.permute(perm).reshape(flat), static_cast<int64_t>(kept_shape.size()), false);
-  return keepdim ? r.reshape(keep_shape) : r;
+  return gt::detail::reduce_merged(t, std::move(axes), keepdim, one, name);
 }
 
 template <typename All, typename One>
@@ -286,6 +264,28 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       .def("equal", &T::equal, "other"_a,
            "A sync point: the same shape and every element equal (torch.equal).");
   cls.def("cumsum", &T::cumsum, "dim"_a, "Running sums along dim (torch.cumsum).");
+
+  // ---- sorting: always stable (torch's stable=True order, a valid stable=False one) ----------
+  cls.def(
+         "argsort",
+         [](const T& t, int64_t dim, bool descending, bool) { return t.argsort(dim, descending); },
+         "dim"_a = -1, "descending"_a = false, py::kw_only(), "stable"_a = false,
+         "Positions that sort t along dim (torch.argsort; NaN sorts above every number).")
+      .def(
+          "sort",
+          [](const T& t, int64_t dim, bool descending, bool) {
+            return indexed_result("sort", t.sort(dim, descending));
+          },
+          "dim"_a = -1, "descending"_a = false, py::kw_only(), "stable"_a = false,
+          "(values, indices) sorted along dim, stably (torch.sort).")
+      .def(
+          "topk",
+          [](const T& t, int64_t k, int64_t dim, bool largest, bool sorted) {
+            return indexed_result("topk", t.topk(k, dim, largest, sorted));
+          },
+          "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
+          "(values, indices) of the k largest (or smallest) along dim (torch.topk).")
+      .def("msort", &T::msort, "The values sorted along dim 0 (torch.msort).");
 
   // ---- layout -------------------------------------------------------------------------------------
   cls.def("reshape", [](const T& a, py::args shape) { return a.reshape(dims_from_args(shape, "reshape")); })

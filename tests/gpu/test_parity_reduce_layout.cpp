@@ -103,6 +103,29 @@ TEST_CASE("cuda parity: cumsum along each dim, long scans, NaN", "[.gpu]") {
   check_op(OpId::k_cumsum, make_axis(0), {&nan}, "cumsum NaN");
 }
 
+// argsort's permutation is exact (a stable sort, NaN above every number), so the CPU's and the
+// GPU's must be equal; rounded values give many ties, which the stability decides.
+TEST_CASE("cuda parity: argsort along each dim, ties, NaN, both directions", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(17);
+  for (int64_t n : sizes())
+    for (DType dt : dtypes()) {
+      const std::array<Shape, 3> shapes{Shape{n}, Shape{3, n}, Shape{n, 5}};
+      for (const Shape& s : shapes) {
+        std::vector<double> v = random_values(s.numel(), dt, rng, -3, 3);
+        for (double& e : v) e = std::round(e);
+        const Pair x = upload(s, dt, v);
+        for (int64_t dim : {int64_t{0}, int64_t{-1}})
+          for (bool desc : {false, true})
+            check_op(OpId::k_argsort, make_sort(dim, desc), {&x},
+                     fmt::format("argsort dim {} desc {} of {}", dim, desc, describe(s, dt)));
+      }
+    }
+  const Pair nan = upload(Shape{6}, DType::kFloat32, {1, std::nan(""), -2, 1, std::nan(""), 0});
+  check_op(OpId::k_argsort, make_sort(0, false), {&nan}, "argsort NaN ascending");
+  check_op(OpId::k_argsort, make_sort(0, true), {&nan}, "argsort NaN descending");
+}
+
 TEST_CASE("cuda parity: layout ops", "[.gpu]") {
   GT_REQUIRE_GPU();
   std::mt19937 rng(13);

@@ -156,11 +156,15 @@ TEST_CASE("reductions over the sharded axis and over others", "[sharding]") {
   expect_close(std::get<0>(x.max(1, true)), std::get<0>(r.max(1, true)));
 }
 
-TEST_CASE("cumsum of a sharded input (no rule: gathered) along either axis", "[sharding]") {
+TEST_CASE("cumsum and sort of a sharded input along either axis", "[sharding]") {
   daemons();
   auto [x, r] = pair_randn("rows", {10, 6}, 25);
-  expect_close(x.cumsum(0), r.cumsum(0));    // along the sharded axis
-  expect_close(x.cumsum(-1), r.cumsum(-1));  // along another
+  expect_close(x.cumsum(0), r.cumsum(0));    // along the sharded axis: gathered
+  expect_close(x.cumsum(-1), r.cumsum(-1));  // along another: local, still sharded
+  expect_close(x.argsort(1), r.argsort(1), 0);
+  expect_close(x.argsort(0, true), r.argsort(0, true), 0);
+  expect_close(std::get<0>(x.topk(3, 1)), std::get<0>(r.topk(3, 1)));
+  expect_close(std::get<0>(x.sort(0)).sum(1), std::get<0>(r.sort(0)).sum(1));
   auto [y, yr] = pair_randn("cols", {4, 10}, 26);  // uneven: 4 + 3 + 3 columns
   expect_close(y.cumsum(1), yr.cumsum(1));
   expect_close(y.cumsum(1).sum(0) * 2.0, yr.cumsum(1).sum(0) * 2.0);  // and feeds later ops

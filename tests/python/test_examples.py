@@ -38,3 +38,17 @@ def test_python_bench_runs():
     assert r.returncode == 0, r.stdout + r.stderr
     for tag in ("(a) small-op stream", "(b) 1000x1000 matmul", "(c) MLP step"):
         assert tag in r.stdout
+
+
+@pytest.mark.parametrize("backend", ["gt", "torch"])
+def test_train_cnn_pytorch_script(backend):
+    """The CNN example is a PyTorch script: through GT (import gt as torch) the loss falls by at
+    least half; the same file runs on PyTorch itself, unchanged (--torch)."""
+    if backend == "torch":
+        pytest.importorskip("torch")
+    r = run_python(script=EX / "train_cnn.py", args=["--torch"] if backend == "torch" else [],
+                   timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("loss fell"), r.stdout
+    assert float(last.split()[2].rstrip("%,")) >= 50

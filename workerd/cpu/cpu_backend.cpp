@@ -34,6 +34,7 @@ void register_all(KernelTable& t) {
   register_indexing(t);
   register_fill_clamp(t);
   register_reduce_stats(t);
+  register_sort(t);
 }
 }  // namespace cpu
 

@@ -41,6 +41,7 @@ void register_layout(KernelTable& t);       // reshape permute slice cat expand 
 void register_indexing(KernelTable& t);     // index_select gather scatter_add index_add one_hot
 void register_fill_clamp(KernelTable& t);   // masked_fill clamp
 void register_reduce_stats(KernelTable& t); // var logsumexp
+void register_sort(KernelTable& t);         // argsort
 // All of the above: every op's kernel (the CPU backend's table, and the sim device's kernels).
 void register_all(KernelTable& t);
 // (from_host and host_chunk are no kernels: Backend::run() uploads through copy_from_host.)

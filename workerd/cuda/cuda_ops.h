@@ -92,6 +92,7 @@ void register_creation(KernelTable& t);     // zeros ones full arange rand randn
 void register_elementwise(KernelTable& t);  // every unary and binary elementwise op of ops.def,
                                             // where, cast, copy_, masked_fill, clamp
 void register_reduce(KernelTable& t);       // sum mean max min argmax argmin var logsumexp cumsum
+                                            // argsort
 void register_layout(KernelTable& t);       // reshape permute slice cat expand as_strided
                                             // strided_copy_
 void register_indexing(KernelTable& t);     // index_select gather scatter_add index_add one_hot

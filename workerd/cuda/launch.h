@@ -142,6 +142,10 @@ cudaError_t launch_reduce(OpId op, int dtype, const void* x, void* out, int64_t 
 cudaError_t launch_cumsum(int dtype, const void* x, void* out, int64_t outer, int64_t n,
                           int64_t inner, cudaStream_t s);
 
+// ---- argsort (k_sort.cu): the stable sorting permutation of each line along n (int64) ----
+cudaError_t launch_argsort(int dtype, const void* x, int64_t* out, int64_t outer, int64_t n,
+                           int64_t inner, bool descending, cudaStream_t s);
+
 // ---- integer matmul (k_matmul_int.cu): one row-major [m,k] @ [k,n], wrapping arithmetic ----
 cudaError_t launch_matmul_int(int dtype, const void* a, const void* b, void* c, int64_t m,
                               int64_t k, int64_t n, cudaStream_t s);

@@ -1,4 +1,4 @@
-// Reductions and cumsum on CUDA (workerd/cpu/reduce.cpp and reduce_stats.cpp semantics;
+// Reductions, cumsum and argsort on CUDA (workerd/cpu/reduce.cpp and reduce_stats.cpp semantics;
 // kernels in k_reduce.cu). Output dtypes are re-checked here as the CPU does (workerd/kernels/
 // reduce_plan.h), so a shape-rule change cannot make a kernel write the wrong element size.
 #include "workerd/cuda/cuda_ops.h"
@@ -32,6 +32,18 @@ Status cumsum_kernel(const KernelArgs& args, OpContext& ctx) {
   return Status::ok();
 }
 
+Status argsort_kernel(const KernelArgs& args, OpContext& ctx) {
+  const Tensor& x = in(args, 0);
+  const DimSplit v =
+      split_at(x.meta.shape, normalized_dim(args.attrs.axis(), x.meta.shape.rank()));
+  if (v.outer * v.n * v.inner == 0) return Status::ok();
+  GT_RETURN_IF_ERROR(check_reduce(args, v));
+  GT_LAUNCH(launch_argsort(code(x.meta.dtype), x.storage->data(),
+                           static_cast<int64_t*>(out_ptr(args)), v.outer, v.n, v.inner,
+                           args.attrs.descending(), ctx.stream));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_reduce(KernelTable& t) {
@@ -45,6 +57,7 @@ void register_reduce(KernelTable& t) {
   set(OpId::k_var, reduce_kernel<OpId::k_var>);
   set(OpId::k_logsumexp, reduce_kernel<OpId::k_logsumexp>);
   set(OpId::k_cumsum, cumsum_kernel);
+  set(OpId::k_argsort, argsort_kernel);
 }
 
 }  // namespace gt::worker::cuda

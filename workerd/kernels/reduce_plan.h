@@ -16,7 +16,8 @@ namespace gt::worker {
 // the index reductions.
 inline DType reduce_out_dtype(OpId op, DType in) {
   switch (op_rule(op)) {
-    case ShapeRule::kReduceIndex: return DType::kInt64;
+    case ShapeRule::kReduceIndex:
+    case ShapeRule::kArgsort: return DType::kInt64;
     case ShapeRule::kReduceSame: return in;
     case ShapeRule::kReduceSum:
     case ShapeRule::kCumsum: return is_floating(in) ? in : DType::kInt64;

@@ -81,6 +81,28 @@ Tensor layer_norm(const Tensor& x, Dims normalized_shape, const Tensor& weight =
 // with index_select (an index outside [0, num_embeddings) fails at the next sync point).
 Tensor embedding(const Tensor& indices, const Tensor& weight);
 
+// ---- convolution, pooling, batch norm (functional_conv.cpp) ------------------------------------
+// Inputs are [N, C, H, W] (or unbatched [C, H, W]); a pair argument is {h, w} or {both}. The
+// windows are gathered with one index_select over the padded image (im2col) and contracted with
+// one batched matmul, so gradients (col2im: index_select's index_add) and every backend come from
+// the primitives. ceil_mode is not supported.
+// weight [out, in / groups, kh, kw], bias [out] (optional).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              Dims stride = {1}, Dims padding = {0}, Dims dilation = {1}, int64_t groups = 1);
+// The window maximum (padding counts as -inf, at most half the kernel); stride defaults to the
+// kernel size.
+Tensor max_pool2d(const Tensor& x, Dims kernel_size, Dims stride = {}, Dims padding = {0},
+                  Dims dilation = {1});
+// The window mean; count_include_pad = false divides by the real elements only.
+Tensor avg_pool2d(const Tensor& x, Dims kernel_size, Dims stride = {}, Dims padding = {0},
+                  bool count_include_pad = true);
+// Normalizes each channel (dim 1 of [N, C, ...]) over the other dims. training: with the batch's
+// statistics (biased variance), and updates running_mean / running_var in place (when given)
+// with momentum and the unbiased variance, as torch; else with the running statistics.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  bool training = false, double momentum = 0.1, double eps = 1e-5);
+
 // ---- elementwise helpers -------------------------------------------------------------------------
 // [..., num_classes] with 1 at each index (int64 / int32 indices). An index outside
 // [0, num_classes) is an error on the worker, raised at the next sync point (like PyTorch).

@@ -178,4 +178,134 @@ class Dropout : public Module {
   double p;
 };
 
+// ---- convolution, pooling, batch norm (nn_conv.cpp) -------------------------------------------
+// torch::nn::Conv2dOptions-style builder: Conv2d(Conv2dOptions(1, 8, 3).padding(1).bias(false)).
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, Dims kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size.vec()) {}
+  Conv2dOptions& stride(Dims v) { stride_ = v.vec(); return *this; }
+  Conv2dOptions& padding(Dims v) { padding_ = v.vec(); return *this; }
+  Conv2dOptions& dilation(Dims v) { dilation_ = v.vec(); return *this; }
+  Conv2dOptions& groups(int64_t v) { groups_ = v; return *this; }
+  Conv2dOptions& bias(bool v) { bias_ = v; return *this; }
+  int64_t in_channels_, out_channels_;
+  std::vector<int64_t> kernel_size_, stride_{1}, padding_{0}, dilation_{1};
+  int64_t groups_ = 1;
+  bool bias_ = true;
+};
+
+// 2-d convolution (functional::conv2d); weight [out, in / groups, kh, kw] and bias [out] ~
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in / groups * kh * kw (PyTorch's init).
+class Conv2d : public Module {
+ public:
+  explicit Conv2d(const Conv2dOptions& options);
+  Conv2d(int64_t in_channels, int64_t out_channels, Dims kernel_size)
+      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string name() const override { return "Conv2d"; }
+  Tensor weight, bias;  // bias undefined when disabled
+  Conv2dOptions options;
+};
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1})
+      : kernel_size(kernel_size.vec()), stride(stride.vec()), padding(padding.vec()),
+        dilation(dilation.vec()) {}
+  Tensor forward(const Tensor& x) override {
+    return functional::max_pool2d(x, kernel_size, stride, padding, dilation);
+  }
+  std::string name() const override { return "MaxPool2d"; }
+  std::vector<int64_t> kernel_size, stride, padding, dilation;
+};
+
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(Dims kernel_size, Dims stride = {}, Dims padding = {0},
+                     bool count_include_pad = true)
+      : kernel_size(kernel_size.vec()), stride(stride.vec()), padding(padding.vec()),
+        count_include_pad(count_include_pad) {}
+  Tensor forward(const Tensor& x) override {
+    return functional::avg_pool2d(x, kernel_size, stride, padding, count_include_pad);
+  }
+  std::string name() const override { return "AvgPool2d"; }
+  std::vector<int64_t> kernel_size, stride, padding;
+  bool count_include_pad;
+};
+
+// Merges dims start_dim..end_dim (torch.nn.Flatten: from dim 1, keeping the batch).
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+      : start_dim(start_dim), end_dim(end_dim) {}
+  Tensor forward(const Tensor& x) override { return gt::flatten(x, start_dim, end_dim); }
+  std::string name() const override { return "Flatten"; }
+  int64_t start_dim, end_dim;
+};
+
+// Per-channel normalization (functional::batch_norm): weight = 1, bias = 0 (affine); buffers
+// running_mean = 0, running_var = 1 and num_batches_tracked (int64, 0-d) when tracking. Training
+// uses the batch's statistics and updates the running ones; eval() uses the running ones.
+class BatchNorm : public Module {
+ public:
+  BatchNorm(int64_t num_features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+            bool track_running_stats = true);
+  Tensor forward(const Tensor& x) override;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  int64_t num_features;
+  double eps, momentum;
+  bool track_running_stats;
+
+ protected:
+  virtual void check_rank(const Tensor& x) const = 0;
+};
+class BatchNorm1d : public BatchNorm {  // [N, C] or [N, C, L]
+ public:
+  using BatchNorm::BatchNorm;
+  std::string name() const override { return "BatchNorm1d"; }
+
+ protected:
+  void check_rank(const Tensor& x) const override;
+};
+class BatchNorm2d : public BatchNorm {  // [N, C, H, W]
+ public:
+  using BatchNorm::BatchNorm;
+  std::string name() const override { return "BatchNorm2d"; }
+
+ protected:
+  void check_rank(const Tensor& x) const override;
+};
+
+// ---- initialization and gradient clipping (nn_init.cpp), as torch.nn.init / torch.nn.utils ----
+// Each init writes new values into the tensor outside the tape (NoGradGuard + copy_/fill_) and
+// returns it; random values come from gt::rand / gt::randn (reproducible after manual_seed).
+namespace init {
+// torch.nn.init.calculate_gain's table; `param` is leaky_relu's negative slope (0.01 default).
+double calculate_gain(const std::string& nonlinearity, std::optional<double> param = std::nullopt);
+const Tensor& uniform_(const Tensor& t, double a = 0, double b = 1);
+const Tensor& normal_(const Tensor& t, double mean = 0, double std = 1);
+const Tensor& constant_(const Tensor& t, Scalar value);
+const Tensor& zeros_(const Tensor& t);
+const Tensor& ones_(const Tensor& t);
+const Tensor& eye_(const Tensor& t);  // 2-d only
+// Fans: fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (rank >= 2).
+const Tensor& xavier_uniform_(const Tensor& t, double gain = 1);
+const Tensor& xavier_normal_(const Tensor& t, double gain = 1);
+enum class FanMode { kFanIn, kFanOut };
+const Tensor& kaiming_uniform_(const Tensor& t, double a = 0, FanMode mode = FanMode::kFanIn,
+                               const std::string& nonlinearity = "leaky_relu");
+const Tensor& kaiming_normal_(const Tensor& t, double a = 0, FanMode mode = FanMode::kFanIn,
+                              const std::string& nonlinearity = "leaky_relu");
+}  // namespace init
+
+namespace utils {
+// Scales the defined .grad of `parameters` in place so their joint norm_type-norm is at most
+// max_norm; returns the norm before clipping (0-d, computed on the workers: no round trip).
+// norm_type may be infinity.
+Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm,
+                       double norm_type = 2);
+// Clamps every gradient element into [-clip_value, clip_value], in place.
+void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value);
+}  // namespace utils
+
 }  // namespace gt::nn

@@ -9,6 +9,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -166,6 +167,25 @@ class Tensor {
   // where the deviation is 0, as torch's.
   Tensor std(std::optional<int64_t> dim = std::nullopt, double correction = 1,
              bool keepdim = false) const;
+
+  // ---- several dims at once (tensor_reduce_dims.cpp): torch's sum({0, 1}) / mean({0, 1}). The
+  // dims move last and merge into one reduced dim, so the result rounds once, as torch's.
+  Tensor sum(Dims dims, bool keepdim = false) const;
+  Tensor mean(Dims dims, bool keepdim = false) const;
+  Tensor var(Dims dims, double correction = 1, bool keepdim = false) const;
+  Tensor std(Dims dims, double correction = 1, bool keepdim = false) const;
+  Tensor logsumexp(Dims dims, bool keepdim = false) const;
+
+  // ---- sorting (tensor_sort.cpp): stable, NaN above every number (torch.sort's order) -------
+  // The positions (int64) that sort each line along dim.
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  // (values, indices) sorted along dim, as torch.sort (its stable=True order).
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  // The k largest (or smallest) along dim, in sorted order, as torch.topk; 0 <= k <= size.
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true) const;
+  // The values sorted along dim 0 (torch.msort).
+  Tensor msort() const;
 
   // ---- logical reductions and comparisons (tensor_logic.cpp) --------------------------------
   // Bool: whether any / all elements (of the tensor, or along dim) are nonzero. NaN is nonzero;
@@ -423,6 +443,11 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor cumsum(const Tensor& x, int64_t dim);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                bool sorted = true);
+Tensor msort(const Tensor& x);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8,
               bool equal_nan = false);
 bool equal(const Tensor& a, const Tensor& b);
@@ -476,6 +501,11 @@ Shape to_shape(const Dims& dims, const char* what);
 int64_t normalize_dim_or_throw(int64_t dim, int64_t rank, const char* what);
 // Resolves from_vector's shape (one -1 allowed) against the number of values.
 Shape from_vector_shape(const Dims& shape, size_t n_values);
+// A reduction over several dims of t (normalized; a repeat is an error naming `what`): the dims
+// are moved last and merged, and one(x, dim, keepdim) reduces that merged dim.
+Tensor reduce_merged(const Tensor& t, std::vector<int64_t> dims, bool keepdim,
+                     const std::function<Tensor(const Tensor&, int64_t, bool)>& one,
+                     const char* what);
 
 }  // namespace detail
 

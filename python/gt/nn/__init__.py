@@ -26,7 +26,8 @@ from .. import _gt
 from .._tensor import no_grad
 from ..optim import SGD, Adam, AdamW, CosineAnnealingLR, Optimizer, StepLR
 from . import functional, init, utils
-from .functional import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
+from .functional import (avg_pool2d, batch_norm, binary_cross_entropy, conv2d, max_pool2d,
+                         binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
                          cross_entropy_loss, dropout, embedding, gelu, layer_norm, linear,
                          log_softmax, mse_loss, nll_loss, one_hot, silu, softmax)
 
@@ -39,7 +40,8 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
     "cross_entropy_loss", "nll_loss", "silu", "gelu", "softmax",
     "log_softmax", "dropout", "linear", "layer_norm", "embedding", "one_hot", "Optimizer", "SGD",
-    "Adam", "AdamW", "StepLR", "CosineAnnealingLR",
+    "Adam", "AdamW", "StepLR", "CosineAnnealingLR", "Conv2d", "MaxPool2d", "AvgPool2d",
+    "BatchNorm1d", "BatchNorm2d", "conv2d", "max_pool2d", "avg_pool2d", "batch_norm",
 ]
 # gt.nn.relu, gt.nn.sigmoid, ...: the unary ops gt/tensor_api.def marks `functional`.
 globals().update({_n: getattr(functional, _n) for _n in _gt._api["functional"]})
@@ -431,3 +433,7 @@ class BCEWithLogitsLoss(Module):
     def forward(self, input, target):
         return binary_cross_entropy_with_logits(input, target, self.weight, self.pos_weight,
                                                 self.reduction)
+
+
+# Convolution, pooling and batch norm (conv.py needs Module, defined above).
+from .conv import AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, MaxPool2d  # noqa: E402

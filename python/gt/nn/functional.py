@@ -15,6 +15,10 @@ dropout = _F.dropout  # dropout(x, p=0.5, training=True)
 linear = _F.linear  # linear(x, weight [out, in], bias=None)
 layer_norm = _F.layer_norm  # layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)
 embedding = _F.embedding  # embedding(indices, weight)
+conv2d = _F.conv2d  # conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
+max_pool2d = _F.max_pool2d  # max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1)
+avg_pool2d = _F.avg_pool2d  # avg_pool2d(input, kernel_size, stride=None, padding=0, ...)
+batch_norm = _F.batch_norm  # batch_norm(input, running_mean, running_var, weight, bias, training, ...)
 one_hot = _F.one_hot  # one_hot(indices, num_classes=-1, dtype=int64)
 clamp = _F.clamp
 masked_fill = _F.masked_fill

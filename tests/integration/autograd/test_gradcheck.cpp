@@ -353,6 +353,7 @@ TEST_CASE("results of non-differentiable ops do not require grad", "[autograd][g
       {OpId::k_le, x <= y},          {OpId::k_gt, x > y},           {OpId::k_ge, x >= y},
       {OpId::k_argmax, x.argmax(1)}, {OpId::k_argmin, x.argmin()},
       {OpId::k_one_hot, F::one_hot(x.argmax(1), 3)},
+      {OpId::k_argsort, x.argsort(1)},
       {OpId::k_floor_divide, x.floor_divide(y + 5.0)},  // piecewise constant (torch: no formula)
   };
   for (int i = 0; i < gt::kNumOps; ++i) {

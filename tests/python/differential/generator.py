@@ -17,6 +17,7 @@ FAMILIES = [
     (E.unary, 8), (E.binary, 12), (E.compare, 4), (E.clamp, 3), (E.where, 3),
     (E.int_operators, 1),
     (R.table_reduce, 8), (R.var, 2), (R.logical, 1), (R.logsumexp, 2), (R.cumsum, 2),
+    (R.sort, 1),
     (L.reshape, 3), (L.transpose, 3), (L.squeeze, 3), (L.expand, 1), (L.split, 2), (L.cat, 3),
     (L.detach_clone, 1), (L.index, 4),
     (I.index_select, 2), (I.gather, 2), (I.index_add, 1), (I.masked_fill, 3), (I.one_hot, 1),

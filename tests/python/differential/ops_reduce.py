@@ -167,3 +167,17 @@ def cumsum(b):
     d = rand_dim(b, x)
     b.emit(b.choice([f"{x}.cumsum({d})", f"M.cumsum({x}, {d})"]), "cumsum", [x],
            exact=not b.t(x).dtype.is_floating_point)
+
+
+def sort(b):
+    """sort's values or indices (stable, so the permutation is defined on ties) and msort."""
+    x = b.operand()
+    d = rand_dim(b, x)
+    desc = "True" if b.p(0.5) else "False"
+    # An inexact operand may order two nearly equal values differently: only its values compare.
+    part = b.choice(["values", "indices"]) if b.exact.get(x, True) else "values"
+    form = b.choice([f"{x}.sort(stable=True, dim={d}, descending={desc}).{part}",
+                     f"M.sort({x}, stable=True, dim={d}, descending={desc}).{part}"])
+    if b.p(0.15) and b.t(x).dim() >= 1:
+        form, part = f"M.msort({x})", "values"
+    b.emit(form, "sort", [x], exact=True)

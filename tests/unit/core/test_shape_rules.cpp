@@ -176,6 +176,10 @@ std::vector<Case> success_cases() {
   add(O::k_cumsum, {M({4}, BOOL)}, make_axis(0), M({4}, I64), "cumsum bool -> int64");
   add(O::k_cumsum, {M({})}, make_axis(-1), M({}), "cumsum 0-d dim -1");
   add(O::k_cumsum, {M({0, 3}, BF16)}, make_axis(0), M({0, 3}, BF16), "cumsum empty");
+  add(O::k_argsort, {M({2, 3}, F16)}, make_sort(1, false), M({2, 3}, I64), "argsort f16");
+  add(O::k_argsort, {M({4}, BOOL)}, make_sort(-1, true), M({4}, I64), "argsort bool descending");
+  add(O::k_argsort, {M({})}, make_sort(0, false), M({}, I64), "argsort 0-d");
+  add(O::k_argsort, {M({0, 3}, I32)}, make_sort(0, false), M({0, 3}, I64), "argsort empty");
 
   // Layout
   add(O::k_reshape, {M({2, 3}, I32)}, make_reshape({3, 2}), M({3, 2}, I32), "reshape");
@@ -359,6 +363,13 @@ std::vector<ErrCase> error_cases() {
   add(O::k_cumsum, {M({2, 3})}, make_axis(-3), "cumsum dim -3 of rank 2");
   add(O::k_cumsum, {M({})}, make_axis(1), "cumsum dim 1 of 0-d");
   add(O::k_cumsum, {M({2, 3})}, {}, "cumsum without dim");
+  add(O::k_argsort, {M({2, 3})}, make_sort(2, false), "argsort dim 2 of rank 2");
+  add(O::k_argsort, {M({2, 3})}, make_axis(1), "argsort without descending");
+  add(O::k_argsort, {M({2, 3})}, [] {
+    OpAttrs a = make_sort(1, true);
+    a.ints[1] = 7;  // from the wire: neither 0 nor 1
+    return a;
+  }(), "argsort descending 7");
 
   // Layout
   add(O::k_reshape, {M({2, 3})}, make_reshape({4, 2}), "reshape numel mismatch");

@@ -96,6 +96,7 @@ TEST_CASE("every op has a plan for sharded inputs (rule or explicit fallback)", 
       case AttrKind::kClamp: a = make_clamp(-1.0, 1.0, false); break;
       case AttrKind::kVar: a = make_var(0, false, 1.0); break;
       case AttrKind::kNumClasses: a = make_num_classes(5); break;
+      case AttrKind::kSort: a = make_sort(1, false); break;
       default: break;
     }
     if (info.rule == ShapeRule::kIndexSelect) {
@@ -202,7 +203,18 @@ TEST_CASE("reductions over the sharded axis give Partial or an all-reduce", "[pl
   OpPlan s2 = plan(OpId::k_sum, make_reduce(0, false), {y});  // axis 1 shifts to 0
   CHECK(s2.out.axis == 0);
   CHECK(plan(OpId::k_argmax, make_reduce(0, false), {x}).fallback);
-  CHECK(plan(OpId::k_cumsum, make_axis(1), {x}).fallback);  // no rule: gathered to one worker
+  // Along one dim (cumsum, argsort): whole lines on each shard of another axis run locally and
+  // stay sharded; along the sharded axis the input is gathered.
+  for (const OpAttrs& along1 : {make_axis(1), make_sort(1, false)}) {
+    const OpId op = along1.n_ints == 1 ? OpId::k_cumsum : OpId::k_argsort;
+    OpPlan local = plan(op, along1, {x});
+    CHECK_FALSE(local.fallback);
+    CHECK(local.out.kind == PlacementKind::kShard);
+    CHECK(local.out.axis == 0);
+    OpAttrs along0 = along1;
+    along0.ints[0] = -2;
+    CHECK(plan(op, along0, {x}).fallback);
+  }
 }
 
 TEST_CASE("layout: keeping the sharded axis is local, destroying it gathers", "[planner]") {

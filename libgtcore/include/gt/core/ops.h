@@ -34,6 +34,7 @@ enum class AttrKind : uint8_t {
   kStrided,     // shape = sizes, ints = {offset, stride_0, ..., stride_{r-1}} (elements)
   kMatmul,      // ints = {} or {float32 precision}: 0 highest (default), 1 high (TF32 allowed),
                 // 2 medium (bfloat16 allowed) -- torch.set_float32_matmul_precision's levels
+  kSort,        // ints = {dim, descending (0 or 1)}
 };
 
 // Shape/dtype rules (implemented in shape_rules.cpp).
@@ -52,6 +53,7 @@ enum class ShapeRule : uint8_t {
   kCumsum,  // the input's shape; sum's dtype rule (floating keeps its dtype, else int64)
   kAsStrided,    // shape = the sizes, the input's dtype; every position inside the input
   kStridedInto,  // in place into input 0; input 1 has the sizes and input 0's dtype
+  kArgsort,      // the input's shape, int64: a permutation of 0..n-1 along a valid dim
 };
 
 enum class OpId : uint16_t {
