@@ -8,14 +8,17 @@
       loss.item() every step -> ms/step, median (target <= 1.5x torch CPU; the original: 44-75x)
   (d) writes through views: a 256x256 float32 buffer filled row by row (`buf[i] = row`, each a
       write through an aliasing view into its base), then one fetch -> ms, median
+  (e) CNN training step: 32x1x28x28 -> Conv2d(1, 16, 3, padding 1) -> BatchNorm2d -> ReLU ->
+      MaxPool2d(2) -> Linear(16*14*14, 10), cross entropy, SGD, loss.item() each step -> ms/step
 
   PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--ops N] [--reps R]
-      [--steps S] [--only abcd]
+      [--steps S] [--only abcde] [--json]
 
 GT runs on GT_ADDRESS when set, else on the embedded default (a private dispatcher + one worker).
 Without torch (apt-get install python3-torch) it prints GT's figures and says torch is missing.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -117,6 +120,28 @@ def mlp_torch_step():
     return step
 
 
+# ---- (e) ------------------------------------------------------------------------------------------
+def cnn_step(m):
+    """One training step of a small CNN written against module `m` (gt or torch)."""
+    rng = np.random.default_rng(2)
+    x = m.from_numpy(rng.standard_normal((32, 1, 28, 28)).astype(np.float32))
+    y = m.from_numpy(rng.integers(0, 10, 32).astype(np.int64))
+    m.manual_seed(1)
+    nn = m.nn
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 14 * 14, 10))
+    opt = m.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    return step
+
+
 # ---- (d) ------------------------------------------------------------------------------------------
 def row_writes(m, n=256):
     rows = [m.full((n,), float(i)) for i in range(n)]
@@ -148,16 +173,22 @@ def interleaved(fns, steps, blocks=5, warmup=3):
     return [(statistics.median(t), f, l) for t, f, l in zip(times, firsts, lasts)]
 
 
-def side_by_side(label, gt_fn, torch_fn, reps):
+FIGURES = {}  # name -> value, printed as one JSON object with --json
+
+
+def side_by_side(label, gt_fn, torch_fn, reps, key):
     """Prints the medians of gt_fn and torch_fn (None: torch is missing), measured in
     alternating blocks, and their ratio."""
     fns = [gt_fn] + ([torch_fn] if torch_fn is not None else [])
     res = interleaved(fns, reps * 4, blocks=reps, warmup=1)
     g = res[0][0]
     line = f"{label}: gt median {g * 1e3:.2f} ms"
+    FIGURES[f"{key}_gt_ms"] = round(g * 1e3, 3)
     if torch_fn is not None:
         t = res[1][0]
         line += f"; torch median {t * 1e3:.2f} ms; ratio {g / t:.2f}x"
+        FIGURES[f"{key}_torch_ms"] = round(t * 1e3, 3)
+        FIGURES[f"{key}_ratio"] = round(g / t, 3)
     print(line, flush=True)
 
 
@@ -166,7 +197,11 @@ def main():
     ap.add_argument("--ops", type=int, default=200000, help="ops per small-op run")
     ap.add_argument("--reps", type=int, default=5, help="runs of (a), (b)")
     ap.add_argument("--steps", type=int, default=100, help="timed MLP steps (each side)")
-    ap.add_argument("--only", default="abcd")
+    ap.add_argument("--only", default="abcde")
+    ap.add_argument("--json", action="store_true", help="also print one JSON object of figures")
+    ap.add_argument("--torch-threads", type=int, default=0,
+                    help="torch.set_num_threads(N) first (default: torch's own setting; the GT "
+                         "worker uses OpenBLAS threads and up to one thread per core)")
     args = ap.parse_args()
 
     where = os.environ.get("GT_ADDRESS") or "embedded default (private dispatcher + 1 worker)"
@@ -174,6 +209,8 @@ def main():
     if torch is None:
         print("python_bench: torch is missing (apt-get install python3-torch): GT figures only")
     else:
+        if args.torch_threads > 0:
+            torch.set_num_threads(args.torch_threads)
         print(f"python_bench: torch {torch.__version__} on CPU, {torch.get_num_threads()} thread(s)")
     gt.randn(1).numpy()  # start the session outside the timings
 
@@ -181,20 +218,26 @@ def main():
         g = small_ops_gt(args.ops, args.reps)
         line = (f"(a) small-op stream, {args.ops} x (4x4 add) + 1 fetch: gt {g:,.0f} ops/s "
                 f"(target >= 100,000)")
+        FIGURES["small_ops_gt_per_s"] = round(g)
         if torch is not None:
             t = small_ops_torch(args.ops, args.reps)
             line += f"; torch eager {t:,.0f} ops/s"
+            FIGURES["small_ops_torch_per_s"] = round(t)
         print(line, flush=True)
 
     if "b" in args.only:
         n = 1000
         side_by_side(f"(b) {n}x{n} matmul + fetch", matmul_gt(n),
-                     matmul_torch(n) if torch is not None else None, args.reps)
+                     matmul_torch(n) if torch is not None else None, args.reps, "matmul")
 
     if "c" in args.only:
         fns = [mlp_gt_step()] + ([mlp_torch_step()] if torch is not None else [])
         res = interleaved(fns, args.steps)
         g, g0, g1 = res[0]
+        FIGURES["mlp_step_gt_ms"] = round(g * 1e3, 3)
+        if torch is not None:
+            FIGURES["mlp_step_torch_ms"] = round(res[1][0] * 1e3, 3)
+            FIGURES["mlp_step_ratio"] = round(g / res[1][0], 3)
         line = (f"(c) MLP step 64x784->256->10, CE, SGD, loss.item() each step: gt median "
                 f"{g * 1e3:.2f} ms/step (loss {g0:.3f} -> {g1:.3f})")
         if torch is not None:
@@ -205,7 +248,25 @@ def main():
 
     if "d" in args.only:
         side_by_side("(d) 256 row writes buf[i] = row + fetch", row_writes(gt),
-                     row_writes(torch) if torch is not None else None, args.reps)
+                     row_writes(torch) if torch is not None else None, args.reps, "row_writes")
+
+    if "e" in args.only:
+        fns = [cnn_step(gt)] + ([cnn_step(torch)] if torch is not None else [])
+        res = interleaved(fns, max(10, args.steps // 2))
+        g, g0, g1 = res[0]
+        FIGURES["cnn_step_gt_ms"] = round(g * 1e3, 3)
+        line = (f"(e) CNN step 32x1x28x28 conv-bn-relu-pool-linear, SGD: gt median "
+                f"{g * 1e3:.2f} ms/step (loss {g0:.3f} -> {g1:.3f})")
+        if torch is not None:
+            t, t0, t1 = res[1]
+            FIGURES["cnn_step_torch_ms"] = round(t * 1e3, 3)
+            FIGURES["cnn_step_ratio"] = round(g / t, 3)
+            line += (f"; torch median {t * 1e3:.2f} ms/step (loss {t0:.3f} -> {t1:.3f}); "
+                     f"ratio {g / t:.2f}x")
+        print(line, flush=True)
+
+    if args.json:
+        print(json.dumps(FIGURES))
 
 
 if __name__ == "__main__":

@@ -404,6 +404,35 @@ Tensor from_vector(const std::vector<T>& values, std::optional<DType> dtype = st
   return from_vector(values, Dims{static_cast<int64_t>(values.size())}, dtype);
 }
 
+// A nested brace list of numbers, for gt::tensor({{1, 2}, {3, 4}}) (tensor_literal.cpp).
+class TensorLiteral {
+ public:
+  TensorLiteral(bool v) : kind_(Kind::kBool), i_(v) {}  // NOLINT: implicit by design
+  template <std::integral I>
+    requires(!std::same_as<I, bool>)
+  TensorLiteral(I v) : kind_(Kind::kInt), i_(static_cast<int64_t>(v)) {}  // NOLINT
+  template <std::floating_point F>
+  TensorLiteral(F v) : kind_(Kind::kFloat), f_(static_cast<double>(v)) {}  // NOLINT
+  TensorLiteral(std::initializer_list<TensorLiteral> items)  // NOLINT
+      : kind_(Kind::kList), items_(items) {}
+
+  enum class Kind { kBool, kInt, kFloat, kList };
+  Kind kind() const { return kind_; }
+  int64_t int_value() const { return i_; }
+  double float_value() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(i_); }
+  const std::vector<TensorLiteral>& items() const { return items_; }
+
+ private:
+  Kind kind_;
+  int64_t i_ = 0;
+  double f_ = 0;
+  std::vector<TensorLiteral> items_;
+};
+// The tensor of a literal, as torch::tensor: its shape from the nesting (every list at one depth
+// of the same length), its dtype float32 if any number is floating, else int64 for integers,
+// else bool; `dtype` converts. gt::tensor(2.5) is 0-d; gt::tensor({}) is float32 [0].
+Tensor tensor(const TensorLiteral& data, std::optional<DType> dtype = std::nullopt);
+
 // ---- free-function forms (gt/tensor_api.def) ---------------------------------------------------
 #define GT_API_UNARY(name, functional) Tensor name(const Tensor& x);
 #define GT_API_BINARY(name, py_dunder)          \
