@@ -115,7 +115,7 @@ LRScheduler::LRScheduler(Optimizer& optimizer) : opt_(optimizer), base_lr_(optim
 
 void LRScheduler::step() {
   ++epoch_;
-  opt_.set_lr(lr_at(epoch_));
+  opt_.set_lr(lr_at(epoch_, opt_.lr()));
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
@@ -123,8 +123,8 @@ StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
   if (step_size <= 0) throw Error("StepLR: step_size must be positive");
 }
 
-double StepLR::lr_at(int64_t epoch) const {
-  return base_lr_ * std::pow(gamma_, static_cast<double>(epoch / step_size_));
+double StepLR::lr_at(int64_t epoch, double current) const {
+  return epoch % step_size_ == 0 ? current * gamma_ : current;
 }
 
 CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min)
@@ -132,11 +132,13 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double
   if (t_max <= 0) throw Error("CosineAnnealingLR: t_max must be positive");
 }
 
-double CosineAnnealingLR::lr_at(int64_t epoch) const {
-  return eta_min_ + (base_lr_ - eta_min_) *
-                        (1.0 + std::cos(M_PI * static_cast<double>(epoch) /
-                                        static_cast<double>(t_max_))) /
-                        2.0;
+double CosineAnnealingLR::lr_at(int64_t epoch, double current) const {
+  const double t = static_cast<double>(t_max_), e = static_cast<double>(epoch);
+  if ((epoch - 1 - t_max_) % (2 * t_max_) == 0)  // restarting from the bottom of the cosine
+    return current + (base_lr_ - eta_min_) * (1.0 - std::cos(M_PI / t)) / 2.0;
+  return (1.0 + std::cos(M_PI * e / t)) / (1.0 + std::cos(M_PI * (e - 1) / t)) *
+             (current - eta_min_) +
+         eta_min_;
 }
 
 }  // namespace gt::optim

@@ -139,3 +139,58 @@ def test_save_load_round_trip_of_state_dicts_and_tensors(tmp_path):
     leaf = gt.ones(2, requires_grad=True)
     assert pickle.loads(pickle.dumps(leaf)).requires_grad
     assert not pickle.loads(pickle.dumps(leaf * 2)).requires_grad  # history is not saved
+
+
+# ---- gt.optim param_groups ---------------------------------------------------------------------
+def _two_groups(m):
+    rng = np.random.default_rng(9)
+    a = m.from_numpy(rng.standard_normal((3, 4)).astype(np.float32)).requires_grad_()
+    b = m.from_numpy(rng.standard_normal((4,)).astype(np.float32)).requires_grad_()
+    return a, b
+
+
+@pytest.mark.parametrize("make", [
+    lambda m, g: m.optim.SGD(g, lr=0.1, momentum=0.9),
+    lambda m, g: m.optim.Adam(g, lr=0.05),
+    lambda m, g: m.optim.AdamW(g, lr=0.05, weight_decay=0.1),
+])
+def test_param_groups_train_as_torch(make):
+    (ga, gb), (ta, tb) = _two_groups(gt), _two_groups(torch)
+    gopt = make(gt, [{"params": [ga]}, {"params": gb, "lr": 0.01}])
+    topt = make(torch, [{"params": [ta]}, {"params": tb, "lr": 0.01}])
+    gs, ts = gt.optim.StepLR(gopt, step_size=2, gamma=0.5), torch.optim.lr_scheduler.StepLR(
+        topt, step_size=2, gamma=0.5)
+    for step in range(5):
+        for opt, a, b in ((gopt, ga, gb), (topt, ta, tb)):
+            opt.zero_grad()
+            ((a * a).sum() + (b ** 3).sum()).backward()
+            opt.step()
+        gs.step(), ts.step()
+        if step == 2:  # a manual schedule through param_groups, as torch users write it
+            for g in gopt.param_groups:
+                g["lr"] = g["lr"] * 0.3
+            for g in topt.param_groups:
+                g["lr"] = g["lr"] * 0.3
+        assert [g["lr"] for g in gopt.param_groups] == pytest.approx(
+            [g["lr"] for g in topt.param_groups])
+    np.testing.assert_allclose(ga.detach().numpy(), ta.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gb.detach().numpy(), tb.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert gs.get_last_lr() == pytest.approx(ts.get_last_lr())
+
+
+def test_param_groups_options_and_errors():
+    a, b = _two_groups(gt)
+    opt = gt.optim.SGD([{"params": [a], "momentum": 0.5}, {"params": [b]}], lr=0.1)
+    groups = opt.param_groups
+    assert [g["momentum"] for g in groups] == [0.5, 0.0] and groups[1]["params"][0] is b
+    assert opt.param_groups[0]["lr"] == 0.1 and opt.lr == 0.1
+    with pytest.raises(NotImplementedError, match="only 'lr'"):
+        groups[0]["momentum"] = 0.9
+    with pytest.raises(TypeError, match="unknown option"):
+        gt.optim.SGD([{"params": [a], "betas": (0.9, 0.99)}])
+    with pytest.raises(ValueError, match="'params'"):
+        gt.optim.SGD([{"lr": 0.1}])
+    with pytest.raises(TypeError, match="iterable"):
+        gt.optim.SGD(a)
+    single = gt.optim.Adam([a], lr=0.2)
+    assert len(single.param_groups) == 1 and single.param_groups[0]["betas"] == (0.9, 0.999)

@@ -97,7 +97,9 @@ class AdamW : public Adam {
 };
 
 // Learning-rate schedules: step() advances one epoch and sets the optimizer's lr (closed forms
-// of PyTorch's schedules, from the lr the optimizer had when the scheduler was made).
+// of PyTorch's schedules, from the lr the optimizer had when the scheduler was made). Like
+// torch's, each step derives the new lr from the current one (chainable), so an lr set by hand
+// in between (opt.set_lr / param_groups) carries on through the schedule.
 class LRScheduler {
  public:
   explicit LRScheduler(Optimizer& optimizer);
@@ -107,7 +109,8 @@ class LRScheduler {
   double get_last_lr() const { return opt_.lr(); }
 
  protected:
-  virtual double lr_at(int64_t epoch) const = 0;
+  // The lr of `epoch` (>= 1) given the current one.
+  virtual double lr_at(int64_t epoch, double current) const = 0;
   Optimizer& opt_;
   double base_lr_;
 
@@ -115,26 +118,27 @@ class LRScheduler {
   int64_t epoch_ = 0;
 };
 
-// lr = base * gamma^(floor(epoch / step_size))
+// lr *= gamma every step_size epochs: base * gamma^(floor(epoch / step_size)) when untouched
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
 
  protected:
-  double lr_at(int64_t epoch) const override;
+  double lr_at(int64_t epoch, double current) const override;
 
  private:
   int64_t step_size_;
   double gamma_;
 };
 
-// lr = eta_min + (base - eta_min) (1 + cos(pi epoch / t_max)) / 2
+// lr = eta_min + (base - eta_min) (1 + cos(pi epoch / t_max)) / 2 when untouched, by torch's
+// recursive form (the ratio of consecutive cosine factors applied to the current lr)
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double eta_min = 0);
 
  protected:
-  double lr_at(int64_t epoch) const override;
+  double lr_at(int64_t epoch, double current) const override;
 
  private:
   int64_t t_max_;
