@@ -4,7 +4,8 @@
 // integer tensor picks rows (index_select along dim 0, negative entries counting from the end;
 // the result, a copy, has the index's shape then t's other dims); t[mask] with a bool tensor of
 // t's leading dims picks the rows where it is true (a sync point: Tensor::masked_index). Tensors
-// and lists inside tuples are refused with a TypeError. t[...] = value writes through that view
+// and lists inside tuples index as torch's advanced indexing (one index tensor per tuple; see
+// get_tuple_index). t[...] = value writes through that view
 // (__setitem__); t[mask] = value and t[index_tensor] = value write in place
 // (Tensor::masked_put_ / index_put_). Lists and numpy arrays index as the tensors they make.
 #include "common.h"
@@ -119,6 +120,113 @@ void put_rows(const gt::Tensor& t, const gt::Tensor& index, const gt::Tensor& va
   t.index_copy_(0, gt::where(flat < 0, flat + t.size(0), flat), src.reshape(rows));
 }
 
+// The integer index tensor of an advanced index, negative entries counted from `size`.
+gt::Tensor positions(py::handle idx, int64_t size) {
+  gt::Tensor index = index_tensor(idx);
+  if (index.dtype() == gt::DType::kBool)
+    throw py::index_error("gt: a bool mask inside an index tuple is not supported yet; index "
+                          "with the mask alone (t[mask]) or use t.nonzero-free forms");
+  if (index.dtype() != gt::DType::kInt64 && index.dtype() != gt::DType::kInt32)
+    throw py::type_error(std::string("gt: index tensors must be int64, int32 or bool, got ") +
+                         gt::dtype_name(index.dtype()));
+  return gt::where(index < 0, index + size, index);
+}
+
+// A tuple index holding one index tensor (or list / array) among ints, slices, None and ...:
+// torch's (numpy's) advanced indexing. The basic part is applied first with the tensor's place
+// taken by a full slice; the tensor then picks along the dim it lands on, and its shape replaces
+// that dim. Ints are basic indices (torch's rule: unlike numpy, an int apart from the tensor
+// does not move the picked dims to the front).
+struct TupleIndex {
+  std::vector<gt::TensorIndex> basic;  // the tensor's place holds a full slice
+  size_t at = 0;                       // the tensor's position in the tuple
+  py::handle tensor;
+};
+
+std::optional<TupleIndex> split_tuple_index(py::handle idx) {
+  if (!PyTuple_Check(idx.ptr())) return std::nullopt;
+  py::tuple tup = py::reinterpret_borrow<py::tuple>(idx);
+  std::optional<TupleIndex> r;
+  for (size_t i = 0; i < tup.size(); ++i) {
+    if (!is_advanced_index(tup[i])) continue;
+    if (r) throw py::index_error("gt: at most one index tensor inside an index tuple is supported");
+    r = TupleIndex{{}, i, tup[i]};
+  }
+  if (!r) return std::nullopt;
+  for (size_t i = 0; i < tup.size(); ++i)
+    r->basic.push_back(i == r->at ? gt::TensorIndex(gt::Slice()) : to_index(tup[i]));
+  return r;
+}
+
+// How many dims of the basic result come before tuple position `at` (ints take theirs away,
+// None adds one, ... stands for the dims no other index consumes).
+int64_t landing(const gt::Tensor& t, const TupleIndex& ti) {
+  const int64_t rank = t.dim();
+  int64_t consuming = 0;
+  for (const auto& i : ti.basic) consuming += (i.is_integer() || i.is_slice()) ? 1 : 0;
+  int64_t before = 0;
+  for (size_t k = 0; k < ti.at; ++k) {
+    const auto& i = ti.basic[k];
+    before += i.is_ellipsis() ? std::max<int64_t>(0, rank - consuming) : i.is_integer() ? 0 : 1;
+  }
+  return before;
+}
+
+gt::Tensor get_tuple_index(const gt::Tensor& t, const TupleIndex& ti) {
+  check_integer_ranges(t, ti.basic);
+  const gt::Tensor view = t.index(ti.basic);
+  const int64_t d = landing(t, ti);
+  const gt::Tensor index = positions(ti.tensor, view.size(d));
+  std::vector<int64_t> shape;
+  for (int64_t k = 0; k < d; ++k) shape.push_back(view.size(k));
+  for (int64_t s : index.sizes()) shape.push_back(s);
+  for (int64_t k = d + 1; k < view.dim(); ++k) shape.push_back(view.size(k));
+  return view.index_select(d, index.flatten()).reshape(shape);
+}
+
+// t[:, ..., index_tensor, rest] = value where everything before the tensor is a full slice:
+// the tensor's dim is moved first (a view of t), its picked rows are copied out, the value is
+// assigned to them seen in torch's result order ([dims before, index dims, rest]), and the rows
+// are written back in place (index_copy_ through the view).
+void set_tuple_index(const gt::Tensor& t, const TupleIndex& ti, py::handle value) {
+  for (size_t k = 0; k < ti.at; ++k) {
+    const auto& i = ti.basic[k];
+    const bool full =
+        i.is_slice() && !i.slice().start() && !i.slice().stop() && i.slice().step() == 1;
+    if (!full)
+      throw py::index_error("gt: assignment through an index tensor inside a tuple needs only "
+                            "full slices (:) before it, as in t[:, idx, 1:] = v");
+  }
+  const int64_t d = static_cast<int64_t>(ti.at);
+  if (d >= t.dim())
+    throw py::index_error("gt: too many indices for a tensor of rank " + std::to_string(t.dim()));
+  std::vector<int64_t> to_front{d};  // [t_d, t_0 .. t_{d-1}, t_{d+1} ..]
+  for (int64_t k = 0; k < t.dim(); ++k)
+    if (k != d) to_front.push_back(k);
+  const gt::Tensor moved = t.permute(to_front);
+  const gt::Tensor index = positions(ti.tensor, moved.size(0)).flatten();
+  const gt::Tensor picked = index_tensor(ti.tensor);
+  const int64_t n = picked.dim();
+  std::vector<int64_t> rows_shape = picked.sizes();  // [index dims, t_0 .. t_{d-1}, t_{d+1} ..]
+  for (int64_t k = 1; k < moved.dim(); ++k) rows_shape.push_back(moved.size(k));
+  const gt::Tensor rows = moved.index_select(0, index).reshape(rows_shape);
+  std::vector<int64_t> torch_order;  // [t_0 .. t_{d-1}, index dims, t_{d+1} ..]: a view of rows
+  for (int64_t k = n; k < n + d; ++k) torch_order.push_back(k);
+  for (int64_t k = 0; k < n; ++k) torch_order.push_back(k);
+  for (int64_t k = n + d; k < rows.dim(); ++k) torch_order.push_back(k);
+  std::vector<gt::TensorIndex> rest(static_cast<size_t>(n + d), gt::TensorIndex(gt::Slice()));
+  for (size_t k = ti.at + 1; k < ti.basic.size(); ++k) rest.push_back(ti.basic[k]);
+  const gt::Tensor target = rows.permute(torch_order);
+  if (py::isinstance<gt::Tensor>(value)) {
+    target.index_put_(rest, value.cast<const gt::Tensor&>());
+  } else {
+    target.index_put_(rest, value.cast<PyScalar>().get());
+  }
+  std::vector<int64_t> flat{index.numel()};
+  for (int64_t k = 1; k < moved.dim(); ++k) flat.push_back(moved.size(k));
+  put_rows(moved, index, rows.reshape(flat));
+}
+
 }  // namespace
 
 void init_indexing(py::class_<gt::Tensor>& cls) {
@@ -138,6 +246,7 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
       for (int i = 1; i < t.dim(); ++i) shape.push_back(t.shape()[i]);
       return t.index_select(0, index.reshape(std::vector<int64_t>{-1})).reshape(shape);
     }
+    if (std::optional<TupleIndex> ti = split_tuple_index(idx)) return get_tuple_index(t, *ti);
     std::vector<gt::TensorIndex> ix;
     if (PyTuple_Check(idx.ptr())) {
       ix.reserve(static_cast<size_t>(PyTuple_GET_SIZE(idx.ptr())));
@@ -178,6 +287,10 @@ void init_indexing(py::class_<gt::Tensor>& cls) {
                              " through an index tensor; assign a tensor (gt.tensor(value)) or a "
                              "number");
       }
+      return;
+    }
+    if (std::optional<TupleIndex> ti = split_tuple_index(idx)) {
+      set_tuple_index(t, *ti, value);
       return;
     }
     std::vector<gt::TensorIndex> ix;

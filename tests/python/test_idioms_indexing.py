@@ -119,3 +119,53 @@ def test_index_copy_and_gradient_as_torch(a):
     (yr * yr).sum().backward()
     same(tb.grad, rb.grad)
     same(tv.grad, rv.grad)
+
+
+# ---- an index tensor inside a tuple (torch's advanced indexing) ------------------------------------
+TUPLE_READS = [
+    lambda i: (i, slice(1, None)), lambda i: (slice(None), i), lambda i: (Ellipsis, i),
+    lambda i: (1, i), lambda i: (i, 2), lambda i: (1, slice(None), i),  # ints are basic in torch
+    lambda i: (None, i, slice(None, None, 2)), lambda i: (slice(0, 2), i, 0),
+]
+
+
+@pytest.mark.parametrize("make", TUPLE_READS)
+@pytest.mark.parametrize("index", [[2, 0, -1], [[0, 1], [2, 2]]])
+def test_tuple_index_reads_as_torch(make, index):
+    a = np.arange(3 * 3 * 4, dtype=np.float32).reshape(3, 3, 4)
+    key_t = make(torch.tensor(index))
+    key_g = make(gt.tensor(index, dtype=gt.int64))
+    want = torch.from_numpy(a)[key_t]
+    got = gt.from_numpy(a)[key_g]
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    # A list works as the tensor it makes.
+    np.testing.assert_array_equal(gt.from_numpy(a)[make(index)].numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("key", [
+    lambda i: (i, slice(1, None)), lambda i: (slice(None), i), lambda i: (slice(None), i, 0),
+    lambda i: (i,) + (Ellipsis,),
+])
+def test_tuple_index_writes_as_torch(key):
+    a = np.arange(3 * 3 * 4, dtype=np.float32).reshape(3, 3, 4)
+    g, t = gt.from_numpy(a.copy()), torch.from_numpy(a.copy())
+    idx = [2, 0]
+    shape = tuple(t[key(torch.tensor(idx))].shape)
+    v = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    g[key(gt.tensor(idx, dtype=gt.int64))] = gt.from_numpy(v)
+    t[key(torch.tensor(idx))] = torch.from_numpy(v)
+    np.testing.assert_array_equal(g.numpy(), t.numpy())
+    g[key(gt.tensor(idx, dtype=gt.int64))] = 7.0
+    t[key(torch.tensor(idx))] = 7.0
+    np.testing.assert_array_equal(g.numpy(), t.numpy())
+
+
+def test_tuple_index_limits():
+    t = gt.zeros(3, 4)
+    with pytest.raises(IndexError, match="at most one index tensor"):
+        t[gt.tensor([0], dtype=gt.int64), gt.tensor([1], dtype=gt.int64)]
+    with pytest.raises(IndexError, match="full slices"):
+        t[0:2, gt.tensor([1], dtype=gt.int64)] = 1.0
+    with pytest.raises(IndexError, match="bool mask inside"):
+        t[gt.tensor([True, False, True], dtype=gt.bool), 1:]
