@@ -34,11 +34,11 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 // Tiles x: sizes[i] copies along dim i (x gets leading size-1 dims when sizes is longer), as
 // torch's Tensor.repeat.
 Tensor repeat(const Tensor& x, Dims sizes);
-// Einstein summation (torch.einsum) over one or two operands: "ij,jk->ik", "bij,bjk->bik",
-// "ij->ji", "i,i->", "ij" (implicit output: the letters seen once, sorted). Letters summed away
-// are reduced first; a two-operand contraction is one batched matmul. Not supported (an error):
-// "...", a letter repeated within one operand (diagonals), more than two operands, a letter
-// with different sizes (torch broadcasts a size-1 one).
+// Einstein summation (torch.einsum) over any number of operands: "ij,jk->ik", "bij,bjk->bik",
+// "ij->ji", "i,i->", "ij" (implicit output: "..." dims first, then the letters seen once,
+// sorted), diagonals ("ii->i", "ii" is the trace), "..." for broadcast dims ("...ij,...jk"),
+// size-1 dims broadcasting against the letter's size elsewhere. Letters summed away are reduced
+// first; each pairwise contraction (left to right) is one batched matmul.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 
 namespace nn::functional {

@@ -31,7 +31,18 @@ TEST_CASE("einsum: contractions, transposes, reductions and outer products", "[o
   CHECK(want.allclose(gt::einsum("bij,bjk->bik", {tx, ty})));
   CHECK(want.select(0, 1).allclose(tx.select(0, 1).matmul(ty.select(0, 1))));
   CHECK_THROWS_WITH(gt::einsum("ij,jk->ik", {ta, ta}), Catch::Contains("sizes"));
-  CHECK_THROWS_WITH(gt::einsum("ii", {gt::zeros({2, 2})}), Catch::Contains("repeated"));
+  // Diagonals, "...", three operands and size-1 broadcasting (host references).
+  Tensor sq = up(ref_of({2, 2}, {1, 2, 3, 4}), gt::kFloat32);
+  CHECK_TENSOR(gt::einsum("ii", {sq}), ref_of({}, {5}), gt::kFloat32);
+  CHECK_TENSOR(gt::einsum("ii->i", {sq}), ref_of({2}, {1, 4}), gt::kFloat32);
+  CHECK_TENSOR(gt::einsum("...j,j->...", {sq, up(ref_of({2}, {1, -1}), gt::kFloat32)}),
+               ref_of({2}, {-1, -1}), gt::kFloat32);
+  CHECK_TENSOR(gt::einsum("i,ij,j->", {up(ref_of({2}, {1, 2}), gt::kFloat32), sq,
+                                      up(ref_of({2}, {3, 4}), gt::kFloat32)}),
+               ref_of({}, {1 * 1 * 3 + 1 * 2 * 4 + 2 * 3 * 3 + 2 * 4 * 4}), gt::kFloat32);
+  CHECK_TENSOR(gt::einsum("ij,ij->ij", {up(ref_of({1, 2}, {1, 2}), gt::kFloat32), sq}),
+               ref_of({2, 2}, {1, 4, 3, 8}), gt::kFloat32);
+  CHECK_THROWS_WITH(gt::einsum("ii", {gt::zeros({2, 3})}), Catch::Contains("different sizes"));
   CHECK_THROWS_WITH(gt::bmm(ta, tb), Catch::Contains("3-d"));
 }
 
