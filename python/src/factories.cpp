@@ -114,10 +114,19 @@ void init_factories(py::module_& m) {
           const T& src = data.cast<const T&>();
           return finish(src.detach().cast(to_dtype(dtype, src.dtype())), requires_grad);
         }
-        return finish(from_numpy_as(data, to_dtype(dtype, gt::kFloat32)), requires_grad);
+        if (!dtype.is_none()) return finish(from_numpy_as(data, to_dtype(dtype)), requires_grad);
+        // torch's inference: Python ints -> int64, floats -> float32, bools -> bool, an array
+        // keeps its dtype (float64 -> float32). Integer data that must require grad becomes
+        // float32, as the original GT's gt.tensor([1, 2], requires_grad=True) did (torch raises:
+        // only floating tensors require grad).
+        py::object arr = py::module_::import("numpy").attr("asarray")(data);
+        gt::DType dt = numpy_upload_dtype(arr);
+        if (requires_grad && !gt::is_floating(dt)) dt = gt::kFloat32;
+        return finish(from_numpy_as(arr, dt), requires_grad);
       },
-      "data"_a, "dtype"_a = "float32", "requires_grad"_a = false,
-      "gt.tensor(list_or_array, dtype='float32', requires_grad=False): uploads the values.");
+      "data"_a, "dtype"_a = py::none(), "requires_grad"_a = false,
+      "gt.tensor(data, dtype=None, requires_grad=False): uploads the values; the dtype is "
+      "inferred as torch.tensor's (ints -> int64, floats -> float32, bools -> bool).");
   m.def(
       "from_numpy",
       [](const py::array& array, bool requires_grad) {

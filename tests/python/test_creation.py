@@ -43,12 +43,20 @@ def test_requires_grad_flag():
     assert gt.zeros(3, requires_grad=True).is_leaf
 
 
-def test_tensor_from_lists_default_float32():
-    t = gt.tensor([[1, 2], [3, 4]])
-    assert t.dtype == gt.float32 and t.shape == (2, 2)
-    assert_close(t, [[1, 2], [3, 4]])
-    assert gt.tensor(3.5).shape == ()
-    assert gt.tensor(3.5).item() == 3.5
+def test_tensor_infers_dtypes_as_torch():
+    torch = pytest.importorskip("torch")
+    for data in ([[1, 2], [3, 4]], [1.5, 2], [True, False], 3, 3.5, True, [], [[1], [2.5]],
+                 np.array([1, 2], np.int32), [-2 ** 40]):
+        g, t = gt.tensor(data), torch.tensor(data)
+        assert str(g.dtype) == str(t.dtype).replace("torch.", ""), data
+        assert tuple(g.shape) == tuple(t.shape)
+        np.testing.assert_array_equal(g.numpy(), t.numpy())
+    # Integer data that must require grad becomes float32, as the original GT's gt.tensor did
+    # (torch raises: only floating tensors can require gradients).
+    w = gt.tensor([[1, 2], [3, 4]], requires_grad=True)
+    assert w.dtype == gt.float32 and w.requires_grad
+    assert gt.tensor([1, 2], dtype="float32").dtype == gt.float32
+    assert gt.tensor(np.array([1.0])).dtype == gt.float32  # no float64 yet: numpy's float64 narrows
 
 
 @pytest.mark.parametrize("name,np_dtype", [("float32", np.float32), ("int32", np.int32),

@@ -103,7 +103,7 @@ def test_index_errors(a):
     with pytest.raises(TypeError):
         t[0.5]
     with pytest.raises(TypeError, match="int64, int32 or bool"):
-        t[gt.tensor([0])] = 1  # a float32 index tensor (gt.tensor's default dtype)
+        t[gt.tensor([0.0])] = 1  # a float32 index tensor
     with pytest.raises(ValueError):
         t[0, 0, 0, 0]
     with pytest.raises(ValueError):

@@ -193,7 +193,7 @@ def test_assignment_through_index_tensors_as_torch():
         return [x, v]
     run_both(program)
     with pytest.raises(TypeError, match="int64, int32 or bool"):
-        base(gt)[gt.tensor([0])] = 1.0  # float32 index (gt.tensor's default), as torch refuses
+        base(gt)[gt.tensor([0.0])] = 1.0  # a float32 index, as torch refuses
 
 
 def test_zero_dim_integer_tensor_indexes_as_an_int():

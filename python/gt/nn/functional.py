@@ -31,7 +31,7 @@ binary_cross_entropy_with_logits = _F.binary_cross_entropy_with_logits
 
 
 def _class_targets(input, target):
-    # gt.tensor defaults to float32 (like the original GT): float labels [N] against logits [N, C]
+    # The original GT's gt.tensor made float32 labels: float labels [N] against logits [N, C]
     # are class indices, not probabilities.
     if target.dtype.is_floating_point and tuple(target.shape) != tuple(input.shape):
         return target.long()

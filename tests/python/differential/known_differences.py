@@ -23,8 +23,8 @@ DELIBERATE = [
     Cause(
         "float-class-targets", None,
         "cross_entropy / nll_loss take floating class indices ([N] labels against [N, C] "
-        "logits, converted to int64): gt.tensor([3, 1]) gives float32, as the original GT's "
-        "API does, so labels written the obvious way must work. torch insists on an integer "
+        "logits, converted to int64): the original GT's gt.tensor made float32 labels and "
+        "scripts written for it pass them, so they must work. torch insists on an integer "
         "dtype (expected scalar type Long). Floating targets of the input's shape are class "
         "probabilities in both.",
         lambda c, m: torch_raised(m) and at_step(c, m, "ce-float-class-targets")),
