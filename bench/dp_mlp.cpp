@@ -28,7 +28,7 @@ struct Step {
   gt::optim::SGD opt;
   gt::Tensor x, labels;
   Step(gt::Tensor x_, gt::Tensor labels_)
-      : params(collect()), opt(params, gt::optim::SGDOptions{.lr = 0.01}), x(x_), labels(labels_) {}
+      : params(collect()), opt(params, gt::optim::SGDOptions(0.01)), x(x_), labels(labels_) {}
   std::vector<gt::Tensor> collect() {
     std::vector<gt::Tensor> p = l1.parameters();
     for (auto& t : l2.parameters()) p.push_back(t);

@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
   ref.y = local.upload(lf, gt::Shape{kBatch}, gt::DType::kInt64);
 
   // GT: the user's program.
-  gt::optim::SGD opt(params, {.lr = args.lr});
+  gt::optim::SGD opt(params, args.lr);
   auto gt_step = [&] {
     opt.zero_grad();
     gt::Tensor loss = gt::nn::functional::cross_entropy((*model)(x), y);

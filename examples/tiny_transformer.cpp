@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
 
   gt::manual_seed(0);
   TinyTransformer model(v, context, /*d_model=*/32, /*heads=*/2);
-  gt::optim::AdamW opt(model.parameters(), {.lr = 1e-2, .weight_decay = 1e-2});
+  gt::optim::AdamW opt(model.parameters(), gt::optim::AdamWOptions(1e-2).weight_decay(1e-2));
   std::printf("vocab %lld, context %lld, batch %lld, %zu parameter tensors\n",
               static_cast<long long>(v), static_cast<long long>(context),
               static_cast<long long>(batch), model.parameters().size());

@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
       std::make_shared<gt::nn::Linear>(2, 64), std::make_shared<gt::nn::ReLU>(),
       std::make_shared<gt::nn::Linear>(64, 64), std::make_shared<gt::nn::ReLU>(),
       std::make_shared<gt::nn::Linear>(64, classes)});
-  gt::optim::Adam opt(model->parameters(), {.lr = 0.02});
+  gt::optim::Adam opt(model->parameters(), gt::optim::AdamOptions(0.02));
 
   auto accuracy = [&](const gt::Tensor& logits) {
     gt::NoGradGuard no_grad;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "libgtclient/autograd_node.h"
+#include "libgtclient/run_op.h"
 
 namespace gt::autograd::detail {
 namespace {
@@ -95,7 +96,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
       if (o.numel() != 1)
         throw Error("backward: grad can be implicitly created only for one-element outputs, "
                     "got shape " + o.shape().str() + "; pass a gradient");
-      g = full(o.shape(), 1.0, o.dtype());
+      g = full_like(o, 1.0);
     } else {
       if (g.shape() != o.shape())
         throw Error("backward: gradient of shape " + g.shape().str() +
@@ -154,6 +155,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& outputs,
         if (auto o = n->out_weak.lock()) accumulate(o->grad, g);
       }
       ScopeToken scope = hook ? hook(n->scope) : nullptr;
+      // Constants a rule creates (zeros to scatter into, ...) go where its gradient is.
+      gt::detail::PinScope pin(g.impl()->device, false);
       GradCtx ctx{*n, g, in_grads};
       if (n->backward_fn) n->backward_fn(ctx);
       else grad_rule(n->op).fn(ctx);

@@ -259,7 +259,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   if (allow_unused_as_zeros) {
     NoGradGuard no_grad;
     for (size_t i = 0; i < g.size(); ++i)
-      if (!g[i].defined()) g[i] = zeros(inputs[i].shape(), inputs[i].dtype());
+      if (!g[i].defined()) g[i] = zeros_like(inputs[i]);
   }
   return g;
 }

@@ -123,8 +123,12 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   return dtype == kFloat32 ? out : out.to(dtype);
 }
 
-#define GT_LIKE_FACTORY(NAME) \
-  Tensor NAME##_like(const Tensor& t, std::optional<DType> dtype) { return NAME(t.shape(), dtype.value_or(t.dtype())); }
+// On t's device, as torch's *_like.
+#define GT_LIKE_FACTORY(NAME)                                                   \
+  Tensor NAME##_like(const Tensor& t, std::optional<DType> dtype) {             \
+    detail::PinScope pin(static_cast<int32_t>(t.get_device()), false);                              \
+    return NAME(t.shape(), dtype.value_or(t.dtype()));                          \
+  }
 GT_LIKE_FACTORY(zeros)
 GT_LIKE_FACTORY(ones)
 GT_LIKE_FACTORY(empty)
@@ -133,6 +137,7 @@ GT_LIKE_FACTORY(randn)
 #undef GT_LIKE_FACTORY
 
 Tensor full_like(const Tensor& t, Scalar value, std::optional<DType> dtype) {
+  detail::PinScope pin(static_cast<int32_t>(t.get_device()), false);
   return full(t.shape(), value, dtype.value_or(t.dtype()));
 }
 

@@ -84,6 +84,14 @@ void Module::train(bool on) {
   for (const auto& [_, m] : children_) m->train(on);
 }
 
+void Module::to(const Device& device, std::optional<DType> dtype) {
+  auto move = [&](const Tensor& t) {
+    detail::move_in_place(t, device, is_floating(t.dtype()) ? dtype : std::nullopt);
+  };
+  for (const Tensor& p : parameters()) move(p);
+  for (const auto& [name, b] : named_buffers()) move(b);
+}
+
 void Module::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (const Tensor& p : parameters()) {

@@ -30,10 +30,10 @@ void Optimizer::zero_grad(bool set_to_none) {
 }
 
 // ---- SGD --------------------------------------------------------------------------------------
-SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params), o.lr), opts_(o) {
-  if (o.momentum < 0) throw Error("SGD: invalid momentum " + std::to_string(o.momentum));
-  if (o.weight_decay < 0) throw Error("SGD: invalid weight_decay " + std::to_string(o.weight_decay));
-  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params), o.lr()), opts_(o) {
+  if (o.momentum() < 0) throw Error("SGD: invalid momentum " + std::to_string(o.momentum()));
+  if (o.weight_decay() < 0) throw Error("SGD: invalid weight_decay " + std::to_string(o.weight_decay()));
+  if (o.nesterov() && (o.momentum() <= 0 || o.dampening() != 0))
     throw Error("SGD: nesterov momentum requires a momentum and zero dampening");
   momentum_.resize(params_.size());
 }
@@ -44,16 +44,16 @@ void SGD::step() {
     const Tensor& p = params_[i];
     Tensor d = p.grad();
     if (!d.defined()) continue;
-    if (opts_.weight_decay != 0) d = d + p * opts_.weight_decay;
-    if (opts_.momentum != 0) {
+    if (opts_.weight_decay() != 0) d = d + p * opts_.weight_decay();
+    if (opts_.momentum() != 0) {
       Tensor& buf = momentum_[i];
       if (!buf.defined()) {
-        buf = opts_.weight_decay != 0 ? d : d.clone();  // never alias the .grad tensor
+        buf = opts_.weight_decay() != 0 ? d : d.clone();  // never alias the .grad tensor
       } else {
-        Tensor scaled = opts_.dampening == 0 ? d : d * (1.0 - opts_.dampening);
-        buf = buf * opts_.momentum + scaled;
+        Tensor scaled = opts_.dampening() == 0 ? d : d * (1.0 - opts_.dampening());
+        buf = buf * opts_.momentum() + scaled;
       }
-      d = opts_.nesterov ? d + buf * opts_.momentum : buf;
+      d = opts_.nesterov() ? d + buf * opts_.momentum() : buf;
     }
     p.sub_(d, lr_);
   }
@@ -63,11 +63,12 @@ void SGD::step() {
 Adam::Adam(std::vector<Tensor> params, AdamOptions o) : Adam(std::move(params), o, false) {}
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
-    : Optimizer(std::move(params), o.lr), opts_(o), decoupled_(decoupled) {
-  if (o.eps < 0) throw Error("Adam: invalid epsilon " + std::to_string(o.eps));
-  if (o.beta1 < 0 || o.beta1 >= 1) throw Error("Adam: invalid beta1 " + std::to_string(o.beta1));
-  if (o.beta2 < 0 || o.beta2 >= 1) throw Error("Adam: invalid beta2 " + std::to_string(o.beta2));
-  if (o.weight_decay < 0) throw Error("Adam: invalid weight_decay " + std::to_string(o.weight_decay));
+    : Optimizer(std::move(params), o.lr()), opts_(o), decoupled_(decoupled) {
+  if (o.eps() < 0) throw Error("Adam: invalid epsilon " + std::to_string(o.eps()));
+  const auto [beta1, beta2] = o.betas();
+  if (beta1 < 0 || beta1 >= 1) throw Error("Adam: invalid beta1 " + std::to_string(beta1));
+  if (beta2 < 0 || beta2 >= 1) throw Error("Adam: invalid beta2 " + std::to_string(beta2));
+  if (o.weight_decay() < 0) throw Error("Adam: invalid weight_decay " + std::to_string(o.weight_decay()));
   m_.resize(params_.size());
   v_.resize(params_.size());
   vmax_.resize(params_.size());
@@ -76,7 +77,8 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
 
 void Adam::step() {
   NoGradGuard no_grad;
-  const double b1 = opts_.beta1, b2 = opts_.beta2, wd = opts_.weight_decay;
+  const auto [b1, b2] = opts_.betas();
+  const double wd = opts_.weight_decay();
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     Tensor g = p.grad();
@@ -88,13 +90,13 @@ void Adam::step() {
     Tensor g2 = g * g;
     v_[i] = v_[i].defined() ? v_[i] * b2 + g2 * (1.0 - b2) : g2 * (1.0 - b2);
     Tensor v = v_[i];
-    if (opts_.amsgrad) {
+    if (opts_.amsgrad()) {
       vmax_[i] = vmax_[i].defined() ? maximum(vmax_[i], v) : v;
       v = vmax_[i];
     }
     const double bc1 = 1.0 - std::pow(b1, static_cast<double>(t));
     const double bc2 = 1.0 - std::pow(b2, static_cast<double>(t));
-    Tensor denom = v.sqrt() * (1.0 / std::sqrt(bc2)) + opts_.eps;
+    Tensor denom = v.sqrt() * (1.0 / std::sqrt(bc2)) + opts_.eps();
     Tensor update = (m_[i] / denom) * (lr_ / bc1);
     Tensor base = (decoupled_ && wd != 0) ? p * (1.0 - lr_ * wd) : p;
     p.copy_(base - update);
@@ -103,7 +105,7 @@ void Adam::step() {
 
 namespace {
 AdamOptions as_adam(const AdamWOptions& o) {
-  return AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.amsgrad};
+  return AdamOptions(o.lr()).betas(o.betas()).eps(o.eps()).weight_decay(o.weight_decay()).amsgrad(o.amsgrad());
 }
 }  // namespace
 

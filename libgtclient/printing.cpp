@@ -215,7 +215,7 @@ std::string add_suffixes(const std::string& tensor_str, const std::vector<std::s
 
 }  // namespace
 
-std::string format_tensor(const TensorMeta& meta, const std::string& bytes) {
+std::string format_tensor(const TensorMeta& meta, const std::string& bytes, const std::string& device) {
   if (static_cast<int64_t>(bytes.size()) != meta.nbytes())
     throw Error("format_tensor: " + std::to_string(bytes.size()) + " bytes for a " +
                 dtype_name(meta.dtype) + " " + meta.shape.str() + " tensor of " +
@@ -240,6 +240,7 @@ std::string format_tensor(const TensorMeta& meta, const std::string& bytes) {
     Formatter f(r, is_floating(meta.dtype), shown);
     body = printer.render(f, 0, 0, indent);
   }
+  if (!device.empty()) suffixes.push_back("device='" + device + "'");
   if (meta.dtype != DType::kFloat32)
     suffixes.push_back(std::string("dtype=gt.") + dtype_name(meta.dtype));
   return add_suffixes(prefix + body, suffixes, indent);
@@ -247,7 +248,7 @@ std::string format_tensor(const TensorMeta& meta, const std::string& bytes) {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "[ Tensor (undefined) ]";
-  return os << format_tensor(t.meta(), detail::fetch_bytes(t));
+  return os << format_tensor(t.meta(), detail::fetch_bytes(t), t.is_cuda() ? t.device().str() : "");
 }
 
 }  // namespace gt

@@ -19,6 +19,30 @@ inline Tensor run_op(OpId op, const OpAttrs& attrs, std::initializer_list<const 
   return run_op(op, attrs, std::span<const Tensor* const>(inputs.begin(), inputs.size()));
 }
 
+// The worker this thread's ops are pinned to (gt/device.h): ops with no inputs go to `worker`
+// (a DeviceGuard, a factory's device); with `force`, every op does (Tensor::to).
+struct Pin {
+  int32_t worker = -1;
+  bool force = false;
+};
+Pin& thread_pin();
+class PinScope {
+ public:
+  PinScope(int32_t worker, bool force) : saved_(thread_pin()) { thread_pin() = Pin{worker, force}; }
+  ~PinScope() { thread_pin() = saved_; }
+  PinScope(const PinScope&) = delete;
+  PinScope& operator=(const PinScope&) = delete;
+
+ private:
+  Pin saved_;
+};
+// The name of the signal scope that pins ops to `worker`: registered with the session on first
+// use, after checking with the dispatcher that the worker exists (throws gt::Error otherwise).
+const std::string& device_scope(int32_t worker);
+// Whether a signal scope (the user's, or a backward pass's) is entered: pinned ops then run
+// inside their device's scope, which is innermost.
+bool in_signal_scope();
+
 // A number operand's promotion category (bool < integer < float).
 inline ScalarKind scalar_kind(const Scalar& s) {
   return s.is_bool() ? ScalarKind::kBool : s.is_integral() ? ScalarKind::kInt : ScalarKind::kFloat;

@@ -2,10 +2,12 @@
 // run each node's gradient ops under its forward scope's backward signal.
 #include "gt/signal.h"
 
+#include <atomic>
 #include <mutex>
 
 #include "gt/autograd.h"
 #include "gt/error.h"
+#include "libgtclient/run_op.h"
 #include "libgtclient/session.h"
 #include "libgtcore/signal_config.h"
 
@@ -20,6 +22,7 @@ struct Frame {
 
 std::mutex g_mu;
 std::vector<Frame> g_stack;
+std::atomic<int> g_depth{0};  // user scopes + backward-pass scopes now entered (run_op reads it)
 std::map<std::string, SignalConfig> g_configs;
 
 // Autograd records the scope each forward op ran under ("name\x1fbackward"); its gradient ops
@@ -37,7 +40,9 @@ autograd::ScopeToken backward_hook(const std::string& forward_scope) {
   std::string name = forward_scope.substr(0, sep);
   std::string backward = sep == std::string::npos ? "" : forward_scope.substr(sep + 1);
   detail::Session::get().signal_enter(name, backward, /*backward_pass=*/true);
+  ++g_depth;
   return std::shared_ptr<void>(nullptr, [name](void*) {
+    --g_depth;
     try {
       detail::Session::get().signal_exit(name);
     } catch (...) {
@@ -52,6 +57,10 @@ const bool g_hooks_installed = [] {
 }();
 
 }  // namespace
+
+namespace detail {
+bool in_signal_scope() { return g_depth.load(std::memory_order_relaxed) > 0; }
+}  // namespace detail
 
 void register_config(const std::string& name, const SignalConfig& c) {
   if (name.empty()) throw Error("gt::register_config: empty signal name");
@@ -115,6 +124,7 @@ void enter(const std::string& name, const std::string& backward) {
   detail::Session::get().signal_enter(name, backward, false);
   std::lock_guard<std::mutex> lk(g_mu);
   g_stack.push_back(Frame{name, backward});
+  ++g_depth;
 }
 
 void exit() {
@@ -124,6 +134,7 @@ void exit() {
     if (g_stack.empty()) throw Error(Code::kFailedPrecondition, "gt::signal::exit: no scope to exit");
     name = g_stack.back().name;
     g_stack.pop_back();
+    --g_depth;
   }
   detail::Session::get().signal_exit(name);
 }

@@ -100,7 +100,34 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
     autograd::detail::check_in_place(op, inputs);
   }
 
-  uint64_t id = Session::get().emit(op, attrs, ids);
+  // The result's device (gt/device.h): the first pinned input's, or the thread's pin for a
+  // creation (or for every op while Tensor::to forces one). When some input lives elsewhere, the
+  // op runs inside the device's signal scope, so the dispatcher moves those inputs there.
+  int32_t device = -1;
+  for (const Tensor* t : inputs)
+    if (t->impl()->device >= 0) {
+      device = t->impl()->device;
+      break;
+    }
+  bool elsewhere = false;
+  for (const Tensor* t : inputs) elsewhere = elsewhere || t->impl()->device != device;
+  if (const Pin& pin = thread_pin(); pin.worker >= 0 && (pin.force || inputs.empty()) && !in_place) {
+    elsewhere = elsewhere || device != pin.worker || inputs.empty();
+    device = pin.worker;
+  }
+  if (in_place) device = inputs[0]->impl()->device;
+  const bool scoped = device >= 0 && !in_place && (elsewhere || in_signal_scope());
+
+  Session& session = Session::get();
+  if (scoped) session.signal_enter(device_scope(device), "", false);
+  uint64_t id = 0;
+  try {
+    id = session.emit(op, attrs, ids);
+  } catch (...) {
+    if (scoped) session.signal_exit(device_scope(device));
+    throw;
+  }
+  if (scoped) session.signal_exit(device_scope(device));
   if (in_place) {
     autograd::detail::record_in_place(op, attrs, inputs);
     // A view's write reaches its base with one strided_copy_, which bumps the shared version
@@ -111,6 +138,7 @@ Tensor run_op(OpId op, const OpAttrs& attrs, std::span<const Tensor* const> inpu
   }
   if (id == 0) throw Error(std::string(op_name(op)) + ": the session returned no result id");
   Tensor out(std::make_shared<TensorImpl>(id, *meta));
+  out.impl()->device = device;
   if (is_grad_enabled()) autograd::detail::record(op, attrs, inputs, out);
   return out;
 }

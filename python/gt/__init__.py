@@ -39,7 +39,8 @@ import os as _os
 
 from . import _gt
 from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, Tensor,
-                  UnavailableError, WorkerError, arange, bmm, cat, connect, dtype, einsum, empty,
+                  UnavailableError, WorkerError, arange, bmm, cat, connect, device, dtype, einsum,
+                  empty,
                   empty_like,
                   eye, from_numpy, full, full_like, get_float32_matmul_precision, gpu_workers,
                   is_grad_enabled, linspace, manual_seed, ones, ones_like, rand, rand_like,
@@ -48,7 +49,7 @@ from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, 
 from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
 from . import _tensor
 from ._tensor import TensorData, enable_grad, no_grad
-from . import autograd, config, debug, nn, optim, return_types, signal
+from . import autograd, config, cuda, debug, nn, optim, return_types, signal
 from . import client  # noqa: E402 (the original GT's layout: gt.client.tensor, .nn, .autograd)
 from . import utils
 from ._serialization import load, save

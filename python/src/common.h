@@ -86,11 +86,27 @@ gt::Tensor from_numpy_as(py::handle array, gt::DType dt);
 gt::DType numpy_upload_dtype(py::handle array);
 
 // ---- registration (one function per source file) ----------------------------------------------
+// A device argument: None (nullopt), a gt.device, 'cuda:1' / 'cpu' / 'auto', or an int (cuda:N).
+std::optional<gt::Device> device_from(py::handle h);
+// A factory's device= argument, pinning the creations made while it lives (None: nothing).
+class DevicePin {
+ public:
+  explicit DevicePin(py::handle device);
+  // A *_like factory's: `device`, else the device of `like` (as torch's).
+  DevicePin(const gt::Tensor& like, py::handle device);
+
+ private:
+  std::optional<gt::DeviceGuard> guard_;
+};
+
 void init_errors(py::module_& m);
 void init_dtypes(py::module_& m);
 void init_tensor(py::module_& m);
 void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls);
 void init_indexing(py::class_<gt::Tensor>& cls);
+void init_tensor_device(py::class_<gt::Tensor>& cls);
+void init_device(py::module_& m);
+void init_cuda(py::module_& m);
 void init_factories(py::module_& m);
 void init_autograd(py::module_& m);
 void init_functional(py::module_& m);

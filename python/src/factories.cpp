@@ -31,16 +31,20 @@ void init_factories(py::module_& m) {
 #define GT_PY_FACTORY(NAME, DOC)                                                             \
   m.def(                                                                                     \
       #NAME,                                                                                 \
-      [](py::args shape, py::handle dtype, bool requires_grad) {                             \
+      [](py::args shape, py::handle dtype, bool requires_grad, py::handle device) {          \
+        DevicePin pin(device);                                                               \
         return finish(gt::NAME(dims_from_args(shape, #NAME), to_dtype(dtype)), requires_grad); \
       },                                                                                     \
-      py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false, DOC);                \
+      py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false,                      \
+      "device"_a = py::none(), DOC);                                                         \
   m.def(                                                                                     \
       #NAME "_like",                                                                         \
-      [](const T& like, py::handle dtype, bool requires_grad) {                              \
+      [](const T& like, py::handle dtype, bool requires_grad, py::handle device) {           \
+        DevicePin pin(like, device);                                                         \
         return finish(gt::NAME(like.shape(), to_dtype(dtype, like.dtype())), requires_grad); \
       },                                                                                     \
-      "input"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false);
+      "input"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false,           \
+      "device"_a = py::none());
   GT_PY_FACTORY(randn, "gt.randn(*shape, dtype=None, requires_grad=False): standard normal values "
                        "(reproducible after gt.manual_seed).")
   GT_PY_FACTORY(rand, "gt.rand(*shape, dtype=None, requires_grad=False): uniform values in [0, 1).")
@@ -52,47 +56,57 @@ void init_factories(py::module_& m) {
 
   m.def(
       "full",
-      [](py::handle shape, PyScalar value, py::handle dtype, bool requires_grad) {
+      [](py::handle shape, PyScalar value, py::handle dtype, bool requires_grad, py::handle device) {
+        DevicePin pin(device);
         return finish(gt::full(dims_from_handle(shape, "full"), value.get(), to_optional_dtype(dtype)),
                       requires_grad);
       },
-      "shape"_a, "fill_value"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false);
+      "shape"_a, "fill_value"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false,
+      "device"_a = py::none());
   m.def(
       "full_like",
-      [](const T& like, PyScalar value, py::handle dtype, bool requires_grad) {
+      [](const T& like, PyScalar value, py::handle dtype, bool requires_grad, py::handle device) {
+        DevicePin pin(like, device);
         return finish(gt::full(like.shape(), value.get(), to_dtype(dtype, like.dtype())), requires_grad);
       },
-      "input"_a, "fill_value"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false);
+      "input"_a, "fill_value"_a, py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false,
+      "device"_a = py::none());
   m.def(
       "arange",
       [](PyScalar start, std::optional<PyScalar> end, PyScalar step, py::handle dtype,
-         bool requires_grad) {
+         bool requires_grad, py::handle device) {
+        DevicePin pin(device);
         std::optional<gt::DType> dt = to_optional_dtype(dtype);
         if (!end) return finish(gt::arange(gt::Scalar(int64_t{0}), start.get(), step.get(), dt), requires_grad);
         return finish(gt::arange(start.get(), end->get(), step.get(), dt), requires_grad);
       },
       "start"_a, "end"_a = py::none(), "step"_a = PyScalar{1, true, false}, py::kw_only(),
-      "dtype"_a = py::none(), "requires_grad"_a = false,
+      "dtype"_a = py::none(), "requires_grad"_a = false, "device"_a = py::none(),
       "gt.arange(end) or gt.arange(start, end, step=1): int64 for integer arguments, else float32.");
 
   m.def(
       "eye",
-      [](int64_t n, std::optional<int64_t> cols, py::handle dtype, bool requires_grad) {
+      [](int64_t n, std::optional<int64_t> cols, py::handle dtype, bool requires_grad, py::handle device) {
+        DevicePin pin(device);
         return finish(gt::eye(n, cols, to_dtype(dtype)), requires_grad);
       },
       "n"_a, "m"_a = py::none(), py::kw_only(), "dtype"_a = py::none(), "requires_grad"_a = false,
+      "device"_a = py::none(),
       "gt.eye(n, m=None): the n x m identity (float32 by default).");
   m.def(
       "linspace",
-      [](double start, double end, int64_t steps, py::handle dtype, bool requires_grad) {
+      [](double start, double end, int64_t steps, py::handle dtype, bool requires_grad,
+         py::handle device) {
+        DevicePin pin(device);
         return finish(gt::linspace(start, end, steps, to_dtype(dtype)), requires_grad);
       },
       "start"_a, "end"_a, "steps"_a, py::kw_only(), "dtype"_a = py::none(),
-      "requires_grad"_a = false,
+      "requires_grad"_a = false, "device"_a = py::none(),
       "gt.linspace(start, end, steps): evenly spaced, both ends included (torch.linspace).");
   m.def(
       "randint",
-      [](py::args args, py::handle size, py::handle dtype) {
+      [](py::args args, py::handle size, py::handle dtype, py::handle device) {
+        DevicePin pin(device);
         // torch.randint(high, size) or randint(low, high, size); size also by keyword.
         std::vector<py::handle> pos(args.begin(), args.end());
         if (!size.is_none()) pos.push_back(size);
@@ -103,16 +117,21 @@ void init_factories(py::module_& m) {
         return gt::randint(low, high, dims_from_handle(pos.back(), "randint"),
                            to_dtype(dtype, gt::kInt64));
       },
-      py::kw_only(), "size"_a = py::none(), "dtype"_a = py::none(),
+      py::kw_only(), "size"_a = py::none(), "dtype"_a = py::none(), "device"_a = py::none(),
       "gt.randint(low=0, high, size, dtype=gt.int64): uniform integers in [low, high) "
       "(reproducible after gt.manual_seed).");
 
   m.def(
       "tensor",
-      [](py::handle data, py::handle dtype, bool requires_grad) {
+      [](py::handle data, py::handle dtype, bool requires_grad, py::handle device) {
+        DevicePin pin(device);
         if (py::isinstance<T>(data)) {
           const T& src = data.cast<const T&>();
-          return finish(src.detach().cast(to_dtype(dtype, src.dtype())), requires_grad);
+          // A copy, always (torch.tensor(t) copies): on `device`'s worker when one is given.
+          const gt::DType dt = to_dtype(dtype, src.dtype());
+          std::optional<gt::Device> d = device_from(device);
+          const bool moves = d && d->worker() >= 0 && d->worker() != src.get_device();
+          return finish(moves ? src.detach().to(*d, dt) : src.detach().cast(dt), requires_grad);
         }
         if (!dtype.is_none()) return finish(from_numpy_as(data, to_dtype(dtype)), requires_grad);
         // torch's inference: Python ints -> int64, floats -> float32, bools -> bool, an array
@@ -124,7 +143,7 @@ void init_factories(py::module_& m) {
         if (requires_grad && !gt::is_floating(dt)) dt = gt::kFloat32;
         return finish(from_numpy_as(arr, dt), requires_grad);
       },
-      "data"_a, "dtype"_a = py::none(), "requires_grad"_a = false,
+      "data"_a, "dtype"_a = py::none(), "requires_grad"_a = false, "device"_a = py::none(),
       "gt.tensor(data, dtype=None, requires_grad=False): uploads the values; the dtype is "
       "inferred as torch.tensor's (ints -> int64, floats -> float32, bools -> bool).");
   m.def(

@@ -96,7 +96,9 @@ PYBIND11_MODULE(_gt, m) {
   m.doc() = "GT's Python binding over libgtclient (use the `gt` package, not this module).";
   gtpy::init_errors(m);
   gtpy::init_dtypes(m);
+  gtpy::init_device(m);
   gtpy::init_tensor(m);
+  gtpy::init_cuda(m);
   gtpy::init_factories(m);
   gtpy::init_autograd(m);
   gtpy::init_functional(m);

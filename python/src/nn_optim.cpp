@@ -128,28 +128,17 @@ void init_optim(py::module_& root) {
   py::class_<optim::SGD, optim::Optimizer>(m, "SGD")
       .def(py::init([](py::handle params, double lr, double momentum, double dampening,
                        double weight_decay, bool nesterov) {
-             optim::SGDOptions o;
-             o.lr = lr;
-             o.momentum = momentum;
-             o.dampening = dampening;
-             o.weight_decay = weight_decay;
-             o.nesterov = nesterov;
-             return std::make_unique<optim::SGD>(param_list(params), o);
+             return std::make_unique<optim::SGD>(
+                 param_list(params), optim::SGDOptions(lr).momentum(momentum).dampening(dampening)
+                                         .weight_decay(weight_decay).nesterov(nesterov));
            }),
            "params"_a, "lr"_a = 0.01, "momentum"_a = 0.0, "dampening"_a = 0.0,
            "weight_decay"_a = 0.0, "nesterov"_a = false)
-      .def_property_readonly("momentum", [](const optim::SGD& s) { return s.options().momentum; });
+      .def_property_readonly("momentum", [](const optim::SGD& s) { return s.options().momentum(); });
 
   auto adam_options = [](double lr, std::pair<double, double> betas, double eps, double wd,
                          bool amsgrad) {
-    optim::AdamOptions o;
-    o.lr = lr;
-    o.beta1 = betas.first;
-    o.beta2 = betas.second;
-    o.eps = eps;
-    o.weight_decay = wd;
-    o.amsgrad = amsgrad;
-    return o;
+    return optim::AdamOptions(lr).betas({betas.first, betas.second}).eps(eps).weight_decay(wd).amsgrad(amsgrad);
   };
   py::class_<optim::Adam, optim::Optimizer>(m, "Adam")
       .def(py::init([adam_options](py::handle params, double lr, std::pair<double, double> betas,
@@ -162,14 +151,9 @@ void init_optim(py::module_& root) {
   py::class_<optim::AdamW, optim::Adam>(m, "AdamW")
       .def(py::init([](py::handle params, double lr, std::pair<double, double> betas, double eps,
                        double wd, bool amsgrad) {
-             optim::AdamWOptions o;
-             o.lr = lr;
-             o.beta1 = betas.first;
-             o.beta2 = betas.second;
-             o.eps = eps;
-             o.weight_decay = wd;
-             o.amsgrad = amsgrad;
-             return std::make_unique<optim::AdamW>(param_list(params), o);
+             return std::make_unique<optim::AdamW>(
+                 param_list(params), optim::AdamWOptions(lr).betas({betas.first, betas.second})
+                                         .eps(eps).weight_decay(wd).amsgrad(amsgrad));
            }),
            "params"_a, "lr"_a = 1e-3, "betas"_a = std::make_pair(0.9, 0.999), "eps"_a = 1e-8,
            "weight_decay"_a = 1e-2, "amsgrad"_a = false);

@@ -22,7 +22,7 @@ std::string repr_of(const gt::Tensor& t) {
   gt::Tensor h = t;
   gt::TensorMeta meta = t.meta();
   std::string bytes = sync_point([&] { return h.to_bytes(); });
-  std::string s = gt::format_tensor(meta, bytes);
+  std::string s = gt::format_tensor(meta, bytes, t.is_cuda() ? t.device().str() : "");
   std::string suffix;
   std::string fn = t.grad_fn_name();
   if (!fn.empty()) suffix = ", grad_fn=<" + fn + ">";
@@ -233,6 +233,7 @@ the op is called.)doc");
 
   init_tensor_ops(m, cls);
   init_indexing(cls);
+  init_tensor_device(cls);
 }
 
 }  // namespace gtpy

@@ -362,8 +362,7 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
           "dim"_a, "index"_a, "source"_a);
 
   // ---- dtype conversion ---------------------------------------------------------------------------
-  cls.def("to", [](const T& a, py::handle dtype) { return a.to(to_dtype(dtype)); }, "dtype"_a)
-      .def("type", [](const T& a, py::handle dtype) { return a.to(to_dtype(dtype)); }, "dtype"_a)
+  cls.def("type", [](const T& a, py::handle dtype) { return a.to(to_dtype(dtype)); }, "dtype"_a)
       .def("float", [](const T& a) { return a.to(gt::kFloat32); })
       .def("half", [](const T& a) { return a.to(gt::kFloat16); })
       .def("bfloat16", [](const T& a) { return a.to(gt::kBFloat16); })

@@ -111,7 +111,7 @@ int data_parallel(int steps, bool leak_check) {
   gt::nn::Linear l1(32, 64), l2(64, 8);
   std::vector<gt::Tensor> params = l1.parameters();
   for (auto& p : l2.parameters()) params.push_back(p);
-  gt::optim::SGD opt(params, gt::optim::SGDOptions{.lr = 0.05});
+  gt::optim::SGD opt(params, gt::optim::SGDOptions(0.05));
   std::vector<int64_t> lv(64);
   for (int i = 0; i < 64; ++i) lv[i] = i % 8;
   gt::Tensor labels = gt::from_vector(lv, {64});

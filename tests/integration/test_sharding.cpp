@@ -326,7 +326,7 @@ TEST_CASE("data-parallel MLP training matches single-worker losses for 20 steps"
     gt::Tensor labels = gt::from_vector(lv, {48});
     std::vector<gt::Tensor> params = l1.parameters();
     for (auto& p : l2.parameters()) params.push_back(p);
-    gt::optim::SGD opt(params, gt::optim::SGDOptions{.lr = 0.1});
+    gt::optim::SGD opt(params, gt::optim::SGDOptions(0.1));
     gt::Tensor xs = x;
     if (sharded) {
       gt::signal::Scope s("rows");

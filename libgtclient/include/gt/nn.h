@@ -61,6 +61,11 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
+  // Moves every parameter and buffer to `device` and converts the floating ones to `dtype`, in
+  // place: handles already taken (an optimizer's) follow, as torch's Module::to.
+  void to(const Device& device, std::optional<DType> dtype = std::nullopt);
+  void to(DType dtype) { to(Device(kAuto), dtype); }
+
   // Clears (set_to_none, PyTorch's default) or zeroes every parameter's .grad.
   void zero_grad(bool set_to_none = true);
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 #include "gt/tensor.h"
@@ -38,12 +39,27 @@ class Optimizer {
 
 // PyTorch's SGD: d = g + wd p; with momentum: buf = m buf + (1 - dampening) d (buf = d on the
 // first step), d = nesterov ? d + m buf : buf; p -= lr d.
-struct SGDOptions {
-  double lr = 0.01;
-  double momentum = 0;
-  double dampening = 0;
-  double weight_decay = 0;
-  bool nesterov = false;
+// Options in torch::optim's builder style: SGDOptions(0.1).momentum(0.9).nesterov(true); each
+// setter returns the options, each getter of the same name reads them (o.momentum()).
+#define GT_OPTIM_ARG(T, NAME, INIT)                  \
+ public:                                              \
+  auto& NAME(const T& v) {                            \
+    NAME##_ = v;                                      \
+    return *this;                                     \
+  }                                                   \
+  const T& NAME() const { return NAME##_; }          \
+                                                      \
+ private:                                             \
+  T NAME##_ = INIT
+
+class SGDOptions {
+ public:
+  SGDOptions(double lr = 0.01) : lr_(lr) {}  // NOLINT: implicit as torch's (SGD(p, 0.1))
+  GT_OPTIM_ARG(double, lr, 0.01);
+  GT_OPTIM_ARG(double, momentum, 0);
+  GT_OPTIM_ARG(double, dampening, 0);
+  GT_OPTIM_ARG(double, weight_decay, 0);
+  GT_OPTIM_ARG(bool, nesterov, false);
 };
 class SGD : public Optimizer {
  public:
@@ -56,26 +72,32 @@ class SGD : public Optimizer {
   std::vector<Tensor> momentum_;
 };
 
+// Adam's (beta1, beta2), torch's betas tuple.
+using Betas = std::tuple<double, double>;
+
 // PyTorch's Adam / AdamW (amsgrad optional), with bias correction:
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2   (t = the step count, from 1)
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // Adam adds weight_decay * p to g; AdamW multiplies p by (1 - lr * weight_decay) first.
-struct AdamOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0;
-  bool amsgrad = false;
+class AdamOptions {
+ public:
+  AdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as torch's
+  GT_OPTIM_ARG(double, lr, 1e-3);
+  GT_OPTIM_ARG(Betas, betas, (Betas{0.9, 0.999}));
+  GT_OPTIM_ARG(double, eps, 1e-8);
+  GT_OPTIM_ARG(double, weight_decay, 0);
+  GT_OPTIM_ARG(bool, amsgrad, false);
 };
-struct AdamWOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  bool amsgrad = false;
+class AdamWOptions {
+ public:
+  AdamWOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as torch's
+  GT_OPTIM_ARG(double, lr, 1e-3);
+  GT_OPTIM_ARG(Betas, betas, (Betas{0.9, 0.999}));
+  GT_OPTIM_ARG(double, eps, 1e-8);
+  GT_OPTIM_ARG(double, weight_decay, 1e-2);
+  GT_OPTIM_ARG(bool, amsgrad, false);
 };
+#undef GT_OPTIM_ARG
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options);

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gt/device.h"
 #include "gt/dtype.h"
 #include "gt/error.h"
 #include "gt/host_data.h"
@@ -52,6 +53,7 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<void> grad_fn;  // autograd node
   uint32_t version = 0;  // a view uses its base's (detail::version_of)
+  int32_t device = -1;   // the worker it is pinned to (gt/device.h); -1: the dispatcher's choice
 
   // Set for a view (reshape, slice, permute, expand, detach, ...): where its elements sit in the
   // base it aliases (libgtclient/view.h).
@@ -277,6 +279,18 @@ class Tensor {
   // ---- dtype and in-place --------------------------------------------------------------------
   Tensor to(DType dtype) const;  // returns *this when the dtype already matches (like PyTorch)
   Tensor cast(DType dtype) const;  // always a new tensor
+
+  // ---- devices (gt/device.h): a device names a worker ----------------------------------------
+  Device device() const;  // cuda:N when pinned to worker N, else auto
+  bool is_cuda() const { return checked().device >= 0; }
+  int64_t get_device() const { return checked().device; }  // -1 when not pinned (torch's CPU)
+  // A copy on `device`'s worker (differentiable; *this when already there or `device` pins
+  // nothing), converted to `dtype` when one is given.
+  Tensor to(const Device& device, std::optional<DType> dtype = std::nullopt) const;
+  Tensor to(const TensorOptions& options) const;
+  Tensor to(DeviceType type) const { return to(Device(type)); }
+  Tensor cuda(std::optional<int> index = std::nullopt) const;  // to(cuda:index); no index: *this
+  Tensor cpu() const { return *this; }  // values reach the host from any worker
   // Writes src (broadcast, converted to this dtype) into this tensor; returns *this.
   const Tensor& copy_(const Tensor& src) const;
 
@@ -381,6 +395,19 @@ Tensor empty_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
 Tensor full_like(const Tensor& t, Scalar value, std::optional<DType> dtype = std::nullopt);
 Tensor rand_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
 Tensor randn_like(const Tensor& t, std::optional<DType> dtype = std::nullopt);
+// The same factories with torch::TensorOptions (dtype, device, requires_grad):
+//   gt::zeros({2, 3}, gt::TensorOptions().dtype(gt::kInt64).device("cuda:1")).
+Tensor zeros(Dims shape, const TensorOptions& options);
+Tensor ones(Dims shape, const TensorOptions& options);
+Tensor empty(Dims shape, const TensorOptions& options);
+Tensor randn(Dims shape, const TensorOptions& options);
+Tensor rand(Dims shape, const TensorOptions& options);
+Tensor full(Dims shape, Scalar value, const TensorOptions& options);
+Tensor arange(Scalar end, const TensorOptions& options);
+Tensor arange(Scalar start, Scalar end, Scalar step, const TensorOptions& options);
+Tensor randint(int64_t low, int64_t high, Dims shape, const TensorOptions& options);
+Tensor eye(int64_t n, const TensorOptions& options);
+Tensor linspace(double start, double end, int64_t steps, const TensorOptions& options);
 void manual_seed(uint64_t seed);
 // How float32 matmuls may compute, as torch.set_float32_matmul_precision: "highest" (exactly in
 // float32, the default), "high" (TF32 tensor cores allowed: a 10-bit mantissa in the products),
@@ -432,6 +459,7 @@ class TensorLiteral {
 // of the same length), its dtype float32 if any number is floating, else int64 for integers,
 // else bool; `dtype` converts. gt::tensor(2.5) is 0-d; gt::tensor({}) is float32 [0].
 Tensor tensor(const TensorLiteral& data, std::optional<DType> dtype = std::nullopt);
+Tensor tensor(const TensorLiteral& data, const TensorOptions& options);
 
 // ---- free-function forms (gt/tensor_api.def) ---------------------------------------------------
 #define GT_API_UNARY(name, functional) Tensor name(const Tensor& x);
@@ -510,7 +538,9 @@ std::vector<WorkerStats> worker_stats();
 // ---- printing -----------------------------------------------------------------------------------
 // PyTorch-style text of a tensor's values (`bytes`: row-major, meta.nbytes() long), e.g.
 // "tensor([[ 0.1234, -1.2345],\n        [ 2.0000,  0.5000]])". Pure: no session needed.
-std::string format_tensor(const TensorMeta& meta, const std::string& bytes);
+// A pinned tensor's device ("cuda:1") is shown after the values, as torch shows it.
+std::string format_tensor(const TensorMeta& meta, const std::string& bytes,
+                          const std::string& device = "");
 // Fetches the tensor (a sync point) and prints format_tensor of it.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
@@ -535,6 +565,10 @@ Shape from_vector_shape(const Dims& shape, size_t n_values);
 Tensor reduce_merged(const Tensor& t, std::vector<int64_t> dims, bool keepdim,
                      const std::function<Tensor(const Tensor&, int64_t, bool)>& one,
                      const char* what);
+// Moves and/or converts t's value in place: every handle to t sees the new device and dtype (what
+// Module::to does to parameters, as torch's `param.data = ...`). Not recorded by autograd; t's
+// grad moves along. t must be a leaf and not a view.
+void move_in_place(const Tensor& t, const Device& device, std::optional<DType> dtype);
 
 }  // namespace detail
 

@@ -166,6 +166,42 @@ class Module:
     def eval(self):
         return self.train(False)
 
+    # ---- devices and dtypes --------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """Moves every parameter and buffer to a device and/or converts the floating ones to a
+        dtype, in place (``model.to('cuda:1')``, ``model.to(gt.float16)``, ``model.to(t)``): the
+        same tensor objects follow, so an optimizer made before keeps working, as torch's."""
+        device, dtype = _gt._parse_to(*args, **kwargs)
+        for t in self._tensors():
+            t._move_in_place_(device, dtype if t.dtype.is_floating_point else None)
+        return self
+
+    def cuda(self, device=None):
+        """Pins the parameters to worker ``device`` (no device: they stay where they are)."""
+        return self if device is None else self.to(device)
+
+    def cpu(self):
+        """The module itself: GT values reach the host from any worker."""
+        return self
+
+    def float(self):
+        return self.to(_gt.float32)
+
+    def half(self):
+        return self.to(_gt.float16)
+
+    def bfloat16(self):
+        return self.to(_gt.bfloat16)
+
+    def _tensors(self):
+        """Parameters and buffers, children included, each once."""
+        seen = set()
+        for t in list(self.parameters()) + [b for m in self.modules()
+                                           for b in m.__dict__.get("_buffers", {}).values()]:
+            if isinstance(t, Tensor) and id(t) not in seen:
+                seen.add(id(t))
+                yield t
+
     # ---- state -------------------------------------------------------------------------------
     def state_dict(self):
         """OrderedDict of dotted names -> tensors (parameters, then buffers, children included)."""

@@ -49,17 +49,17 @@ std::vector<std::vector<double>> ref_sgd(const gt::optim::SGDOptions& o, int ste
   std::vector<std::vector<double>> out;
   for (int s = 0; s < steps; ++s) {
     std::vector<double> d(p.size());
-    for (size_t i = 0; i < p.size(); ++i) d[i] = (p[i] - kTarget[i]) + o.weight_decay * p[i];
-    if (o.momentum != 0) {
+    for (size_t i = 0; i < p.size(); ++i) d[i] = (p[i] - kTarget[i]) + o.weight_decay() * p[i];
+    if (o.momentum() != 0) {
       if (buf.empty()) {
         buf = d;
       } else {
         for (size_t i = 0; i < p.size(); ++i)
-          buf[i] = o.momentum * buf[i] + (1 - o.dampening) * d[i];
+          buf[i] = o.momentum() * buf[i] + (1 - o.dampening()) * d[i];
       }
-      for (size_t i = 0; i < p.size(); ++i) d[i] = o.nesterov ? d[i] + o.momentum * buf[i] : buf[i];
+      for (size_t i = 0; i < p.size(); ++i) d[i] = o.nesterov() ? d[i] + o.momentum() * buf[i] : buf[i];
     }
-    for (size_t i = 0; i < p.size(); ++i) p[i] -= o.lr * d[i];
+    for (size_t i = 0; i < p.size(); ++i) p[i] -= o.lr() * d[i];
     out.push_back(p);
   }
   return out;
@@ -93,22 +93,22 @@ TEST_CASE("SGD matches PyTorch's update (plain, momentum, dampening, nesterov, w
   using gt::optim::SGD;
   using gt::optim::SGDOptions;
   SECTION("plain") {
-    SGDOptions o{.lr = 0.1};
+    SGDOptions o = SGDOptions(0.1);
     check_close(run_gt<SGD>(o), ref_sgd(o));
   }
   SECTION("momentum") {
-    SGDOptions o{.lr = 0.1, .momentum = 0.9};
+    SGDOptions o = SGDOptions(0.1).momentum(0.9);
     check_close(run_gt<SGD>(o), ref_sgd(o));
   }
   SECTION("momentum + dampening + weight decay") {
-    SGDOptions o{.lr = 0.05, .momentum = 0.8, .dampening = 0.3, .weight_decay = 0.1};
+    SGDOptions o = SGDOptions(0.05).momentum(0.8).dampening(0.3).weight_decay(0.1);
     check_close(run_gt<SGD>(o), ref_sgd(o));
   }
   SECTION("nesterov + weight decay") {
-    SGDOptions o{.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true};
+    SGDOptions o = SGDOptions(0.1).momentum(0.9).weight_decay(0.01).nesterov(true);
     check_close(run_gt<SGD>(o), ref_sgd(o));
   }
-  CHECK_THROWS_WITH(SGD({agt::leaf({1}, {1})}, {.lr = 0.1, .nesterov = true}),
+  CHECK_THROWS_WITH(SGD({agt::leaf({1}, {1})}, SGDOptions(0.1).nesterov(true)),
                     Catch::Contains("nesterov"));
 }
 
@@ -116,20 +116,19 @@ TEST_CASE("Adam and AdamW match PyTorch's update with bias correction", "[optim]
   using gt::optim::Adam;
   using gt::optim::AdamW;
   SECTION("Adam") {
-    check_close(run_gt<Adam>(gt::optim::AdamOptions{.lr = 0.1}),
+    check_close(run_gt<Adam>(gt::optim::AdamOptions(0.1)),
                 ref_adam(0.1, 0.9, 0.999, 1e-8, 0, false, false));
   }
   SECTION("Adam + weight decay + amsgrad, other betas") {
-    gt::optim::AdamOptions o{.lr = 0.05, .beta1 = 0.8, .beta2 = 0.9, .eps = 1e-6,
-                             .weight_decay = 0.1, .amsgrad = true};
+    auto o = gt::optim::AdamOptions(0.05).betas({0.8, 0.9}).eps(1e-6).weight_decay(0.1).amsgrad(true);
     check_close(run_gt<Adam>(o), ref_adam(0.05, 0.8, 0.9, 1e-6, 0.1, true, false));
   }
   SECTION("AdamW (decoupled weight decay, default 1e-2)") {
-    check_close(run_gt<AdamW>(gt::optim::AdamWOptions{.lr = 0.1}),
+    check_close(run_gt<AdamW>(gt::optim::AdamWOptions(0.1)),
                 ref_adam(0.1, 0.9, 0.999, 1e-8, 1e-2, false, true));
   }
   SECTION("AdamW, strong decay") {
-    check_close(run_gt<AdamW>(gt::optim::AdamWOptions{.lr = 0.05, .weight_decay = 0.5}),
+    check_close(run_gt<AdamW>(gt::optim::AdamWOptions(0.05).weight_decay(0.5)),
                 ref_adam(0.05, 0.9, 0.999, 1e-8, 0.5, false, true));
   }
 }
@@ -137,7 +136,7 @@ TEST_CASE("Adam and AdamW match PyTorch's update with bias correction", "[optim]
 TEST_CASE("optimizers skip parameters without gradients, zero_grad modes", "[optim]") {
   agt::daemons();
   Tensor a = agt::leaf({1, 2}, {2}), b = agt::leaf({3, 4}, {2});
-  gt::optim::SGD opt({a, b}, {.lr = 0.5});
+  gt::optim::SGD opt({a, b}, 0.5);
   (a * a).sum().backward();
   opt.step();
   CHECK(agt::host(a) == std::vector<double>{0, 0});
@@ -146,13 +145,13 @@ TEST_CASE("optimizers skip parameters without gradients, zero_grad modes", "[opt
   CHECK(agt::host(a.grad()) == std::vector<double>{0, 0});
   opt.zero_grad();
   CHECK_FALSE(a.grad().defined());
-  CHECK_THROWS_WITH(gt::optim::SGD({a * 2.0}, {.lr = 0.1}), Catch::Contains("non-leaf"));
+  CHECK_THROWS_WITH(gt::optim::SGD({a * 2.0}, 0.1), Catch::Contains("non-leaf"));
 }
 
 TEST_CASE("StepLR and CosineAnnealingLR follow PyTorch's schedules", "[optim]") {
   agt::daemons();
   Tensor p = agt::leaf({1}, {1});
-  gt::optim::SGD opt({p}, {.lr = 1.0});
+  gt::optim::SGD opt({p}, 1.0);
   gt::optim::StepLR step(opt, 2, 0.5);
   std::vector<double> lrs;
   for (int e = 0; e < 5; ++e) {
@@ -161,7 +160,7 @@ TEST_CASE("StepLR and CosineAnnealingLR follow PyTorch's schedules", "[optim]") 
   }
   CHECK(lrs == std::vector<double>{1.0, 0.5, 0.5, 0.25, 0.25});
 
-  gt::optim::Adam adam({p}, {.lr = 0.1});
+  gt::optim::Adam adam({p}, 0.1);
   gt::optim::CosineAnnealingLR cos(adam, 4, 0.01);
   for (int e = 1; e <= 4; ++e) {
     cos.step();
@@ -170,7 +169,7 @@ TEST_CASE("StepLR and CosineAnnealingLR follow PyTorch's schedules", "[optim]") 
   CHECK(cos.get_last_lr() == Approx(0.01));
 
   // The optimizer uses the scheduled lr.
-  gt::optim::SGD sgd({p}, {.lr = 1.0});
+  gt::optim::SGD sgd({p}, 1.0);
   gt::optim::StepLR halve(sgd, 1, 0.5);
   halve.step();
   p.sum().backward();
