@@ -10,6 +10,9 @@ size_t dtype_size(DType d) {
     case DType::kInt32: return 4;
     case DType::kInt64: return 8;
     case DType::kBool: return 1;
+    case DType::kFloat64: return 8;
+    case DType::kInt8: return 1;
+    case DType::kUInt8: return 1;
   }
   return 0;
 }
@@ -22,6 +25,9 @@ const char* dtype_name(DType d) {
     case DType::kInt32: return "int32";
     case DType::kInt64: return "int64";
     case DType::kBool: return "bool";
+    case DType::kFloat64: return "float64";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
   }
   return "invalid";
 }
@@ -33,6 +39,9 @@ std::optional<DType> dtype_from_name(std::string_view n) {
   if (n == "int32" || n == "int" || n == "i32") return DType::kInt32;
   if (n == "int64" || n == "long" || n == "i64") return DType::kInt64;
   if (n == "bool") return DType::kBool;
+  if (n == "float64" || n == "double" || n == "f64") return DType::kFloat64;
+  if (n == "int8" || n == "i8") return DType::kInt8;
+  if (n == "uint8" || n == "u8") return DType::kUInt8;
   return std::nullopt;
 }
 
@@ -44,8 +53,13 @@ DType promote(DType a, DType b) {
   if (a == b) return a;
   int ca = category(a), cb = category(b);
   if (ca != cb) return ca > cb ? a : b;
-  if (ca == 1) return DType::kInt64;  // int32 with int64
-  // Both floating and different: float32 wins, and float16 with bfloat16 gives float32.
+  if (ca == 1) {
+    // The wider wins; int8 with uint8 is torch's int16, which GT does not have: int32.
+    if (a == DType::kInt64 || b == DType::kInt64) return DType::kInt64;
+    return DType::kInt32;
+  }
+  // Both floating and different: the wider wins, and float16 with bfloat16 gives float32.
+  if (a == DType::kFloat64 || b == DType::kFloat64) return DType::kFloat64;
   return DType::kFloat32;
 }
 
@@ -83,6 +97,13 @@ bool scalar_fits(DType dt, double value, std::optional<int64_t> exact) {
     case DType::kInt64:
       if (exact) return true;
       return value >= -9223372036854775808.0 && value < 9223372036854775808.0;
+    case DType::kInt8:
+      if (exact) return *exact >= -128 && *exact <= 127;
+      return value >= -128.0 && value <= 127.0;
+    case DType::kUInt8:
+      if (exact) return *exact >= 0 && *exact <= 255;
+      return value >= 0.0 && value <= 255.0;
+    case DType::kFloat64: return true;
     case DType::kFloat32:
     case DType::kFloat16:
     case DType::kBFloat16: {

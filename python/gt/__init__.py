@@ -46,7 +46,7 @@ from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, 
                   is_grad_enabled, linspace, manual_seed, ones, ones_like, rand, rand_like,
                   randint, randn, randn_like, set_float32_matmul_precision, set_grad_enabled,
                   set_sync_timeout, stack, synchronize, tensor, where, zeros, zeros_like)
-from ._gt import float32, float16, bfloat16, int32, int64  # noqa: F401
+from ._gt import float32, float64, float16, bfloat16, int8, int32, int64, uint8  # noqa: F401
 from . import _tensor
 from ._tensor import TensorData, enable_grad, no_grad
 from . import autograd, config, cuda, debug, nn, optim, return_types, signal
@@ -62,6 +62,8 @@ bool = _gt.bool  # noqa: A001 (gt.bool is the dtype, like torch.bool)
 float = float32  # noqa: A001
 long = int64
 half = float16
+double = float64
+
 
 __version__ = "0.1.0"
 

@@ -25,7 +25,7 @@ std::string strip_prefix(std::string s) {
 
 [[noreturn]] void unsupported_dtype(const std::string& name) {
   throw py::value_error("gt: unsupported dtype '" + name +
-                        "' (use float32, float16, bfloat16, int32, int64 or bool)");
+                        "' (use float32, float64, float16, bfloat16, int64, int32, int8, uint8 or bool)");
 }
 
 gt::DType dtype_from_string(const std::string& raw) {
@@ -35,16 +35,20 @@ gt::DType dtype_from_string(const std::string& raw) {
   if (name == "long") return gt::kInt64;
   if (name == "int") return gt::kInt32;
   if (name == "bool_") return gt::kBool;
+  if (name == "double") return gt::kFloat64;
   unsupported_dtype(raw);
 }
 
-// A numpy dtype name -> the gt dtype a numpy array of it uploads as (from_numpy): float64 becomes
-// float32 (GT has no float64), narrower integers int32, wider / unsigned 32-bit int64.
+// A numpy dtype name -> the gt dtype a numpy array of it uploads as (from_numpy): its own where GT
+// has it (torch keeps them all); int16 / uint16 widen to int32 and uint32 / uint64 to int64
+// (GT has no int16 or wider unsigned types), longdouble narrows to float64.
 std::optional<gt::DType> dtype_for_numpy_name(const std::string& n) {
-  if (n == "float32" || n == "float64" || n == "longdouble") return gt::kFloat32;
+  if (n == "float32") return gt::kFloat32;
+  if (n == "float64" || n == "longdouble") return gt::kFloat64;
   if (n == "float16") return gt::kFloat16;
-  if (n == "int8" || n == "int16" || n == "int32" || n == "uint8" || n == "uint16")
-    return gt::kInt32;
+  if (n == "int8") return gt::kInt8;
+  if (n == "uint8") return gt::kUInt8;
+  if (n == "int16" || n == "int32" || n == "uint16") return gt::kInt32;
   if (n == "int64" || n == "uint32" || n == "uint64") return gt::kInt64;
   if (n == "bool") return gt::kBool;
   return std::nullopt;
@@ -63,7 +67,7 @@ gt::DType to_dtype(py::handle h, gt::DType fallback) {
   if (h.is_none()) return fallback;
   if (py::isinstance<PyDType>(h)) return h.cast<const PyDType&>().dt;
   if (PyUnicode_Check(h.ptr())) return dtype_from_string(h.cast<std::string>());
-  if (h.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return gt::kFloat32;
+  if (h.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return gt::kFloat64;  // torch: float is float64
   if (h.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) return gt::kInt64;
   if (h.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) return gt::kBool;
   // numpy dtypes and scalar types (np.float32, np.dtype('int64'), ...).
@@ -76,7 +80,6 @@ gt::DType to_dtype(py::handle h, gt::DType fallback) {
                          std::string(py::str(py::type::handle_of(h))));
   }
   std::string name = py::str(npd.attr("name"));
-  if (name == "float64") unsupported_dtype("float64");
   if (auto d = dtype_for_numpy_name(name)) return *d;
   unsupported_dtype(name);
 }
@@ -89,6 +92,9 @@ py::dtype numpy_dtype(gt::DType dt) {
     case gt::DType::kInt32: return py::dtype("int32");
     case gt::DType::kInt64: return py::dtype("int64");
     case gt::DType::kBool: return py::dtype("bool");
+    case gt::DType::kFloat64: return py::dtype("float64");
+    case gt::DType::kInt8: return py::dtype("int8");
+    case gt::DType::kUInt8: return py::dtype("uint8");
   }
   return py::dtype("float32");
 }
@@ -221,7 +227,8 @@ void init_dtypes(py::module_& m) {
 
   const std::pair<const char*, gt::DType> names[] = {
       {"float32", gt::kFloat32}, {"float16", gt::kFloat16}, {"bfloat16", gt::kBFloat16},
-      {"int32", gt::kInt32},     {"int64", gt::kInt64},     {"bool", gt::kBool}};
+      {"int32", gt::kInt32},     {"int64", gt::kInt64},     {"bool", gt::kBool},
+      {"float64", gt::kFloat64}, {"int8", gt::kInt8},       {"uint8", gt::kUInt8}};
   for (const auto& [name, dt] : names) {
     py::object o = py::cast(PyDType{dt});
     m.attr(name) = o;

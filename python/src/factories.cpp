@@ -135,11 +135,14 @@ void init_factories(py::module_& m) {
         }
         if (!dtype.is_none()) return finish(from_numpy_as(data, to_dtype(dtype)), requires_grad);
         // torch's inference: Python ints -> int64, floats -> float32, bools -> bool, an array
-        // keeps its dtype (float64 -> float32). Integer data that must require grad becomes
+        // keeps its dtype. Integer data that must require grad becomes
         // float32, as the original GT's gt.tensor([1, 2], requires_grad=True) did (torch raises:
         // only floating tensors require grad).
+        const bool is_array = py::isinstance<py::array>(data);
         py::object arr = py::module_::import("numpy").attr("asarray")(data);
         gt::DType dt = numpy_upload_dtype(arr);
+        // Python floats (numpy reads them as float64) give torch's default dtype, float32.
+        if (!is_array && dt == gt::kFloat64) dt = gt::kFloat32;
         if (requires_grad && !gt::is_floating(dt)) dt = gt::kFloat32;
         return finish(from_numpy_as(arr, dt), requires_grad);
       },
@@ -152,7 +155,7 @@ void init_factories(py::module_& m) {
         return finish(from_numpy_as(array, numpy_upload_dtype(array)), requires_grad);
       },
       "array"_a, "requires_grad"_a = false,
-      "Uploads a numpy array keeping its dtype (float64 -> float32, small ints -> int32).");
+      "Uploads a numpy array keeping its dtype (int16 / uint16 -> int32, uint32 / uint64 -> int64).");
 
   m.def(
       "cat",

@@ -368,7 +368,10 @@ void init_tensor_ops(py::module_& m, py::class_<gt::Tensor>& cls) {
       .def("bfloat16", [](const T& a) { return a.to(gt::kBFloat16); })
       .def("int", [](const T& a) { return a.to(gt::kInt32); })
       .def("long", [](const T& a) { return a.to(gt::kInt64); })
-      .def("bool", [](const T& a) { return a.to(gt::kBool); });
+      .def("bool", [](const T& a) { return a.to(gt::kBool); })
+      .def("double", [](const T& a) { return a.to(gt::kFloat64); })
+      .def("char", [](const T& a) { return a.to(gt::kInt8); })
+      .def("byte", [](const T& a) { return a.to(gt::kUInt8); });
   // The rows themselves, for the Python-level free functions (gt.exp(t), gt.add(a, b), ...) and
   // gt.nn.functional (python/gt/_tensor.py, python/gt/nn/functional.py).
   py::dict api;

@@ -67,6 +67,9 @@ std::vector<unsigned char> encode(const std::vector<double>& vals, DType dt) {
       }
       case DType::kInt64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
       case DType::kBool: *p = v != 0 ? 1 : 0; break;
+      case DType::kFloat64: std::memcpy(p, &v, 8); break;
+      case DType::kInt8: *p = static_cast<unsigned char>(static_cast<int8_t>(v)); break;
+      case DType::kUInt8: *p = static_cast<unsigned char>(v); break;
     }
   }
   return raw;
@@ -99,6 +102,9 @@ std::vector<double> decode(const std::vector<unsigned char>& raw, DType dt) {
         break;
       }
       case DType::kBool: out[i] = *p; break;
+      case DType::kFloat64: { double d; std::memcpy(&d, p, 8); out[i] = d; break; }
+      case DType::kInt8: out[i] = static_cast<int8_t>(*p); break;
+      case DType::kUInt8: out[i] = *p; break;
     }
   }
   return out;

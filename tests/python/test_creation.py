@@ -56,7 +56,8 @@ def test_tensor_infers_dtypes_as_torch():
     w = gt.tensor([[1, 2], [3, 4]], requires_grad=True)
     assert w.dtype == gt.float32 and w.requires_grad
     assert gt.tensor([1, 2], dtype="float32").dtype == gt.float32
-    assert gt.tensor(np.array([1.0])).dtype == gt.float32  # no float64 yet: numpy's float64 narrows
+    assert gt.tensor(np.array([1.0])).dtype == gt.float64  # an array keeps its dtype, as torch
+    assert gt.tensor([1.0]).dtype == gt.float32  # Python floats: the default dtype
 
 
 @pytest.mark.parametrize("name,np_dtype", [("float32", np.float32), ("int32", np.int32),
@@ -89,8 +90,10 @@ def test_dtype_objects():
     import pickle
 
     assert pickle.loads(pickle.dumps(gt.int64)) == gt.int64
+    assert gt.zeros(2, dtype="float64").dtype == gt.float64
+    assert gt.zeros(2, dtype=float).dtype == gt.float64  # torch: Python float is float64
     with pytest.raises(ValueError):
-        gt.zeros(2, dtype="float64")
+        gt.zeros(2, dtype="int16")
     with pytest.raises(ValueError):
         gt.zeros(2, dtype="complex")
     with pytest.raises(TypeError):
@@ -100,12 +103,14 @@ def test_dtype_objects():
 def test_from_numpy_keeps_dtype(rng):
     f64 = rng.standard_normal((3, 4))
     t = gt.from_numpy(f64)
-    assert t.dtype == gt.float32
-    assert_close(t, f64, rtol=1e-6)
+    assert t.dtype == gt.float64
+    np.testing.assert_array_equal(t.numpy(), f64)
     for arr, dt in [(np.arange(6, dtype=np.int64).reshape(2, 3), gt.int64),
                     (np.arange(6, dtype=np.int32), gt.int32),
                     (np.array([True, False]), gt.bool),
-                    (np.arange(4, dtype=np.uint8), gt.int32),
+                    (np.arange(4, dtype=np.uint8), gt.uint8),
+                    (np.arange(4, dtype=np.int8), gt.int8),
+                    (np.arange(4, dtype=np.int16), gt.int32),
                     (np.ones(3, dtype=np.float16), gt.float16)]:
         t = gt.from_numpy(arr)
         assert t.dtype == dt

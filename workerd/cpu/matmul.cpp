@@ -20,25 +20,34 @@ namespace {
 
 bool fits_blas(int64_t v) { return v <= INT_MAX; }
 
-void sgemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
+void gemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), 1.0f, a, static_cast<int>(std::max<int64_t>(k, 1)), b,
               static_cast<int>(std::max<int64_t>(n, 1)), 0.0f, c,
               static_cast<int>(std::max<int64_t>(n, 1)));
 }
 
-Status matmul_f32(const MatmulPlan& p, const float* a, const float* b, float* c) {
+void gemm(const double* a, const double* b, double* c, int64_t m, int64_t n, int64_t k) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0, a, static_cast<int>(std::max<int64_t>(k, 1)), b,
+              static_cast<int>(std::max<int64_t>(n, 1)), 0.0, c,
+              static_cast<int>(std::max<int64_t>(n, 1)));
+}
+
+// float32 (sgemm) or float64 (dgemm).
+template <class F>
+Status matmul_blas(const MatmulPlan& p, const F* a, const F* b, F* c) {
   const int64_t batches = static_cast<int64_t>(p.a_off.size());
   if (p.folds_into_m) {
     if (!fits_blas(batches * p.m) || !fits_blas(p.n) || !fits_blas(p.k))
       return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", batches * p.m, p.k, p.n);
-    sgemm(a, b, c, batches * p.m, p.n, p.k);
+    gemm(a, b, c, batches * p.m, p.n, p.k);
     return Status::ok();
   }
   if (!fits_blas(p.m) || !fits_blas(p.n) || !fits_blas(p.k))
     return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", p.m, p.k, p.n);
   for (int64_t i = 0; i < batches; ++i)
-    sgemm(a + p.a_off[i], b + p.b_off[i], c + i * p.m * p.n, p.m, p.n, p.k);
+    gemm(a + p.a_off[i], b + p.b_off[i], c + i * p.m * p.n, p.m, p.n, p.k);
   return Status::ok();
 }
 
@@ -80,8 +89,11 @@ Status matmul_kernel(const KernelArgs& args) {
   const void* vb = as_dtype(tb, dt, cb);
   switch (dt) {
     case DType::kFloat32:
-      return matmul_f32(p, static_cast<const float*>(va), static_cast<const float*>(vb),
-                        static_cast<float*>(out.storage->data()));
+      return matmul_blas(p, static_cast<const float*>(va), static_cast<const float*>(vb),
+                         static_cast<float*>(out.storage->data()));
+    case DType::kFloat64:
+      return matmul_blas(p, static_cast<const double*>(va), static_cast<const double*>(vb),
+                         static_cast<double*>(out.storage->data()));
     case DType::kFloat16:
     case DType::kBFloat16: {
       const int64_t na = count(ta.meta.shape), nb = count(tb.meta.shape);
@@ -89,7 +101,7 @@ Status matmul_kernel(const KernelArgs& args) {
           fc(static_cast<size_t>(total));
       convert_n(va, dt, fa.data(), DType::kFloat32, na);
       convert_n(vb, dt, fb.data(), DType::kFloat32, nb);
-      GT_RETURN_IF_ERROR(matmul_f32(p, fa.data(), fb.data(), fc.data()));
+      GT_RETURN_IF_ERROR(matmul_blas(p, fa.data(), fb.data(), fc.data()));
       convert_n(fc.data(), DType::kFloat32, out.storage->data(), dt, total);
       return Status::ok();
     }
@@ -100,6 +112,14 @@ Status matmul_kernel(const KernelArgs& args) {
     case DType::kInt64:
       matmul_int(p, static_cast<const int64_t*>(va), static_cast<const int64_t*>(vb),
                  static_cast<int64_t*>(out.storage->data()));
+      return Status::ok();
+    case DType::kInt8:
+      matmul_int(p, static_cast<const int8_t*>(va), static_cast<const int8_t*>(vb),
+                 static_cast<int8_t*>(out.storage->data()));
+      return Status::ok();
+    case DType::kUInt8:
+      matmul_int(p, static_cast<const uint8_t*>(va), static_cast<const uint8_t*>(vb),
+                 static_cast<uint8_t*>(out.storage->data()));
       return Status::ok();
     case DType::kBool: break;
   }

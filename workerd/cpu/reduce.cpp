@@ -55,20 +55,20 @@ inline int64_t ceil_log2(int64_t x) {
 
 // `width` running sums over `rows` rows; add_row(i, level0) adds row i into level0[0, width).
 // acc holds kLevels * width floats; the sums end in acc[0, width).
-template <class AddRow>
-void cascade(float* acc, int64_t width, int64_t rows, AddRow&& add_row) {
-  std::fill(acc, acc + kLevels * width, 0.0f);
+template <class S, class AddRow>
+void cascade(S* acc, int64_t width, int64_t rows, AddRow&& add_row) {
+  std::fill(acc, acc + kLevels * width, S(0));
   const int64_t power = std::max<int64_t>(4, ceil_log2(rows) / kLevels);
   const int64_t step = int64_t{1} << power, mask = step - 1;
   int64_t i = 0;
   while (i + step <= rows) {
     for (int64_t j = 0; j < step; ++j, ++i) add_row(i, acc);
     for (int l = 1; l < kLevels; ++l) {
-      float* __restrict up = acc + l * width;
-      float* __restrict down = up - width;
+      S* __restrict up = acc + l * width;
+      S* __restrict down = up - width;
       for (int64_t k = 0; k < width; ++k) {
         up[k] += down[k];
-        down[k] = 0.0f;
+        down[k] = S(0);
       }
       if ((i & (mask << (l * power))) != 0) break;
     }
@@ -78,9 +78,10 @@ void cascade(float* acc, int64_t width, int64_t rows, AddRow&& add_row) {
     for (int64_t k = 0; k < width; ++k) acc[k] += acc[l * width + k];
 }
 
+// The sums run in math_t<T>: float32 (torch's order, see above), double for float64.
 template <class T>
-inline float ld(T v) {
-  return convert_value<float>(v);
+inline math_t<T> ld(T v) {
+  return convert_value<math_t<T>>(v);
 }
 
 // Elements per vector load of T (one AVX2 register: 8 floats, 16 16-bit floats), and lane k of
@@ -90,7 +91,7 @@ template <class T>
 constexpr int kVecElems = is_half_v<T> ? 2 * kLanes : kLanes;
 
 template <class T>
-inline float vec_lane(const T* __restrict v, int k) {
+inline math_t<T> vec_lane(const T* __restrict v, int k) {
   if constexpr (std::is_same_v<T, bfloat16>) return ld(v[k]) + ld(v[k + kLanes]);
   else if constexpr (is_half_v<T>) return (0.0f + ld(v[2 * k])) + ld(v[2 * k + 1]);
   else return ld(v[k]);
@@ -99,10 +100,11 @@ inline float vec_lane(const T* __restrict v, int k) {
 // n values `stride` apart, as 4 interleaved running sums (value i feeds sum i % 4, cascaded)
 // added together at the end: torch's row_sum.
 template <class T>
-float row_sum4(const T* x, int64_t stride, int64_t n) {
-  float acc[kLevels * 4];
+math_t<T> row_sum4(const T* x, int64_t stride, int64_t n) {
+  using S = math_t<T>;
+  S acc[kLevels * 4];
   const int64_t groups = n / 4;
-  cascade(acc, 4, groups, [&](int64_t g, float* __restrict a0) {
+  cascade(acc, 4, groups, [&](int64_t g, S* __restrict a0) {
     const T* p = x + g * 4 * stride;
     for (int k = 0; k < 4; ++k) a0[k] += ld(p[k * stride]);
   });
@@ -115,13 +117,14 @@ float row_sum4(const T* x, int64_t stride, int64_t n) {
 // lanes added to it in order (torch's vectorized_inner_sum). Rows shorter than a vector:
 // row_sum4.
 template <class T>
-float row_sum_contiguous(const T* __restrict x, int64_t n) {
+math_t<T> row_sum_contiguous(const T* __restrict x, int64_t n) {
+  using S = math_t<T>;
   constexpr int64_t kE = kVecElems<T>;
   if (n < kE) return row_sum4(x, 1, n);
   constexpr int kW = 4 * kLanes;
-  float acc[kLevels * kW];
+  S acc[kLevels * kW];
   const int64_t vecs = n / kE, groups = vecs / 4;
-  cascade(acc, kW, groups, [&](int64_t g, float* __restrict a0) {
+  cascade(acc, kW, groups, [&](int64_t g, S* __restrict a0) {
     for (int q = 0; q < 4; ++q) {
       const T* __restrict v = x + (4 * g + q) * kE;
       for (int k = 0; k < kLanes; ++k) a0[q * kLanes + k] += vec_lane(v, k);
@@ -131,7 +134,7 @@ float row_sum_contiguous(const T* __restrict x, int64_t n) {
     for (int k = 0; k < kLanes; ++k) acc[k] += vec_lane(x + v * kE, k);
   for (int q = 1; q < 4; ++q)
     for (int k = 0; k < kLanes; ++k) acc[k] += acc[q * kLanes + k];
-  float total = 0.0f;
+  S total = S(0);
   for (int64_t i = vecs * kE; i < n; ++i) total += ld(x[i]);
   for (int k = 0; k < kLanes; ++k) total += acc[k];
   return total;
@@ -144,17 +147,18 @@ float row_sum_contiguous(const T* __restrict x, int64_t n) {
 // blocks of up to kBlock columns (their kLevels sums stay in L2), a row segment at a time (unit
 // stride, long contiguous reads).
 template <class T, class Emit>
-void column_sums(const T* __restrict x, int64_t n, int64_t inner, std::vector<float>& buf,
+void column_sums(const T* __restrict x, int64_t n, int64_t inner, std::vector<math_t<T>>& buf,
                  Emit&& emit) {
+  using S = math_t<T>;
   constexpr int64_t kBlock = 8192;
   const int64_t group = inner >= kVecElems<T> ? 4 * kLanes : 4;
   const int64_t whole = inner / group * group;
   // The leftover columns (< group) take 4 sums each: 4 * group floats per level suffice.
   buf.resize(static_cast<size_t>(kLevels * std::max(std::min(whole, kBlock), 4 * group)));
-  float* acc = buf.data();
+  S* acc = buf.data();
   for (int64_t c0 = 0; c0 < whole; c0 += kBlock) {
     const int64_t w = std::min(kBlock, whole - c0);
-    cascade(acc, w, n, [&](int64_t r, float* __restrict a0) {
+    cascade(acc, w, n, [&](int64_t r, S* __restrict a0) {
       const T* __restrict p = x + r * inner + c0;
       for (int64_t k = 0; k < w; ++k) a0[k] += ld(p[k]);
     });
@@ -163,7 +167,7 @@ void column_sums(const T* __restrict x, int64_t n, int64_t inner, std::vector<fl
   const int64_t w = inner - whole;  // < group
   if (w == 0) return;
   const int64_t groups = n / 4;
-  cascade(acc, 4 * w, groups, [&](int64_t g, float* __restrict a0) {
+  cascade(acc, 4 * w, groups, [&](int64_t g, S* __restrict a0) {
     for (int q = 0; q < 4; ++q) {
       const T* __restrict p = x + (4 * g + q) * inner + whole;
       for (int64_t k = 0; k < w; ++k) a0[q * w + k] += ld(p[k]);
@@ -182,8 +186,9 @@ void column_sums(const T* __restrict x, int64_t n, int64_t inner, std::vector<fl
 // elements is 0 there, n being inf), which gt does not copy.
 template <class T, bool kMean>
 void float_sum_impl(const T* x, T* y, const View& v) {
-  const float count = static_cast<float>(v.n);
-  auto finish = [&](float s) -> T {
+  using S = math_t<T>;
+  const S count = static_cast<S>(v.n);
+  auto finish = [&](S s) -> T {
     if constexpr (kMean) return convert_value<T>(s / count);
     else return convert_value<T>(s);
   };
@@ -191,11 +196,11 @@ void float_sum_impl(const T* x, T* y, const View& v) {
     for (int64_t o = 0; o < v.outer; ++o) y[o] = finish(row_sum_contiguous(x + o * v.n, v.n));
     return;
   }
-  std::vector<float> buf;
+  std::vector<S> buf;
   for (int64_t o = 0; o < v.outer; ++o) {
     T* yo = y + o * v.inner;
     column_sums(x + o * v.n * v.inner, v.n, v.inner, buf,
-                [&](int64_t j, float s) { yo[j] = finish(s); });
+                [&](int64_t j, S s) { yo[j] = finish(s); });
   }
 }
 

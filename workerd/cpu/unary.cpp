@@ -1,7 +1,8 @@
 // Unary elementwise ops: every op of ops.def whose rule is kUnarySame or kUnaryFloat, with the
 // math of workerd/kernels/elementwise_math.h (shared with the CUDA kernels).
 //   kUnarySame   same dtype in and out, computed in compute_t<T>
-//   kUnaryFloat  computed in float32; the output keeps a floating input's dtype, else float32
+//   kUnaryFloat  computed in float32 (float64 in float64); the output keeps a floating input's
+//                dtype, else float32
 //                (the shape rule says so); split over threads when large (transcendental)
 #include <type_traits>
 
@@ -40,7 +41,7 @@ Status unary_float(const KernelArgs& args) {
       const T* __restrict pa = a + begin;
       O* __restrict po = o + begin;
       for (int64_t i = 0; i < end - begin; ++i)
-        po[i] = convert_value<O>(UnaryFn<kOp>::f(convert_value<float>(pa[i])));
+        po[i] = convert_value<O>(UnaryFn<kOp>::f(convert_value<math_t<T>>(pa[i])));
     });
     return Status::ok();
   });

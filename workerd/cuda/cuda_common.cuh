@@ -29,7 +29,7 @@ using f16 = __half;
 using bf16 = __nv_bfloat16;
 
 // gt::DType values (gt/core/dtype.h; a static_assert in cuda_ops.h keeps them in step).
-enum : int { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3, kI64 = 4, kBool = 5 };
+enum : int { kF32 = 0, kF16 = 1, kBF16 = 2, kI32 = 3, kI64 = 4, kBool = 5, kF64 = 6, kI8 = 7, kU8 = 8 };
 
 // convert_value of convert.h on the device: anything -> bool is != 0, floating -> integer as
 // cast_float_to_int, 16-bit floats through float32 with round-to-nearest-even.
@@ -139,6 +139,9 @@ inline cudaError_t dispatch_dtype(int dtype, F&& f) {
     case kI32: return f(int32_t{});
     case kI64: return f(int64_t{});
     case kBool: return f(bool{});
+    case kF64: return f(double{});
+    case kI8: return f(int8_t{});
+    case kU8: return f(uint8_t{});
     default: return cudaErrorInvalidValue;
   }
 }

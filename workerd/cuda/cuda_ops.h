@@ -28,7 +28,9 @@ namespace gt::worker::cuda {
 static_assert(kMaxDims == kMaxRank, "launch.h's NdDesc must hold every rank");
 static_assert(static_cast<int>(DType::kFloat32) == 0 && static_cast<int>(DType::kFloat16) == 1 &&
                   static_cast<int>(DType::kBFloat16) == 2 && static_cast<int>(DType::kInt32) == 3 &&
-                  static_cast<int>(DType::kInt64) == 4 && static_cast<int>(DType::kBool) == 5,
+                  static_cast<int>(DType::kInt64) == 4 && static_cast<int>(DType::kBool) == 5 &&
+                  static_cast<int>(DType::kFloat64) == 6 && static_cast<int>(DType::kInt8) == 7 &&
+                  static_cast<int>(DType::kUInt8) == 8,
               "cuda_common.cuh's dtype codes mirror gt::DType");
 
 // A scratch device buffer from the caching allocator, given back when it goes out of scope --

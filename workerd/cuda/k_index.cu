@@ -111,6 +111,7 @@ cudaError_t dispatch_add_dtype(int dtype, F&& f) {
     case kI32: return f(int32_t{});
     case kI64: return f(int64_t{});
     case kBool: return f(bool{});
+    case kF64: return f(double{});  // int8 / uint8 have no atomic add: CPU workers only
     default: return cudaErrorInvalidValue;
   }
 }

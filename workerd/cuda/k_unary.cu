@@ -12,8 +12,8 @@ namespace {
 
 template <OpId kOp, class T, class O>
 __global__ void unary_kernel(const T* a, O* o, int64_t n) {
-  // kUnarySame computes in compute_t<T>, kUnaryFloat in float32.
-  using C = std::conditional_t<unary_keeps_dtype(kOp), compute_t<T>, float>;
+  // kUnarySame computes in compute_t<T>, kUnaryFloat in math_t<T> (float32; float64 for double).
+  using C = std::conditional_t<unary_keeps_dtype(kOp), compute_t<T>, math_t<T>>;
   for (int64_t i = global_tid(); i < n; i += grid_stride())
     o[i] = cvt<O>(UnaryFn<kOp>::f(cvt<C>(a[i])));
 }

@@ -39,12 +39,19 @@ cublasComputeType_t float32_compute(MatmulPrecision precision, bool worker_allow
 
 Status gemm_float(const MatmulPlan& p, DType dt, MatmulPrecision precision, const void* a,
                   const void* b, void* c, const OpContext& ctx) {
+  const bool f64 = dt == DType::kFloat64;
   const cudaDataType_t ty = dt == DType::kFloat32   ? CUDA_R_32F
+                            : f64                   ? CUDA_R_64F
                             : dt == DType::kFloat16 ? CUDA_R_16F
                                                     : CUDA_R_16BF;
-  const cublasComputeType_t compute =
-      dt == DType::kFloat32 ? float32_compute(precision, ctx.allow_tf32) : CUBLAS_COMPUTE_32F;
-  const float alpha = 1.0f, beta = 0.0f;
+  const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F
+                                      : dt == DType::kFloat32 ? float32_compute(precision, ctx.allow_tf32)
+                                                              : CUBLAS_COMPUTE_32F;
+  // alpha and beta are of the compute type's scalar: double for 64F, float otherwise.
+  const float alpha_f = 1.0f, beta_f = 0.0f;
+  const double alpha_d = 1.0, beta_d = 0.0;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha_d) : static_cast<const void*>(&alpha_f);
+  const void* beta = f64 ? static_cast<const void*>(&beta_d) : static_cast<const void*>(&beta_f);
   const size_t es = dtype_size(dt);
   const int64_t batches = static_cast<int64_t>(p.a_off.size());
   auto byte_at = [&](const void* base, int64_t elems) {
@@ -59,9 +66,9 @@ Status gemm_float(const MatmulPlan& p, DType dt, MatmulPrecision precision, cons
     for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
       const int64_t r = std::min(kBlock, rows - r0);
       GT_CUBLAS_CHECK(cublasGemmEx(ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n),
-                                   static_cast<int>(r), static_cast<int>(p.k), &alpha, pb, ty,
+                                   static_cast<int>(r), static_cast<int>(p.k), alpha, pb, ty,
                                    static_cast<int>(p.n), byte_at(pa, r0 * p.k), ty,
-                                   static_cast<int>(p.k), &beta,
+                                   static_cast<int>(p.k), beta,
                                    const_cast<unsigned char*>(byte_at(pc, r0 * p.n)), ty,
                                    static_cast<int>(p.n), compute, CUBLAS_GEMM_DEFAULT));
     }
@@ -73,8 +80,8 @@ Status gemm_float(const MatmulPlan& p, DType dt, MatmulPrecision precision, cons
   if (sa >= 0 && sb >= 0 && fits_int(batches) && fits_int(p.m) && fits_int(p.n) && fits_int(p.k)) {
     GT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
         ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m),
-        static_cast<int>(p.k), &alpha, b, ty, static_cast<int>(p.n), sb, a, ty,
-        static_cast<int>(p.k), sa, &beta, c, ty, static_cast<int>(p.n), p.m * p.n,
+        static_cast<int>(p.k), alpha, b, ty, static_cast<int>(p.n), sb, a, ty,
+        static_cast<int>(p.k), sa, beta, c, ty, static_cast<int>(p.n), p.m * p.n,
         static_cast<int>(batches), compute, CUBLAS_GEMM_DEFAULT));
     return Status::ok();
   }
@@ -101,7 +108,7 @@ Status matmul_kernel(const KernelArgs& args, OpContext& ctx) {
   GT_ASSIGN_OR_RETURN(const void* vb, ctx.as_dtype(tb, dt, cb));
   if (is_floating(dt))
     return gemm_float(p, dt, args.attrs.matmul_precision(), va, vb, out.storage->data(), ctx);
-  if (dt != DType::kInt32 && dt != DType::kInt64)
+  if (dt != DType::kInt32 && dt != DType::kInt64)  // int8 / uint8 matmul: CPU workers only
     return unimplemented("matmul: dtype {} ({} x {})", dtype_name(dt), dtype_name(ta.meta.dtype),
                          dtype_name(tb.meta.dtype));
   const size_t es = dtype_size(dt);

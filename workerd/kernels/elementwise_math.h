@@ -19,8 +19,8 @@
 //     overflows to inf and the result is 0 (as torch's, where e^x/(1+e^x) would keep a
 //     subnormal tail: silu's gradient then differs where it multiplies an infinite gradient)
 //   - bool arithmetic runs in int32 and is converted back with != 0 (add = or, mul = and)
-// Floating math calls the C float functions (expf, ...): the same as std::exp(float) on the
-// host, CUDA's own on the device.
+// Floating math calls the C functions of the compute type through fm:: (expf for float, exp for
+// double: the same as std::exp on the host, CUDA's own on the device).
 #pragma once
 
 #include <math.h>
@@ -31,6 +31,20 @@
 #include "workerd/kernels/numeric.h"
 
 namespace gt::worker {
+
+// The C math functions by overload: float ones for float, double ones for double (float64).
+namespace fm {
+#define GT_FM_1(NAME)                                                  \
+  GT_HOST_DEVICE float NAME(float x) { return ::NAME##f(x); }          \
+  GT_HOST_DEVICE double NAME(double x) { return ::NAME(x); }
+#define GT_FM_2(NAME)                                                           \
+  GT_HOST_DEVICE float NAME(float x, float y) { return ::NAME##f(x, y); }       \
+  GT_HOST_DEVICE double NAME(double x, double y) { return ::NAME(x, y); }
+GT_FM_1(exp) GT_FM_1(log) GT_FM_1(sqrt) GT_FM_1(tanh) GT_FM_1(erf) GT_FM_1(floor) GT_FM_1(fabs)
+GT_FM_2(pow) GT_FM_2(fmod) GT_FM_2(copysign)
+#undef GT_FM_1
+#undef GT_FM_2
+}  // namespace fm
 
 template <OpId kOp> struct UnaryFn;   // one specialization per unary elementwise op
 template <OpId kOp> struct BinaryFn;  // one specialization per binary elementwise op
@@ -47,45 +61,45 @@ template <> struct UnaryFn<OpId::k_neg> {
 template <> struct UnaryFn<OpId::k_abs> {
   template <class C> GT_HOST_DEVICE static C f(C a) {
     if constexpr (std::is_integral_v<C>) return a < 0 ? UnaryFn<OpId::k_neg>::f(a) : a;
-    else return fabsf(a);
+    else return fm::fabs(a);
   }
 };
 template <> struct UnaryFn<OpId::k_relu> {
   template <class C> GT_HOST_DEVICE static C f(C a) { return a < C(0) ? C(0) : a; }
 };
 template <> struct UnaryFn<OpId::k_exp> {
-  GT_HOST_DEVICE static float f(float x) { return expf(x); }
+  template <class C> GT_HOST_DEVICE static C f(C x) { return fm::exp(x); }
 };
 template <> struct UnaryFn<OpId::k_log> {
-  GT_HOST_DEVICE static float f(float x) { return logf(x); }
+  template <class C> GT_HOST_DEVICE static C f(C x) { return fm::log(x); }
 };
 template <> struct UnaryFn<OpId::k_sqrt> {
-  GT_HOST_DEVICE static float f(float x) { return sqrtf(x); }
+  template <class C> GT_HOST_DEVICE static C f(C x) { return fm::sqrt(x); }
 };
 template <> struct UnaryFn<OpId::k_tanh> {
-  GT_HOST_DEVICE static float f(float x) { return tanhf(x); }
+  template <class C> GT_HOST_DEVICE static C f(C x) { return fm::tanh(x); }
 };
 template <> struct UnaryFn<OpId::k_erf> {
-  GT_HOST_DEVICE static float f(float x) { return erff(x); }
+  template <class C> GT_HOST_DEVICE static C f(C x) { return fm::erf(x); }
 };
 template <> struct UnaryFn<OpId::k_sigmoid> {
-  GT_HOST_DEVICE static float f(float x) { return 1.0f / (1.0f + expf(-x)); }
+  template <class C> GT_HOST_DEVICE static C f(C x) { return C(1) / (C(1) + fm::exp(-x)); }
 };
 // The activations in torch's CPU formulas and operation order (its float kernels), so inf and
 // NaN come out where torch's do: silu(-inf) and gelu(-inf) are NaN, silu(-100) is -0.
 template <> struct UnaryFn<OpId::k_silu> {
-  GT_HOST_DEVICE static float f(float x) { return x / (1.0f + expf(-x)); }
+  template <class C> GT_HOST_DEVICE static C f(C x) { return x / (C(1) + fm::exp(-x)); }
 };
 template <> struct UnaryFn<OpId::k_gelu> {
-  GT_HOST_DEVICE static float f(float x) {
-    return x * 0.5f * (1.0f + erff(x * static_cast<float>(M_SQRT1_2)));
+  template <class C> GT_HOST_DEVICE static C f(C x) {
+    return x * C(0.5) * (C(1) + fm::erf(x * static_cast<C>(M_SQRT1_2)));
   }
 };
 template <> struct UnaryFn<OpId::k_gelu_tanh> {
-  GT_HOST_DEVICE static float f(float x) {
-    const float beta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = 0.044715f;
-    const float inner = beta * (x + kappa * (x * x * x));
-    return 0.5f * x * (1.0f + tanhf(inner));
+  template <class C> GT_HOST_DEVICE static C f(C x) {
+    const C beta = static_cast<C>(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = static_cast<C>(0.044715);
+    const C inner = beta * (x + kappa * (x * x * x));
+    return C(0.5) * x * (C(1) + fm::tanh(inner));
   }
 };
 
@@ -141,7 +155,7 @@ template <> struct BinaryFn<OpId::k_pow> {
       return static_cast<C>(r);
     } else {
       if (e == C(2)) return base * base;  // torch's special case (mse_loss squares with it)
-      return powf(base, e);
+      return fm::pow(base, e);
     }
   }
 };
@@ -170,11 +184,11 @@ template <> struct BinaryFn<OpId::k_floor_divide> {
       return q;
     } else {
       if (b == C(0)) return a / b;
-      const C mod = fmodf(a, b);
+      const C mod = fm::fmod(a, b);
       C div = (a - mod) / b;
       if (mod != C(0) && ((b < C(0)) != (mod < C(0)))) div -= C(1);
-      if (div == C(0)) return copysignf(C(0), a / b);
-      C fl = floorf(div);
+      if (div == C(0)) return fm::copysign(C(0), a / b);
+      C fl = fm::floor(div);
       if (div - fl > C(0.5)) fl += C(1);
       return fl;
     }
@@ -188,7 +202,7 @@ template <> struct BinaryFn<OpId::k_remainder> {
       if (r != 0 && ((r < 0) != (b < 0))) r += b;
       return r;
     } else {
-      C r = fmodf(a, b);
+      C r = fm::fmod(a, b);
       if (r != C(0) && ((b < C(0)) != (r < C(0)))) r += b;
       return r;
     }

@@ -35,9 +35,18 @@ inline ScalarIn scalar_in(DType dt, double value, std::optional<int64_t> exact_i
       r.exact = exact_in ? static_cast<int32_t>(static_cast<uint32_t>(*exact_in))
                          : float_to_int<int32_t>(value);
       break;
+    case DType::kInt8:  // wraps as int32 does
+      r.exact = exact_in ? static_cast<int8_t>(static_cast<uint8_t>(*exact_in)) : float_to_int<int8_t>(value);
+      break;
+    case DType::kUInt8:
+      r.exact = exact_in ? static_cast<uint8_t>(*exact_in) : float_to_int<uint8_t>(value);
+      break;
     case DType::kBool:
       r.exact = (exact_in ? *exact_in != 0 : value != 0) ? 1 : 0;
       break;
+    case DType::kFloat64:
+      r.value = exact_in ? static_cast<double>(*exact_in) : value;
+      return r;
     case DType::kFloat32:
     case DType::kFloat16:
     case DType::kBFloat16: {

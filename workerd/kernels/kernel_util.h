@@ -47,6 +47,9 @@ decltype(auto) dispatch_dtype(DType dt, F&& f) {
     case DType::kBFloat16: return f(Tag<bfloat16>{});
     case DType::kInt32: return f(Tag<int32_t>{});
     case DType::kInt64: return f(Tag<int64_t>{});
+    case DType::kFloat64: return f(Tag<double>{});
+    case DType::kInt8: return f(Tag<int8_t>{});
+    case DType::kUInt8: return f(Tag<uint8_t>{});
     case DType::kBool: break;
   }
   return f(Tag<bool>{});

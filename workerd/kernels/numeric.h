@@ -36,6 +36,9 @@ template <> struct compute_type<half> { using type = float; };
 template <> struct compute_type<bfloat16> { using type = float; };
 template <> struct compute_type<bool> { using type = int32_t; };
 template <class T> using compute_t = typename compute_type<T>::type;
+// The type transcendental math (kUnaryFloat ops: exp, tanh, ...) runs in: double for float64,
+// float32 for everything else (the 16-bit floats and integers convert to float32 first).
+template <class T> using math_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // NaN test that is simply false for integer types (and vectorizes for floating ones).
 template <class C>
@@ -53,13 +56,18 @@ GT_HOST_DEVICE bool is_nan(C v) {
 // vectorize.
 template <class To>
 GT_HOST_DEVICE To cast_float_to_int(double v) {
-  static_assert(std::is_integral_v<To> && std::is_signed_v<To>);
-  // The truncation fits iff min - 1 < v < -min (both bounds exact doubles for 32 bits; for 64
-  // bits min - 1 rounds to min, and no double lies strictly between them, so v >= min).
-  constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
-  const bool fits = (sizeof(To) >= 8 ? v >= lo : v > lo - 1.0) && v < -lo;  // false for NaN
-  const To t = static_cast<To>(fits ? v : 0.0);
-  return fits ? t : std::numeric_limits<To>::min();
+  static_assert(std::is_integral_v<To>);
+  // int8 / uint8: through int32, then its low byte (torch: 300. -> 44, -1. -> uint8 255, NaN -> 0).
+  if constexpr (sizeof(To) < 4) {
+    return static_cast<To>(static_cast<uint32_t>(cast_float_to_int<int32_t>(v)));
+  } else {
+    // The truncation fits iff min - 1 < v < -min (both bounds exact doubles for 32 bits; for 64
+    // bits min - 1 rounds to min, and no double lies strictly between them, so v >= min).
+    constexpr double lo = static_cast<double>(std::numeric_limits<To>::min());
+    const bool fits = (sizeof(To) >= 8 ? v >= lo : v > lo - 1.0) && v < -lo;  // false for NaN
+    const To t = static_cast<To>(fits ? v : 0.0);
+    return fits ? t : std::numeric_limits<To>::min();
+  }
 }
 
 // Floating -> integer for attribute values (a clamp bound, a scalar operand): truncates toward

@@ -112,6 +112,9 @@ ncclDataType_t nccl_type(DType d) {
     case DType::kInt32: return ncclInt32;
     case DType::kInt64: return ncclInt64;
     case DType::kBool: return ncclUint8;
+    case DType::kFloat64: return ncclFloat64;
+    case DType::kInt8: return ncclInt8;
+    case DType::kUInt8: return ncclUint8;
   }
   return ncclUint8;
 }

@@ -190,6 +190,9 @@ class Module:
     def half(self):
         return self.to(_gt.float16)
 
+    def double(self):
+        return self.to(_gt.float64)
+
     def bfloat16(self):
         return self.to(_gt.bfloat16)
 

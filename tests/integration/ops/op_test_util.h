@@ -372,6 +372,9 @@ inline double to_dtype(double v, gt::DType d) {
     case gt::kFloat32: return static_cast<double>(static_cast<float>(v));
     case gt::kFloat16: return std::fabs(v) >= 65520.0 ? std::copysign(INFINITY, v) : v;
     case gt::kBFloat16: return std::fabs(v) >= 3.3961e38 ? std::copysign(INFINITY, v) : v;
+    case gt::kFloat64: return v;
+    case gt::kInt8: return std::isnan(v) ? 0.0 : static_cast<double>(static_cast<int8_t>(std::trunc(v)));
+    case gt::kUInt8: return std::isnan(v) ? 0.0 : static_cast<double>(static_cast<uint8_t>(std::trunc(v)));
   }
   return v;
 }
@@ -387,6 +390,9 @@ inline const char* dt_name(gt::DType d) {
     case gt::kInt32: return "int32";
     case gt::kInt64: return "int64";
     case gt::kBool: return "bool";
+    case gt::kFloat64: return "float64";
+    case gt::kInt8: return "int8";
+    case gt::kUInt8: return "uint8";
   }
   return "?";
 }

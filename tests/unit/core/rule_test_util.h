@@ -16,6 +16,9 @@ inline constexpr DType BF16 = DType::kBFloat16;
 inline constexpr DType I32 = DType::kInt32;
 inline constexpr DType I64 = DType::kInt64;
 inline constexpr DType BOOL = DType::kBool;
+inline constexpr DType F64 = DType::kFloat64;
+inline constexpr DType I8 = DType::kInt8;
+inline constexpr DType U8 = DType::kUInt8;
 inline constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 inline TensorMeta M(Shape s, DType d = F32) { return TensorMeta{s, d}; }

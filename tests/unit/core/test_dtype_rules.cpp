@@ -23,25 +23,30 @@ OpAttrs scalar_right(double v, bool integral) {
 }  // namespace
 
 namespace {
-const std::array<DType, 6> kAll = {F32, F16, BF16, I32, I64, BOOL};
+// Generated from torch.promote_types / torch's scalar results; int8 with uint8 is torch's int16,
+// which GT does not have: int32.
+const std::array<DType, 9> kAll = {F32, F16, BF16, I32, I64, BOOL, F64, I8, U8};
 // kPromote[i][j] = result of a tensor of kAll[i] with a tensor of kAll[j].
-const DType kPromote[6][6] = {
-    /* f32  */ {F32, F32, F32, F32, F32, F32},
-    /* f16  */ {F32, F16, F32, F16, F16, F16},
-    /* bf16 */ {F32, F32, BF16, BF16, BF16, BF16},
-    /* i32  */ {F32, F16, BF16, I32, I64, I32},
-    /* i64  */ {F32, F16, BF16, I64, I64, I64},
-    /* bool */ {F32, F16, BF16, I32, I64, BOOL},
+const DType kPromote[9][9] = {
+    /* f32  */ {F32, F32, F32, F32, F32, F32, F64, F32, F32},
+    /* f16  */ {F32, F16, F32, F16, F16, F16, F64, F16, F16},
+    /* bf16 */ {F32, F32, BF16, BF16, BF16, BF16, F64, BF16, BF16},
+    /* i32  */ {F32, F16, BF16, I32, I64, I32, F64, I32, I32},
+    /* i64  */ {F32, F16, BF16, I64, I64, I64, F64, I64, I64},
+    /* bool */ {F32, F16, BF16, I32, I64, BOOL, F64, I8, U8},
+    /* f64  */ {F64, F64, F64, F64, F64, F64, F64, F64, F64},
+    /* i8   */ {F32, F16, BF16, I32, I64, I8, F64, I8, I32},
+    /* u8   */ {F32, F16, BF16, I32, I64, U8, F64, I32, U8},
 };
 // kScalar[i] = {with an integer scalar, with a float scalar}
-const DType kScalar[6][2] = {
-    {F32, F32}, {F16, F16}, {BF16, BF16}, {I32, F32}, {I64, F32}, {I64, F32},
+const DType kScalar[9][2] = {
+    {F32, F32}, {F16, F16}, {BF16, BF16}, {I32, F32}, {I64, F32}, {I64, F32}, {F64, F64}, {I8, F32}, {U8, F32},
 };
 }  // namespace
 
 TEST_CASE("dtype promotion table (tensor, tensor)", "[shape_rules][dtype]") {
-  for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 6; ++j) {
+  for (size_t i = 0; i < kAll.size(); ++i)
+    for (size_t j = 0; j < kAll.size(); ++j) {
       DType a = kAll[i], b = kAll[j], want = kPromote[i][j];
       INFO(dtype_name(a) << " with " << dtype_name(b));
       CHECK(dtype_name(promote(a, b)) == std::string(dtype_name(want)));
@@ -68,7 +73,7 @@ TEST_CASE("dtype promotion table (tensor, tensor)", "[shape_rules][dtype]") {
 }
 
 TEST_CASE("dtype promotion with a Python scalar", "[shape_rules][dtype]") {
-  for (int i = 0; i < 6; ++i)
+  for (size_t i = 0; i < kAll.size(); ++i)
     for (int integral = 0; integral < 2; ++integral) {
       DType t = kAll[i], want = kScalar[i][integral ? 0 : 1];
       INFO(dtype_name(t) << " with " << (integral ? "an int" : "a float") << " scalar");

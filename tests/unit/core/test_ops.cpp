@@ -62,7 +62,8 @@ TEST_CASE("dtype names and sizes", "[dtype]") {
     size_t size;
   } rows[] = {{DType::kFloat32, "float32", 4}, {DType::kFloat16, "float16", 2},
               {DType::kBFloat16, "bfloat16", 2}, {DType::kInt32, "int32", 4},
-              {DType::kInt64, "int64", 8}, {DType::kBool, "bool", 1}};
+              {DType::kInt64, "int64", 8}, {DType::kBool, "bool", 1},
+              {DType::kFloat64, "float64", 8}, {DType::kInt8, "int8", 1}, {DType::kUInt8, "uint8", 1}};
   for (const auto& r : rows) {
     CHECK(std::string(dtype_name(r.d)) == r.name);
     CHECK(dtype_size(r.d) == r.size);
@@ -71,9 +72,10 @@ TEST_CASE("dtype names and sizes", "[dtype]") {
   CHECK(dtype_from_name("half") == DType::kFloat16);
   CHECK(dtype_from_name("bf16") == DType::kBFloat16);
   CHECK(dtype_from_name("long") == DType::kInt64);
-  CHECK_FALSE(dtype_from_name("float64").has_value());
-  CHECK(is_valid_dtype(5));
-  CHECK_FALSE(is_valid_dtype(6));
+  CHECK(dtype_from_name("double") == DType::kFloat64);
+  CHECK_FALSE(dtype_from_name("int16").has_value());
+  CHECK(is_valid_dtype(8));
+  CHECK_FALSE(is_valid_dtype(9));
   CHECK_FALSE(is_valid_dtype(-1));
   CHECK(sizeof(half) == 2);
   CHECK(sizeof(bfloat16) == 2);

@@ -30,6 +30,9 @@ double quantize(double v, DType dt) {
     case DType::kInt32: return static_cast<double>(static_cast<int32_t>(v));
     case DType::kInt64: return static_cast<double>(static_cast<int64_t>(v));
     case DType::kBool: return v != 0 ? 1.0 : 0.0;
+    case DType::kFloat64: return v;
+    case DType::kInt8: return static_cast<double>(static_cast<int8_t>(v));
+    case DType::kUInt8: return static_cast<double>(static_cast<uint8_t>(v));
   }
   return v;
 }
@@ -50,6 +53,9 @@ Tensor make_tensor(CpuBackend& be, const Shape& s, DType dt, const std::vector<d
       case DType::kInt32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
       case DType::kInt64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
       case DType::kBool: static_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0; break;
+      case DType::kFloat64: static_cast<double*>(p)[i] = v; break;
+      case DType::kInt8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
+      case DType::kUInt8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
     }
   }
   return t;
@@ -92,6 +98,9 @@ std::vector<double> to_doubles(CpuBackend& be, const Tensor& t) {
         out[i] = *p;
         break;
       }
+      case DType::kFloat64: { double d; std::memcpy(&d, p, 8); out[i] = d; break; }
+      case DType::kInt8: out[i] = static_cast<int8_t>(*p); break;
+      case DType::kUInt8: out[i] = *p; break;
     }
   }
   return out;

@@ -17,17 +17,22 @@ enum class DType : uint8_t {
   kInt32 = 3,
   kInt64 = 4,
   kBool = 5,
+  kFloat64 = 6,
+  kInt8 = 7,
+  kUInt8 = 8,
 };
-inline constexpr int kNumDTypes = 6;
+inline constexpr int kNumDTypes = 9;
 
 inline bool is_valid_dtype(int v) { return v >= 0 && v < kNumDTypes; }
 size_t dtype_size(DType d);
 const char* dtype_name(DType d);                       // "float32", "int64", ...
 std::optional<DType> dtype_from_name(std::string_view name);  // accepts "float32"/"float"/"f32", ...
 inline bool is_floating(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 || d == DType::kFloat64;
 }
-inline bool is_integral(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
+inline bool is_integral(DType d) {
+  return d == DType::kInt32 || d == DType::kInt64 || d == DType::kInt8 || d == DType::kUInt8;
+}
 
 // Type promotion, PyTorch's (torch.result_type). Operands come in three priority classes:
 // tensors with dims > zero-dim tensors > Python-style scalars ("wrapped numbers"), and dtypes in
@@ -37,7 +42,8 @@ inline bool is_integral(DType d) { return d == DType::kInt32 || d == DType::kInt
 // float16, but int32[n] + int64[] stays int32 and float16[n] * float32[] stays float16).
 //
 // promote: two operands of the same class (bool < integers < floats by category; within floats
-// the wider wins and float16 with bfloat16 gives float32).
+// the wider wins and float16 with bfloat16 gives float32; within integers the wider wins, and
+// int8 with uint8 gives int32 — torch's int16, which GT does not have).
 DType promote(DType a, DType b);
 // Two tensor operands, each with dims or zero-dim (PyTorch's dimensioned / zero-dim classes).
 DType promote_ranked(DType a, bool a_zero_dim, DType b, bool b_zero_dim);
@@ -79,6 +85,9 @@ template <> struct dtype_traits<DType::kBFloat16> { using type = bfloat16; };
 template <> struct dtype_traits<DType::kInt32> { using type = int32_t; };
 template <> struct dtype_traits<DType::kInt64> { using type = int64_t; };
 template <> struct dtype_traits<DType::kBool> { using type = bool; };
+template <> struct dtype_traits<DType::kFloat64> { using type = double; };
+template <> struct dtype_traits<DType::kInt8> { using type = int8_t; };
+template <> struct dtype_traits<DType::kUInt8> { using type = uint8_t; };
 template <DType D> using ctype_t = typename dtype_traits<D>::type;
 
 // GT_DISPATCH_DTYPE(dtype, T, body): runs `body` with `T` bound to the C++ element type.
@@ -91,6 +100,9 @@ template <DType D> using ctype_t = typename dtype_traits<D>::type;
       case ::gt::DType::kInt32: { using T = int32_t; return __VA_ARGS__(); }   \
       case ::gt::DType::kInt64: { using T = int64_t; return __VA_ARGS__(); }   \
       case ::gt::DType::kBool: { using T = bool; return __VA_ARGS__(); }       \
+      case ::gt::DType::kFloat64: { using T = double; return __VA_ARGS__(); }  \
+      case ::gt::DType::kInt8: { using T = int8_t; return __VA_ARGS__(); }     \
+      case ::gt::DType::kUInt8: { using T = uint8_t; return __VA_ARGS__(); }   \
     }                                                                          \
     using T = float;                                                           \
     return __VA_ARGS__();                                                      \
