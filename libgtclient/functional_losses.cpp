@@ -196,7 +196,8 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
     {
       NoGradGuard no_grad;
       px = narrow ? p.cast(kFloat32) : p;
-      dp = (px - target) / (px * (1.0 - px)).clamp_min(1e-12);
+      // torch's EPSILON is the float32 1e-12 (9.99999996e-13) for every dtype, float64 too.
+      dp = (px - target) / (px * (1.0 - px)).clamp_min(static_cast<double>(1e-12f));
     }
     Tensor term = dp * (x - px);
     loss = loss + (term.dtype() == loss.dtype() ? term : term.cast(loss.dtype()));

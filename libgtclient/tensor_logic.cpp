@@ -60,10 +60,18 @@ Tensor Tensor::std(std::optional<int64_t> dim, double correction, bool keepdim) 
       });
 }
 
-Tensor Tensor::any() const { return count_is(*this, false, std::nullopt, false); }
-Tensor Tensor::any(int64_t dim, bool keepdim) const { return count_is(*this, false, dim, keepdim); }
-Tensor Tensor::all() const { return count_is(*this, true, std::nullopt, false); }
-Tensor Tensor::all(int64_t dim, bool keepdim) const { return count_is(*this, true, dim, keepdim); }
+// any / all give bool, except for a uint8 input: uint8, as torch's (its legacy mask dtype).
+namespace {
+Tensor logic_result(const Tensor& x, Tensor r) { return x.dtype() == kUInt8 ? r.to(kUInt8) : r; }
+}  // namespace
+Tensor Tensor::any() const { return logic_result(*this, count_is(*this, false, std::nullopt, false)); }
+Tensor Tensor::any(int64_t dim, bool keepdim) const {
+  return logic_result(*this, count_is(*this, false, dim, keepdim));
+}
+Tensor Tensor::all() const { return logic_result(*this, count_is(*this, true, std::nullopt, false)); }
+Tensor Tensor::all(int64_t dim, bool keepdim) const {
+  return logic_result(*this, count_is(*this, true, dim, keepdim));
+}
 
 Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
   if (dtype() != other.dtype())

@@ -100,8 +100,9 @@ bool scalar_fits(DType dt, double value, std::optional<int64_t> exact) {
     case DType::kInt8:
       if (exact) return *exact >= -128 && *exact <= 127;
       return value >= -128.0 && value <= 127.0;
-    case DType::kUInt8:
-      if (exact) return *exact >= 0 && *exact <= 255;
+    case DType::kUInt8:  // c10's overflows(): negative integers down to -255 wrap (-1 is 255);
+                         // a floating value must lie in [0, 255]
+      if (exact) return *exact >= -255 && *exact <= 255;
       return value >= 0.0 && value <= 255.0;
     case DType::kFloat64: return true;
     case DType::kFloat32:

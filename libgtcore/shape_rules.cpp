@@ -127,18 +127,19 @@ Result<TensorMeta> rule_binary(OpId op, std::span<const TensorMeta> in, const Op
     // as there: a negative one gives 0, or +-1 for a base of +-1).
     return invalid_argument("Integers to negative integer powers are not allowed.");
   }
-  // A scalar exponent is converted to an int32 / 16-bit float result's type with a check in
-  // PyTorch (torch.pow(int32, 2**40) and float16 ** 70000. raise), unlike other scalars, which
-  // wrap or round.
-  if (scalar_exponent && (out.dtype == DType::kInt32 || out.dtype == DType::kFloat16 ||
-                          out.dtype == DType::kBFloat16))
+  // A scalar exponent is converted to an int32 / int8 / uint8 / 16-bit float result's type with
+  // a check in PyTorch (torch.pow(int32, 2**40) and float16 ** 70000. raise), unlike other
+  // scalars, which wrap or round.
+  const bool narrow_int = out.dtype == DType::kInt32 || out.dtype == DType::kInt8 ||
+                          out.dtype == DType::kUInt8;
+  if (scalar_exponent && (narrow_int || out.dtype == DType::kFloat16 || out.dtype == DType::kBFloat16))
     GT_RETURN_IF_ERROR(check_fits("pow", "exponent", a.scalar(),
                                   a.scalar_is_integral() ? a.scalar_exact() : std::nullopt,
                                   out.dtype));
   // So is an integer scalar base of an int32 power ((-2**63) ** int32 raises).
   const bool scalar_base =
       op == OpId::k_pow && in.size() == 1 && a.scalar_side() == ScalarSide::kLeft;
-  if (scalar_base && out.dtype == DType::kInt32)
+  if (scalar_base && narrow_int)
     GT_RETURN_IF_ERROR(check_fits("pow", "base", a.scalar(),
                                   a.scalar_is_integral() ? a.scalar_exact() : std::nullopt,
                                   out.dtype));

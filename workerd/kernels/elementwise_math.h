@@ -176,7 +176,9 @@ template <class C> GT_HOST_DEVICE C pow_double_exponent(C base, double e) {
 // ZeroDivisionError), the CUDA kernel defines the result as 0.
 template <> struct BinaryFn<OpId::k_floor_divide> {
   template <class C> GT_HOST_DEVICE static C f(C a, C b) {
-    if constexpr (std::is_integral_v<C>) {
+    if constexpr (std::is_unsigned_v<C>) {  // uint8: plain division (C(-1) is 255 here)
+      return b == 0 ? C(0) : static_cast<C>(a / b);
+    } else if constexpr (std::is_integral_v<C>) {
       if (b == 0) return C(0);
       if (b == C(-1)) return BinaryFn<OpId::k_sub>::f(C(0), a);  // wraps: no INT_MIN / -1 trap
       C q = a / b;
@@ -196,7 +198,9 @@ template <> struct BinaryFn<OpId::k_floor_divide> {
 };
 template <> struct BinaryFn<OpId::k_remainder> {
   template <class C> GT_HOST_DEVICE static C f(C a, C b) {
-    if constexpr (std::is_integral_v<C>) {
+    if constexpr (std::is_unsigned_v<C>) {
+      return b == 0 ? C(0) : static_cast<C>(a % b);
+    } else if constexpr (std::is_integral_v<C>) {
       if (b == 0 || b == C(-1)) return C(0);
       C r = a % b;
       if (r != 0 && ((r < 0) != (b < 0))) r += b;

@@ -1,4 +1,4 @@
-"""The dtypes gt supports (gt.float32/float16/bfloat16/int32/int64/bool) and what the tester needs
+"""The dtypes gt supports (gt.float32/float64/float16/bfloat16/int32/int64/int8/uint8/bool) and what the tester needs
 to know about each: category, limits, how to round a value into it, comparison tolerances.
 
 Tolerances are per dtype of the *result*: rtol is a few units in the last place of the dtype;
@@ -7,25 +7,28 @@ atol is the floor for results near zero and is scaled per case by the magnitudes
 """
 import numpy as np
 
-FLOATS = ("float32", "float16", "bfloat16")
-INTS = ("int32", "int64")
+FLOATS = ("float32", "float16", "bfloat16", "float64")
+INTS = ("int32", "int64", "int8", "uint8")
 ALL = FLOATS + INTS + ("bool",)
 
 # Weights for drawing an input dtype: float32 dominates (the common case), the rest are covered.
-WEIGHTS = {"float32": 0.45, "float16": 0.1, "bfloat16": 0.1, "int32": 0.1, "int64": 0.15,
-           "bool": 0.1}
+WEIGHTS = {"float32": 0.38, "float16": 0.1, "bfloat16": 0.1, "float64": 0.07, "int32": 0.09,
+           "int64": 0.12, "int8": 0.03, "uint8": 0.03, "bool": 0.08}
 
 # (rtol, atol, eps) per float dtype. eps scales atol with the case's magnitudes in compare.py.
 TOL = {
     "float32": (1e-5, 1e-6, 1.2e-7),
     "float16": (2e-3, 1e-5, 9.8e-4),
     "bfloat16": (1.6e-2, 1e-4, 7.9e-3),
+    "float64": (1e-12, 1e-14, 2.3e-16),
 }
 
-INT_LIMITS = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+INT_LIMITS = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1), "int8": (-128, 127),
+              "uint8": (0, 255)}
 FLOAT_MAX = {"float32": float(np.finfo(np.float32).max), "float16": 65504.0,
-             "bfloat16": 3.3895313892515355e38}
-FLOAT_TINY = {"float32": 1e-45, "float16": 6e-08, "bfloat16": 9.2e-41}  # smallest subnormals
+             "bfloat16": 3.3895313892515355e38, "float64": float(np.finfo(np.float64).max)}
+FLOAT_TINY = {"float32": 1e-45, "float16": 6e-08, "bfloat16": 9.2e-41,
+              "float64": 5e-324}  # smallest subnormals
 
 
 def is_float(name):
@@ -61,6 +64,8 @@ def round_to(values, name):
             return v.astype(np.float16).astype(np.float64)
     if name == "bfloat16":
         return bf16_round(v)
+    if name == "float64":
+        return v
     raise ValueError(name)
 
 

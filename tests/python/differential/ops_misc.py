@@ -34,7 +34,8 @@ def matmul(b):
 
 
 CAST_METHODS = {"float32": "float", "float16": "half", "bfloat16": "bfloat16", "int32": "int",
-                "int64": "long", "bool": "bool"}
+                "int64": "long", "bool": "bool", "float64": "double", "int8": "char",
+                "uint8": "byte"}
 
 
 def cast(b):

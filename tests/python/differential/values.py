@@ -61,8 +61,9 @@ def _specials(name):
         return [math.nan, math.inf, -math.inf, -0.0, 0.0, mx, -mx, D.FLOAT_TINY[name], 1e30, -1e30]
     if D.is_int(name):
         lo, hi = D.INT_LIMITS[name]
-        extra = [2**53 + 1, -(2**53) - 1, 2**31, -(2**31) - 1] if name == "int64" else [2**24 + 1]
-        return [lo, hi, 0, -1, 1] + extra
+        extra = ([2**53 + 1, -(2**53) - 1, 2**31, -(2**31) - 1] if name == "int64"
+                 else [2**24 + 1] if name == "int32" else [])
+        return [v for v in [lo, hi, 0, -1, 1] + extra if lo <= v <= hi]
     return [True, False]
 
 
@@ -75,6 +76,8 @@ def rand_values(rng, shape, name, kind="any", p_special=0.12):
         return rng.random(n).reshape(shape) < 0.5
     if D.is_int(name):
         lo, hi = (0, 2) if kind == "label" else ((1, 10) if kind == "positive" else (-9, 10))
+        if name == "uint8":
+            lo = max(lo, 0)
         v = rng.integers(lo, hi, n).astype(object)
         if kind == "any" and n and rng.random() < p_special:
             sp = _specials(name)
