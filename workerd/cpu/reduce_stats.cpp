@@ -41,13 +41,19 @@ double var_of(const T* x, int64_t n, int64_t stride, double correction) {
   double s = 0;
   for (int64_t k = 0; k < n; ++k) s += convert_value<double>(x[k * stride]);
   const double mean = s / static_cast<double>(n);  // NaN for n == 0
-  double ss = 0;
+  double ss = 0, c = 0;
   for (int64_t k = 0; k < n; ++k) {
     const double d = convert_value<double>(x[k * stride]) - mean;
     ss += d * d;
+    c += d;
   }
   if (n == 0) return std::numeric_limits<double>::quiet_NaN();
   const double denom = std::max(0.0, static_cast<double>(n) - correction);
+  // The corrected two-pass form (Chan, Golub, LeVeque): c is the rounding error of the mean,
+  // which matters for float64 inputs far from zero (n equal values give exactly 0, as torch's
+  // Welford does, not (x - rounded mean)^2).
+  if constexpr (std::is_same_v<T, double>)
+    if (std::isfinite(ss)) return (ss - c * c / static_cast<double>(n)) / denom;  // inf stays inf
   return ss / denom;
 }
 

@@ -277,5 +277,22 @@ TEST_CASE("cpu reductions: bool and integer sums", "[cpu][reduce]") {
         std::vector<double>{0, 1});
 }
 
+TEST_CASE("cpu reductions: int8 / uint8 sums accumulate in int64", "[cpu][reduce]") {
+  CpuBackend be;
+  for (int64_t n : {3, 16, 33, 1000}) {
+    std::vector<double> neg(static_cast<size_t>(n), -1.0), ramp;
+    for (int64_t i = 0; i < n; ++i) ramp.push_back(static_cast<double>(i % 200));
+    Tensor a = make_tensor(be, Shape{n}, DType::kInt8, neg);
+    Tensor b = make_tensor(be, Shape{n}, DType::kUInt8, ramp);
+    double want = 0;
+    for (double v : ramp) want += v;
+    INFO("n = " << n);
+    CHECK(to_doubles(be, run_op(be, OpId::k_sum, {&a}, make_reduce(kAllDims, false))) ==
+          std::vector<double>{static_cast<double>(-n)});
+    CHECK(to_doubles(be, run_op(be, OpId::k_sum, {&b}, make_reduce(kAllDims, false))) ==
+          std::vector<double>{want});
+  }
+}
+
 }  // namespace
 }  // namespace gt::test
