@@ -208,9 +208,9 @@ template <class T>
 acc_t<T> int_sum_contiguous(const T* x, int64_t n) {
   using A = acc_t<T>;
   if constexpr (sizeof(T) == 1 && !std::is_same_v<T, bool>) {
-    // int8 / uint8: one plain running sum. (GCC 12 -O3 miscompiles the four-accumulator loop
-    // below for 1-byte integers: a vectorized sign/zero extension sums a quarter of the values,
-    // caught by test_reduce's int8/uint8 case.)
+    // int8 / uint8: one plain running sum. GCC 12.2 at -O3 miscompiles the four-accumulator
+    // loop below for 1-byte integers (bool is fine): its vectorized widening sums a quarter of
+    // the values (16 x -1 gives -4; reproduced outside GT). test_reduce's int8/uint8 case.
     A s = 0;
     for (int64_t i = 0; i < n; ++i) s = acc_add(s, static_cast<A>(x[i]));
     return s;
