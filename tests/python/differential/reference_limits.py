@@ -48,6 +48,15 @@ LIMITS = [
                                     "scalar:int-outside-int64", "scalar:outside-lowp",
                                     "scalar:int-inexact-float"))),
     Cause(
+        "emulated-zero-dim-operand", None,
+        "A case torch_ref.py replays under its float16/bfloat16 emulation (torch's CPU build lacks "
+        "one of its kernels) in which a 0-d tensor of a wider float dtype meets a low-precision "
+        "one: the emulation computes with the 0-d value unrounded, torch itself rounds it to the "
+        "low-precision dtype first (as gt does), so the emulated value is not torch's.",
+        lambda c, m: (c.torch_emulated and m.kind in ("value", "grad-value")
+                      and c.has("0d-promotion")
+                      and c.has_any("dtype:float16", "dtype:bfloat16"))),
+    Cause(
         "rdiv-reciprocal-overflow", None,
         "number / x with a subnormal x: torch 1.13's Tensor.__rdiv__ is x.reciprocal() * number, "
         "and 1 / x overflows to inf where the quotient is finite (0 / 1e-45 is NaN there, "
