@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <mutex>
 #include <set>
 
@@ -78,7 +79,7 @@ const std::string& device_scope(int32_t worker) {
   static std::mutex mu;
   static uint64_t session = 0;
   static std::set<int32_t> known;
-  static std::vector<std::string> names;  // names[w]: stable references for callers
+  static std::deque<std::string> names;  // names[w]; a deque keeps references valid as it grows
   Session& s = Session::get();
   std::lock_guard<std::mutex> lk(mu);
   if (session != s.session_id()) {

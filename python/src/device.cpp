@@ -20,8 +20,8 @@ bool looks_like_device(const std::string& s) {
   return s.rfind("cuda", 0) == 0 || s.rfind("cpu", 0) == 0 || s.rfind("auto", 0) == 0;
 }
 
-// `with gt.device("cuda:1"):` — the pins the enters saved, per thread, restored by the exits.
-thread_local std::vector<gt::detail::Pin> t_saved_pins;
+// `with gt.device("cuda:1"):` — the guards the enters made, per thread, ended by the exits.
+thread_local std::vector<std::unique_ptr<gt::DeviceGuard>> t_guards;
 
 // What Tensor.to(...) was asked for: a device, a dtype, both, or another tensor's.
 struct ToArgs {
@@ -111,15 +111,11 @@ void init_device(py::module_& m) {
            })
       .def("__enter__",
            [](const gt::Device& d) {
-             if (d.worker() >= 0) gt::detail::device_scope(d.worker());  // refuses a missing worker
-             t_saved_pins.push_back(gt::detail::thread_pin());
-             gt::detail::thread_pin() = gt::detail::Pin{d.worker(), false};
+             t_guards.push_back(std::make_unique<gt::DeviceGuard>(d));
              return d;
            })
       .def("__exit__", [](const gt::Device&, py::args) {
-        if (t_saved_pins.empty()) return false;
-        gt::detail::thread_pin() = t_saved_pins.back();
-        t_saved_pins.pop_back();
+        if (!t_guards.empty()) t_guards.pop_back();
         return false;
       });
 }

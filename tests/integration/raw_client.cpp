@@ -181,4 +181,13 @@ std::vector<v1::WorkerStats> RawClient::worker_stats() {
   return {r.stats().begin(), r.stats().end()};
 }
 
+std::vector<v1::WorkerStats> sorted_worker_stats(const std::string& address) {
+  RawClient c(address);
+  if (c.hello().kind_case() != v1::ServerMessage::kWelcome)
+    throw std::runtime_error("sorted_worker_stats: the dispatcher did not welcome the client");
+  std::vector<v1::WorkerStats> s = c.worker_stats();
+  std::sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.worker_id() < b.worker_id(); });
+  return s;
+}
+
 }  // namespace gt::testing

@@ -43,4 +43,8 @@ class RawClient {
   uint64_t next_request_ = 1000;
 };
 
+// Every worker's statistics, by worker id, asked by a fresh client of `address` (throws when the
+// dispatcher does not welcome it).
+std::vector<v1::WorkerStats> sorted_worker_stats(const std::string& address);
+
 }  // namespace gt::testing

@@ -29,10 +29,7 @@ Daemons& daemons() {
 // Per worker, indexed by worker id, after everything queued so far has executed.
 std::vector<gt::v1::WorkerStats> stats() {
   gt::synchronize();
-  RawClient c(daemons().address());
-  REQUIRE(c.hello().kind_case() == gt::v1::ServerMessage::kWelcome);
-  std::vector<gt::v1::WorkerStats> s = c.worker_stats();
-  std::sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.worker_id() < b.worker_id(); });
+  std::vector<gt::v1::WorkerStats> s = sorted_worker_stats(daemons().address());
   REQUIRE(s.size() == kWorkers);
   return s;
 }

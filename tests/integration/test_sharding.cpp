@@ -66,10 +66,7 @@ std::pair<gt::Tensor, gt::Tensor> pair_randn(const char* scope, std::vector<int6
 
 // Per worker, indexed by worker id (replies arrive in any order).
 std::vector<gt::v1::WorkerStats> raw_stats() {
-  RawClient c(daemons().address());
-  REQUIRE(c.hello().kind_case() == gt::v1::ServerMessage::kWelcome);
-  std::vector<gt::v1::WorkerStats> s = c.worker_stats();
-  std::sort(s.begin(), s.end(), [](const auto& a, const auto& b) { return a.worker_id() < b.worker_id(); });
+  std::vector<gt::v1::WorkerStats> s = sorted_worker_stats(daemons().address());
   REQUIRE(s.size() == kWorkers);
   return s;
 }

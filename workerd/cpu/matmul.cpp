@@ -106,21 +106,16 @@ Status matmul_kernel(const KernelArgs& args) {
       return Status::ok();
     }
     case DType::kInt32:
-      matmul_int(p, static_cast<const int32_t*>(va), static_cast<const int32_t*>(vb),
-                 static_cast<int32_t*>(out.storage->data()));
-      return Status::ok();
     case DType::kInt64:
-      matmul_int(p, static_cast<const int64_t*>(va), static_cast<const int64_t*>(vb),
-                 static_cast<int64_t*>(out.storage->data()));
-      return Status::ok();
     case DType::kInt8:
-      matmul_int(p, static_cast<const int8_t*>(va), static_cast<const int8_t*>(vb),
-                 static_cast<int8_t*>(out.storage->data()));
-      return Status::ok();
     case DType::kUInt8:
-      matmul_int(p, static_cast<const uint8_t*>(va), static_cast<const uint8_t*>(vb),
-                 static_cast<uint8_t*>(out.storage->data()));
-      return Status::ok();
+      return dispatch_dtype(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          matmul_int(p, static_cast<const T*>(va), static_cast<const T*>(vb),
+                     static_cast<T*>(out.storage->data()));
+        return Status::ok();
+      });
     case DType::kBool: break;
   }
   return unimplemented("matmul: dtype {} ({} x {})", dtype_name(dt), dtype_name(ta.meta.dtype),

@@ -79,24 +79,19 @@ using Betas = std::tuple<double, double>;
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2   (t = the step count, from 1)
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // Adam adds weight_decay * p to g; AdamW multiplies p by (1 - lr * weight_decay) first.
-class AdamOptions {
+// Adam's and AdamW's options differ only in weight_decay's default (0; AdamW: 1e-2).
+template <bool kDecoupled>
+class AdamFamilyOptions {
  public:
-  AdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as torch's
+  AdamFamilyOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as torch's
   GT_OPTIM_ARG(double, lr, 1e-3);
   GT_OPTIM_ARG(Betas, betas, (Betas{0.9, 0.999}));
   GT_OPTIM_ARG(double, eps, 1e-8);
-  GT_OPTIM_ARG(double, weight_decay, 0);
+  GT_OPTIM_ARG(double, weight_decay, kDecoupled ? 1e-2 : 0.0);
   GT_OPTIM_ARG(bool, amsgrad, false);
 };
-class AdamWOptions {
- public:
-  AdamWOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as torch's
-  GT_OPTIM_ARG(double, lr, 1e-3);
-  GT_OPTIM_ARG(Betas, betas, (Betas{0.9, 0.999}));
-  GT_OPTIM_ARG(double, eps, 1e-8);
-  GT_OPTIM_ARG(double, weight_decay, 1e-2);
-  GT_OPTIM_ARG(bool, amsgrad, false);
-};
+using AdamOptions = AdamFamilyOptions<false>;
+using AdamWOptions = AdamFamilyOptions<true>;
 #undef GT_OPTIM_ARG
 class Adam : public Optimizer {
  public:
