@@ -30,13 +30,13 @@ struct Step {
   Step(gt::Tensor x_, gt::Tensor labels_)
       : params(collect()), opt(params, gt::optim::SGDOptions(0.01)), x(x_), labels(labels_) {}
   std::vector<gt::Tensor> collect() {
-    std::vector<gt::Tensor> p = l1.parameters();
-    for (auto& t : l2.parameters()) p.push_back(t);
+    std::vector<gt::Tensor> p = l1->parameters();
+    for (auto& t : l2->parameters()) p.push_back(t);
     return p;
   }
   float run() {
     opt.zero_grad();
-    gt::Tensor loss = gt::nn::functional::cross_entropy(l2.forward(l1.forward(x).relu()), labels);
+    gt::Tensor loss = gt::nn::functional::cross_entropy(l2(l1(x).relu()), labels);
     loss.backward();
     opt.step();
     return loss.item<float>();

@@ -204,9 +204,8 @@ int main(int argc, char** argv) {
   std::vector<int64_t> labels(kBatch);
   for (auto& l : labels) l = static_cast<int64_t>(rng() % kClasses);
   gt::Tensor y = gt::from_vector(labels, {kBatch}, gt::kInt64);
-  auto model = std::make_shared<gt::nn::Sequential>(std::vector<std::shared_ptr<gt::nn::Module>>{
-      std::make_shared<gt::nn::Linear>(kIn, kHidden), std::make_shared<gt::nn::ReLU>(),
-      std::make_shared<gt::nn::Linear>(kHidden, kClasses)});
+  gt::nn::Sequential model(gt::nn::Linear(kIn, kHidden), gt::nn::ReLU(),
+                           gt::nn::Linear(kHidden, kClasses));
   std::vector<gt::Tensor> params = model->parameters();
   std::vector<std::vector<float>> init;
   for (const auto& p : params) init.push_back(as_floats(p));
@@ -226,7 +225,7 @@ int main(int argc, char** argv) {
   gt::optim::SGD opt(params, args.lr);
   auto gt_step = [&] {
     opt.zero_grad();
-    gt::Tensor loss = gt::nn::functional::cross_entropy((*model)(x), y);
+    gt::Tensor loss = gt::nn::functional::cross_entropy(model(x), y);
     loss.backward();
     opt.step();
     return loss.item<float>();

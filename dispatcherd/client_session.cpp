@@ -181,6 +181,8 @@ void ClientSession::process_instr(v1::Instr& in) {
     charge(e, meta->nbytes());
     in.set_out(e.handles[0]);
     tensors_.emplace(out, std::move(e));
+  } else {
+    entries[0]->written_at = w.next_handle;
   }
   workers_used_.insert(w.id);
   // Move (not copy) the instruction into the worker's batch: payloads are not copied again.

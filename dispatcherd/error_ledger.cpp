@@ -21,7 +21,11 @@ void ErrorLedger::reported(v1::ErrorInfo& e, uint32_t worker, uint64_t handle,
   reports_.push_back(Report{worker, handle, horizon, e.id(), e.op(), e.message(), e.origin()});
 }
 
-bool ErrorLedger::identify_fetched(v1::ErrorInfo& e, uint32_t worker, uint64_t handle) const {
+bool ErrorLedger::identify_fetched(v1::ErrorInfo& e, uint32_t worker, uint64_t handle,
+                                   uint64_t age) const {
+  // Everything the fetched tensor holds was issued before handle `issued` (its own handle, or
+  // the next one at its latest in-place write).
+  const uint64_t issued = std::max(handle + 1, age);
   const Report* same = nullptr;   // the only candidate so far
   size_t candidates = 0;
   const Report* window = nullptr;  // the only candidate reported after `handle` was issued
@@ -32,11 +36,11 @@ bool ErrorLedger::identify_fetched(v1::ErrorInfo& e, uint32_t worker, uint64_t h
       e.set_id(r.id);
       return true;
     }
-    if (r.handle >= handle || r.op != e.op() || r.message != e.message() || r.origin != e.origin())
+    if (r.handle >= issued || r.op != e.op() || r.message != e.message() || r.origin != e.origin())
       continue;
     ++candidates;
     same = &r;
-    if (handle < r.horizon) {
+    if (issued <= r.horizon) {
       ++in_window;
       window = &r;
     }

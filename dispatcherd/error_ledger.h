@@ -11,6 +11,8 @@
 //     origin and an older result handle, the only one; else the only one whose report arrived
 //     after the fetched tensor was issued (so a repeated failure in a loop, each step fetching
 //     a result computed before the step's error came back, is matched to its own step).
+//     "Older" and "issued" date the fetched tensor by its latest in-place write when it had one
+//     (its `age`): a write can bring it the poison of a failure newer than its handle.
 // An error it cannot tell apart keeps a fresh id and consumes nothing: it may then be raised
 // again at SYNC, but a genuinely new error is never swallowed.
 #pragma once
@@ -39,8 +41,10 @@ class ErrorLedger {
   // that moment (every tensor issued to it before the report has a smaller one). Stamps e.id.
   void reported(v1::ErrorInfo& e, uint32_t worker, uint64_t handle, uint64_t horizon);
   // A FETCH of `handle` on `worker` was answered with `e`: sets e.id to the reported error it
-  // is when that can be told, else to a fresh id. Returns true when it was identified.
-  bool identify_fetched(v1::ErrorInfo& e, uint32_t worker, uint64_t handle) const;
+  // is when that can be told, else to a fresh id. Returns true when it was identified. `age`:
+  // the worker's next unused handle at the tensor's latest in-place write (0: none).
+  bool identify_fetched(v1::ErrorInfo& e, uint32_t worker, uint64_t handle,
+                        uint64_t age = 0) const;
   bool overflowed() const { return overflowed_; }
 
  private:

@@ -49,6 +49,10 @@ struct TensorEntry {
   Placement placement;
   std::vector<uint64_t> handles;                  // per placement member; empty when poisoned
   std::shared_ptr<const v1::ErrorInfo> poison;    // set when the dispatcher knows it failed
+  // Its first worker's next unused handle at its latest in-place write (0: none): a tensor
+  // written in place can carry the poison of a failure newer than its own handle, so the error
+  // ledger dates it by this (ErrorLedger::identify_fetched).
+  uint64_t written_at = 0;
   int64_t charged = 0;                            // bytes counted against the user's quota
   bool live() const { return !poison && !handles.empty(); }
 };

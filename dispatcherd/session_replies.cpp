@@ -62,6 +62,9 @@ void ClientSession::process_request(const v1::Request& r) {
         break;
       }
       pr->fetch_handle = where->second;
+      pr->fetch_age = where->first == it->second.placement.workers[0]
+                          ? std::max(where->second, it->second.written_at)
+                          : where->second;
       pool_.send_request(*w, id_, v1::Request::FETCH, where->second, pr);
       break;
     }
@@ -122,7 +125,7 @@ void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, 
   // A poison raised by this fetch is not raised again at the next SYNC, and the tensor is
   // poisoned here from now on (a later fetch of it needs no guess).
   for (auto& e : *reply.mutable_errors()) {
-    if (!error_ledger_.identify_fetched(e, w.id, pr.fetch_handle)) continue;
+    if (!error_ledger_.identify_fetched(e, w.id, pr.fetch_handle, pr.fetch_age)) continue;
     consume_fetched_error(pr.seq, e.id());
     poison_failed_result(tensors_, w.id, pr.fetch_handle, std::make_shared<v1::ErrorInfo>(e));
   }

@@ -167,6 +167,7 @@ void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& att
       dst.placement = plan.out;
     }
     dst.handles = in_handles[0];
+    dst.written_at = pool_.at(dst.placement.workers[0]).next_handle;
     return;
   }
   TensorEntry e;

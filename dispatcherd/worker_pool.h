@@ -63,6 +63,7 @@ struct PendingRequest {
   v1::Request::Kind kind = v1::Request::SYNC;
   int remaining = 0;
   uint64_t fetch_handle = 0;  // FETCH: the worker handle read (to identify a poison's error)
+  uint64_t fetch_age = 0;     // FETCH: its handle, or later when written in place (ErrorLedger)
   uint64_t seq = 0;           // order among the session's requests (ClientSession::requests_)
   v1::ServerMessage reply;  // accumulated errors / stats
 };

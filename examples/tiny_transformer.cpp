@@ -23,8 +23,8 @@ class CausalSelfAttention : public nn::Module {
  public:
   CausalSelfAttention(int64_t d_model, int64_t heads, int64_t context)
       : d_(d_model), h_(heads), hd_(d_model / heads) {
-    qkv_ = register_module("qkv", std::make_shared<nn::Linear>(d_model, 3 * d_model));
-    proj_ = register_module("proj", std::make_shared<nn::Linear>(d_model, d_model));
+    qkv_ = register_module("qkv", nn::Linear(d_model, 3 * d_model));
+    proj_ = register_module("proj", nn::Linear(d_model, d_model));
     std::vector<bool> future(static_cast<size_t>(context * context));
     for (int64_t i = 0; i < context; ++i)
       for (int64_t j = 0; j < context; ++j) future[static_cast<size_t>(i * context + j)] = j > i;
@@ -33,54 +33,53 @@ class CausalSelfAttention : public nn::Module {
 
   Tensor forward(const Tensor& x) override {
     const int64_t b = x.size(0), t = x.size(1);
-    std::vector<Tensor> qkv = gt::split((*qkv_)(x), d_, 2);  // 3 x [B, T, D]
+    std::vector<Tensor> qkv = gt::split(qkv_(x), d_, 2);  // 3 x [B, T, D]
     auto heads = [&](const Tensor& z) { return z.reshape({b, t, h_, hd_}).permute({0, 2, 1, 3}); };
     Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);  // [B, H, T, hd]
     Tensor att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd_)));
     Tensor causal = mask_.slice(0, 0, t).slice(1, 0, t);
     att = gt::softmax(F::masked_fill(att, causal, -std::numeric_limits<double>::infinity()), -1);
     Tensor y = att.matmul(v).permute({0, 2, 1, 3}).reshape({b, t, d_});
-    return (*proj_)(y);
+    return proj_(y);
   }
 
  private:
   int64_t d_, h_, hd_;
-  std::shared_ptr<nn::Linear> qkv_, proj_;
+  nn::Linear qkv_{nullptr}, proj_{nullptr};
   Tensor mask_;
 };
 
 class TinyTransformer : public nn::Module {
  public:
   TinyTransformer(int64_t vocab, int64_t context, int64_t d_model, int64_t heads) {
-    tok_ = register_module("tok", std::make_shared<nn::Embedding>(vocab, d_model));
+    tok_ = register_module("tok", nn::Embedding(vocab, d_model));
     pos_ = register_parameter("pos", gt::randn({context, d_model}) * 0.1);
-    ln1_ = register_module("ln1", std::make_shared<nn::LayerNorm>(gt::Dims{d_model}));
+    ln1_ = register_module("ln1", nn::LayerNorm(gt::Dims{d_model}));
     attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(d_model, heads, context));
-    ln2_ = register_module("ln2", std::make_shared<nn::LayerNorm>(gt::Dims{d_model}));
-    mlp_ = register_module("mlp", std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-                                      std::make_shared<nn::Linear>(d_model, 4 * d_model),
-                                      std::make_shared<nn::GELU>("tanh"),
-                                      std::make_shared<nn::Linear>(4 * d_model, d_model)}));
-    lnf_ = register_module("lnf", std::make_shared<nn::LayerNorm>(gt::Dims{d_model}));
-    head_ = register_module("head", std::make_shared<nn::Linear>(d_model, vocab));
+    ln2_ = register_module("ln2", nn::LayerNorm(gt::Dims{d_model}));
+    mlp_ = register_module("mlp", nn::Sequential(nn::Linear(d_model, 4 * d_model),
+                                                  nn::GELU("tanh"),
+                                                  nn::Linear(4 * d_model, d_model)));
+    lnf_ = register_module("lnf", nn::LayerNorm(gt::Dims{d_model}));
+    head_ = register_module("head", nn::Linear(d_model, vocab));
   }
 
   // idx: [B, T] int64 -> logits [B, T, vocab]
   Tensor forward(const Tensor& idx) override {
     const int64_t t = idx.size(1);
-    Tensor x = (*tok_)(idx) + pos_.slice(0, 0, t);
-    x = x + (*attn_)((*ln1_)(x));
-    x = x + (*mlp_)((*ln2_)(x));
-    return (*head_)((*lnf_)(x));
+    Tensor x = tok_(idx) + pos_.slice(0, 0, t);
+    x = x + (*attn_)(ln1_(x));
+    x = x + mlp_(ln2_(x));
+    return head_(lnf_(x));
   }
 
  private:
-  std::shared_ptr<nn::Embedding> tok_;
+  nn::Embedding tok_{nullptr};
   Tensor pos_;
-  std::shared_ptr<nn::LayerNorm> ln1_, ln2_, lnf_;
+  nn::LayerNorm ln1_{nullptr}, ln2_{nullptr}, lnf_{nullptr};
   std::shared_ptr<CausalSelfAttention> attn_;
-  std::shared_ptr<nn::Sequential> mlp_;
-  std::shared_ptr<nn::Linear> head_;
+  nn::Sequential mlp_{nullptr};
+  nn::Linear head_{nullptr};
 };
 
 int main(int argc, char** argv) {

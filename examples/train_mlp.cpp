@@ -39,10 +39,8 @@ int main(int argc, char** argv) {
   gt::Tensor y = gt::from_vector(ys, {n}, gt::kInt64);
 
   gt::manual_seed(0);
-  auto model = std::make_shared<gt::nn::Sequential>(std::vector<std::shared_ptr<gt::nn::Module>>{
-      std::make_shared<gt::nn::Linear>(2, 64), std::make_shared<gt::nn::ReLU>(),
-      std::make_shared<gt::nn::Linear>(64, 64), std::make_shared<gt::nn::ReLU>(),
-      std::make_shared<gt::nn::Linear>(64, classes)});
+  gt::nn::Sequential model(gt::nn::Linear(2, 64), gt::nn::ReLU(), gt::nn::Linear(64, 64),
+                           gt::nn::ReLU(), gt::nn::Linear(64, classes));
   gt::optim::Adam opt(model->parameters(), gt::optim::AdamOptions(0.02));
 
   auto accuracy = [&](const gt::Tensor& logits) {
@@ -53,7 +51,7 @@ int main(int argc, char** argv) {
   double acc = 0;
   for (int step = 1; step <= steps; ++step) {
     opt.zero_grad();
-    gt::Tensor logits = (*model)(x);
+    gt::Tensor logits = model(x);
     gt::Tensor loss = F::cross_entropy(logits, y);
     loss.backward();
     opt.step();
@@ -64,7 +62,7 @@ int main(int argc, char** argv) {
     }
   }
   model->eval();
-  acc = accuracy((*model)(x));
+  acc = accuracy(model(x));
   std::printf("final accuracy: %.4f\n", acc);
   return acc >= 0.95 ? 0 : 1;
 }

@@ -6,6 +6,7 @@
 
 #include "gt/autograd.h"
 #include "gt/tensor.h"
+#include "libgtclient/advanced_index.h"
 #include "libgtclient/run_op.h"
 #include "libgtclient/view.h"
 
@@ -129,6 +130,8 @@ IndexPlan plan_index(const Shape& s, const std::vector<TensorIndex>& indices) {
       case TensorIndex::Kind::kEllipsis:
         for (int k = 0; k < rank - consuming; ++k, ++d) p.out.push_back(s[d]);
         break;
+      case TensorIndex::Kind::kTensor:  // Tensor::index sends these to advanced_index
+        throw Error("index: internal: a tensor index reached the basic plan");
     }
   }
   for (; d < rank; ++d) p.out.push_back(s[d]);
@@ -138,6 +141,7 @@ IndexPlan plan_index(const Shape& s, const std::vector<TensorIndex>& indices) {
 }  // namespace
 
 Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+  if (detail::has_tensor_index(indices)) return detail::advanced_index(*this, indices);
   const IndexPlan p = plan_index(shape(), indices);
   Tensor y = is_identity(shape(), p.specs) ? *this : emit_slice(*this, p.specs);
   if (p.out != y.shape()) y = y.reshape(p.out);  // drops or adds size-1 dims: always a view
@@ -146,6 +150,7 @@ Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
 
 const Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices,
                                  const Tensor& value) const {
+  if (detail::has_tensor_index(indices)) return detail::advanced_index_put_(*this, indices, value);
   if (is_view()) {  // through the view's own machinery (its base, kinds and refusals)
     index(indices).copy_(value);
     return *this;

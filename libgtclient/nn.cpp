@@ -162,7 +162,7 @@ Tensor uniform(Dims shape, double bound) {
 
 }  // namespace
 
-Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
+LinearImpl::LinearImpl(int64_t in, int64_t out, bool with_bias) : in_features(in), out_features(out) {
   if (in <= 0 || out <= 0)
     throw Error("Linear: in_features and out_features must be positive, got " +
                 std::to_string(in) + " and " + std::to_string(out));
@@ -171,24 +171,24 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias) : in_features(in), out_f
   if (with_bias) bias = register_parameter("bias", uniform({out}, bound));
 }
 
-Tensor Linear::forward(const Tensor& x) { return functional::linear(x, weight, bias); }
+Tensor LinearImpl::forward(const Tensor& x) { return functional::linear(x, weight, bias); }
 
-Sequential::Sequential(std::vector<std::shared_ptr<Module>> modules) {
+SequentialImpl::SequentialImpl(std::vector<std::shared_ptr<Module>> modules) {
   for (auto& m : modules) push_back(std::move(m));
 }
 
-void Sequential::push_back(std::shared_ptr<Module> m) {
+void SequentialImpl::push_back(std::shared_ptr<Module> m) {
   add_child(std::to_string(modules_.size()), m);
   modules_.push_back(std::move(m));
 }
 
-Tensor Sequential::forward(const Tensor& x) {
+Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor y = x;
   for (const auto& m : modules_) y = m->forward(y);
   return y;
 }
 
-LayerNorm::LayerNorm(Dims shape, double eps_, bool affine)
+LayerNormImpl::LayerNormImpl(Dims shape, double eps_, bool affine)
     : normalized_shape(shape.vec()), eps(eps_) {
   if (shape.size() == 0) throw Error("LayerNorm: normalized_shape must not be empty");
   if (affine) {
@@ -197,23 +197,23 @@ LayerNorm::LayerNorm(Dims shape, double eps_, bool affine)
   }
 }
 
-Tensor LayerNorm::forward(const Tensor& x) {
+Tensor LayerNormImpl::forward(const Tensor& x) {
   return functional::layer_norm(x, normalized_shape, weight, bias, eps);
 }
 
-Embedding::Embedding(int64_t num, int64_t dim) {
+EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim) {
   if (num <= 0 || dim <= 0)
     throw Error("Embedding: num_embeddings and embedding_dim must be positive");
   weight = register_parameter("weight", randn({num, dim}));
 }
 
-Tensor Embedding::forward(const Tensor& indices) { return functional::embedding(indices, weight); }
+Tensor EmbeddingImpl::forward(const Tensor& indices) { return functional::embedding(indices, weight); }
 
-Dropout::Dropout(double p_) : p(p_) {
+DropoutImpl::DropoutImpl(double p_) : p(p_) {
   if (p < 0 || p > 1)
     throw Error("Dropout: probability has to be between 0 and 1, but got " + std::to_string(p));
 }
 
-Tensor Dropout::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }
+Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p, is_training()); }
 
 }  // namespace gt::nn

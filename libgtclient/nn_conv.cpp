@@ -8,7 +8,7 @@
 
 namespace gt::nn {
 
-Conv2d::Conv2d(const Conv2dOptions& o) : options(o) {
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options(o) {
   if (o.in_channels_ <= 0 || o.out_channels_ <= 0 || o.groups_ <= 0 ||
       o.in_channels_ % o.groups_ != 0 || o.out_channels_ % o.groups_ != 0)
     throw Error(Code::kInvalidArgument,
@@ -28,7 +28,7 @@ Conv2d::Conv2d(const Conv2dOptions& o) : options(o) {
   if (o.bias_) bias = register_parameter("bias", uniform({o.out_channels_}));
 }
 
-Tensor Conv2d::forward(const Tensor& x) {
+Tensor Conv2dImpl::forward(const Tensor& x) {
   return functional::conv2d(x, weight, bias, options.stride_, options.padding_, options.dilation_,
                             options.groups_);
 }
@@ -63,13 +63,13 @@ Tensor BatchNorm::forward(const Tensor& x) {
                                 momentum, eps);
 }
 
-void BatchNorm1d::check_rank(const Tensor& x) const {
+void BatchNorm1dImpl::check_rank(const Tensor& x) const {
   if (x.dim() != 2 && x.dim() != 3)
     throw Error(Code::kInvalidArgument,
                 "BatchNorm1d: expected a 2-d or 3-d input, got shape " + x.shape().str());
 }
 
-void BatchNorm2d::check_rank(const Tensor& x) const {
+void BatchNorm2dImpl::check_rank(const Tensor& x) const {
   if (x.dim() != 4)
     throw Error(Code::kInvalidArgument,
                 "BatchNorm2d: expected a 4-d input, got shape " + x.shape().str());

@@ -111,7 +111,9 @@ const Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor
     return *this;
   }
   const int64_t n = size(0);
-  const Tensor idx = index.flatten().to(kInt64);
+  // Checked once (picked out of an arange: a bad index fails here, as the one root of the
+  // poison both index_adds below inherit, so it is raised once).
+  const Tensor idx = arange(n, kInt64).index_select(0, index.flatten());
   // Row r takes source row j where idx[j] == r. A repeated index leaves which one unspecified
   // (as torch documents); the sum of their positions is clamped into range.
   const Tensor hit = zeros({n}, kInt64).index_add(0, idx, ones({k}, kInt64)).gt(0);

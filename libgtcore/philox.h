@@ -43,6 +43,7 @@ GT_HOST_DEVICE U4 raw(uint64_t seed, uint64_t counter, uint64_t index) {
   return philox4x32_10(c, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
+// float32, float16 and bfloat16 draws: 24 random bits.
 // Uniform in [0, 1) with 24 random bits (exactly representable in float32).
 GT_HOST_DEVICE float uniform(uint64_t seed, uint64_t counter, uint64_t index) {
   return static_cast<float>(raw(seed, counter, index).x >> 8) * (1.0f / 16777216.0f);
@@ -55,6 +56,27 @@ GT_HOST_DEVICE float normal(uint64_t seed, uint64_t counter, uint64_t index) {
   double u1 = (static_cast<double>(r.x >> 8) + 1.0) * (1.0 / 16777216.0);  // (0, 1]
   double u2 = static_cast<double>(r.y >> 8) * (1.0 / 16777216.0);          // [0, 1)
   return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+}
+
+// float64 draws use all four words: 53 random bits per uniform (as torch's double rand), so a
+// float64 tensor is not a float32 draw widened.
+GT_HOST_DEVICE double bits53(uint32_t hi, uint32_t lo) {
+  return static_cast<double>((static_cast<uint64_t>(hi) << 21) ^ (lo >> 11)) *
+         (1.0 / 9007199254740992.0);  // 2^-53
+}
+
+// Uniform in [0, 1) with 53 random bits.
+GT_HOST_DEVICE double uniform64(uint64_t seed, uint64_t counter, uint64_t index) {
+  U4 r = raw(seed, counter, index);
+  return bits53(r.x, r.y);
+}
+
+// Standard normal in double: Box-Muller on two 53-bit uniforms of the same draw.
+GT_HOST_DEVICE double normal64(uint64_t seed, uint64_t counter, uint64_t index) {
+  U4 r = raw(seed, counter, index);
+  const double u1 = 1.0 - bits53(r.x, r.y);  // (0, 1]
+  const double u2 = bits53(r.z, r.w);         // [0, 1)
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
 }  // namespace gt::philox

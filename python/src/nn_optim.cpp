@@ -75,7 +75,7 @@ void init_nn(py::module_& root) {
       "linear_init",
       [](int64_t in, int64_t out, bool bias) {
         gt::nn::Linear l(in, out, bias);
-        return py::make_tuple(l.weight, opt_tensor_object(l.bias));
+        return py::make_tuple(l->weight, opt_tensor_object(l->bias));
       },
       "in_features"_a, "out_features"_a, "bias"_a = true,
       "(weight [out, in], bias [out] or None) with PyTorch's Linear initialization.");
@@ -83,7 +83,7 @@ void init_nn(py::module_& root) {
       "layer_norm_init",
       [](py::handle shape, double eps, bool affine) {
         gt::nn::LayerNorm l(dims_from_handle(shape, "LayerNorm"), eps, affine);
-        return py::make_tuple(opt_tensor_object(l.weight), opt_tensor_object(l.bias));
+        return py::make_tuple(opt_tensor_object(l->weight), opt_tensor_object(l->bias));
       },
       "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true);
   m.def(
@@ -92,14 +92,14 @@ void init_nn(py::module_& root) {
         gt::nn::Conv2d c(gt::nn::Conv2dOptions(in, out, dims_from_handle(kernel, "Conv2d"))
                              .groups(groups)
                              .bias(bias));
-        return py::make_tuple(c.weight, opt_tensor_object(c.bias));
+        return py::make_tuple(c->weight, opt_tensor_object(c->bias));
       },
       "in_channels"_a, "out_channels"_a, "kernel_size"_a, "groups"_a = 1, "bias"_a = true,
       "(weight [out, in / groups, kh, kw], bias [out] or None) with PyTorch's Conv2d init.");
   init_nn_init(m);
   m.def(
       "embedding_init",
-      [](int64_t n, int64_t d) { return gt::nn::Embedding(n, d).weight; }, "num_embeddings"_a,
+      [](int64_t n, int64_t d) { return gt::nn::Embedding(n, d)->weight; }, "num_embeddings"_a,
       "embedding_dim"_a);
   m.def(
       "save_state_dict",

@@ -109,8 +109,8 @@ int data_parallel(int steps, bool leak_check) {
   gt::register_config("data", gt::SignalConfig{gt::ShardConfig{0, {}, false}, "", false});
   gt::manual_seed(5);
   gt::nn::Linear l1(32, 64), l2(64, 8);
-  std::vector<gt::Tensor> params = l1.parameters();
-  for (auto& p : l2.parameters()) params.push_back(p);
+  std::vector<gt::Tensor> params = l1->parameters();
+  for (auto& p : l2->parameters()) params.push_back(p);
   gt::optim::SGD opt(params, gt::optim::SGDOptions(0.05));
   std::vector<int64_t> lv(64);
   for (int i = 0; i < 64; ++i) lv[i] = i % 8;
@@ -127,7 +127,7 @@ int data_parallel(int steps, bool leak_check) {
     gt::Tensor loss;
     {
       gt::signal::Scope s("data");
-      loss = gt::nn::functional::cross_entropy(l2.forward(l1.forward(x).relu()), labels);
+      loss = gt::nn::functional::cross_entropy(l2(l1(x).relu()), labels);
       loss.backward();
     }
     opt.step();

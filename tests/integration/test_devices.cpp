@@ -190,11 +190,11 @@ TEST_CASE("Module::to moves parameters in place: an optimizer made before keeps 
   daemons();
   gt::manual_seed(3);
   gt::nn::Linear lin(4, 2);
-  gt::Tensor w_before = lin.parameters()[0];
+  gt::Tensor w_before = lin->parameters()[0];
   std::vector<float> w_values = w_before.to_vector<float>();
-  gt::optim::SGD opt(lin.parameters(), gt::optim::SGDOptions(0.1));
-  lin.to(gt::Device("cuda:2"));
-  for (const gt::Tensor& p : lin.parameters()) CHECK(p.device() == gt::Device("cuda:2"));
+  gt::optim::SGD opt(lin->parameters(), gt::optim::SGDOptions(0.1));
+  lin->to(gt::Device("cuda:2"));
+  for (const gt::Tensor& p : lin->parameters()) CHECK(p.device() == gt::Device("cuda:2"));
   CHECK(w_before.device() == gt::Device("cuda:2"));  // the same handle moved
   expect_values(w_before, w_values);
 
@@ -216,11 +216,11 @@ TEST_CASE("Module::to moves parameters in place: an optimizer made before keeps 
   CHECK(last < first * 0.9f);
   CHECK(ran[2] > 100);  // forward, backward and the updates ran on worker 2
   CHECK(ran[0] + ran[1] == 0);
-  CHECK(lin.parameters()[0].grad().device() == gt::Device("cuda:2"));
+  CHECK(lin->parameters()[0].grad().device() == gt::Device("cuda:2"));
 
-  lin.to(gt::kFloat16);
-  CHECK(lin.parameters()[0].dtype() == gt::kFloat16);
-  CHECK(lin.parameters()[0].device() == gt::Device("cuda:2"));
+  lin->to(gt::kFloat16);
+  CHECK(lin->parameters()[0].dtype() == gt::kFloat16);
+  CHECK(lin->parameters()[0].device() == gt::Device("cuda:2"));
 }
 
 TEST_CASE("DeviceGuard pins creations on this thread until it ends", "[device]") {

@@ -321,8 +321,8 @@ TEST_CASE("data-parallel MLP training matches single-worker losses for 20 steps"
     std::vector<int64_t> lv(48);
     for (int i = 0; i < 48; ++i) lv[i] = i % 4;
     gt::Tensor labels = gt::from_vector(lv, {48});
-    std::vector<gt::Tensor> params = l1.parameters();
-    for (auto& p : l2.parameters()) params.push_back(p);
+    std::vector<gt::Tensor> params = l1->parameters();
+    for (auto& p : l2->parameters()) params.push_back(p);
     gt::optim::SGD opt(params, gt::optim::SGDOptions(0.1));
     gt::Tensor xs = x;
     if (sharded) {
@@ -332,7 +332,7 @@ TEST_CASE("data-parallel MLP training matches single-worker losses for 20 steps"
     std::vector<float> losses;
     for (int step = 0; step < 20; ++step) {
       opt.zero_grad();
-      gt::Tensor logits = l2.forward(l1.forward(xs).relu());
+      gt::Tensor logits = l2(l1(xs).relu());
       gt::Tensor loss = gt::nn::functional::cross_entropy(logits, labels);
       loss.backward();
       opt.step();

@@ -99,6 +99,11 @@ Status random_kernel(const KernelArgs& args) {
     parallel_for(n, kRandomGrain, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const auto idx = static_cast<uint64_t>(shard.active ? shard.global_index(i) : i);
+        if constexpr (std::is_same_v<T, double>) {
+          o[i] = kNormal ? philox::normal64(seed, counter, idx)
+                         : philox::uniform64(seed, counter, idx);
+          continue;
+        }
         const float v = kNormal ? philox::normal(seed, counter, idx)
                                 : philox::uniform(seed, counter, idx);
         o[i] = convert_value<T>(v);

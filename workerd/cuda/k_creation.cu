@@ -1,6 +1,8 @@
 // Creation kernels: fill with a byte pattern, arange, and Philox rand/randn with exactly the CPU
 // worker's counter scheme (libgtcore/philox.h is shared, so values agree up to the rounding of
 // the device's double log/cos).
+#include <type_traits>
+
 #include "libgtcore/philox.h"
 #include "workerd/cuda/cuda_common.cuh"
 
@@ -36,6 +38,10 @@ __global__ void random_kernel(T* out, int64_t n, uint64_t seed, uint64_t counter
       g = (outer * sh.global + a + sh.offset) * sh.inner + in;
     }
     const auto idx = static_cast<uint64_t>(g);
+    if constexpr (std::is_same_v<T, double>) {  // 53-bit draws, as the CPU worker's
+      out[i] = kNormal ? philox::normal64(seed, counter, idx) : philox::uniform64(seed, counter, idx);
+      continue;
+    }
     const float v =
         kNormal ? philox::normal(seed, counter, idx) : philox::uniform(seed, counter, idx);
     T o = cvt<T>(v);

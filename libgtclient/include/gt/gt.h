@@ -1,5 +1,5 @@
 // The GT client API: #include <gt/gt.h>. See tensor.h for the Tensor API, indexing.h for
-// t.index({...}), dtype.h for dtype names, autograd.h / functional.h / nn.h / optim.h for
+// t.index({...}), dtype.h for dtype names, autograd.h / functional.h / nn.h / optim.h / data.h for
 // training. Everything lives in namespace gt.
 #pragma once
 
@@ -12,3 +12,4 @@
 #include "gt/functional.h"
 #include "gt/nn.h"
 #include "gt/optim.h"
+#include "gt/data.h"

@@ -6,10 +6,22 @@
 // keeps the dim with Python semantics (open ends, negative indices and steps); None / NewAxis
 // inserts a size-1 dim; Ellipsis ("...") stands for all dims not otherwise indexed.
 // Tensor::index lowers the whole expression to at most one slice op plus one reshape.
+//
+// A Tensor is an advanced index (PyTorch's): an integer tensor picks positions along the dim it
+// stands for, a bool mask the positions where it is true (over as many dims as it has; a sync
+// point, since the count decides the shape). Several index tensors broadcast together and pick
+// element-wise; the picked dims replace theirs where the tensors stand next to each other (after
+// integer indices drop their dims), else they go first:
+//
+//   x.index({gt::arange(4), labels})          // x[arange(4), labels]: one entry per row
+//   x.index({gt::Slice(), idx, gt::Slice()})  // x[:, idx, :]
+//
+// The result of an advanced index is a copy; index_put_ with one writes in place.
 #pragma once
 
 #include <concepts>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +29,8 @@
 #include "gt/error.h"
 
 namespace gt {
+
+class Tensor;
 
 struct NoneType {};
 struct EllipsisType {};
@@ -58,33 +72,37 @@ class Slice {
 
 class TensorIndex {
  public:
-  enum class Kind { kInteger, kSlice, kNone, kEllipsis };
+  enum class Kind { kInteger, kSlice, kNone, kEllipsis, kTensor };
 
   template <std::integral I>
     requires(!std::same_as<I, bool>)
-  constexpr TensorIndex(I i)  // NOLINT
+  TensorIndex(I i)  // NOLINT
       : kind_(Kind::kInteger), integer_(static_cast<int64_t>(i)) {}
-  constexpr TensorIndex(Slice s) : kind_(Kind::kSlice), slice_(s) {}    // NOLINT
-  constexpr TensorIndex(NoneType) : kind_(Kind::kNone) {}               // NOLINT
-  constexpr TensorIndex(EllipsisType) : kind_(Kind::kEllipsis) {}       // NOLINT
+  TensorIndex(Slice s) : kind_(Kind::kSlice), slice_(s) {}    // NOLINT
+  TensorIndex(NoneType) : kind_(Kind::kNone) {}               // NOLINT
+  TensorIndex(EllipsisType) : kind_(Kind::kEllipsis) {}       // NOLINT
+  TensorIndex(const Tensor& t);                               // NOLINT: an advanced index
   // libtorch accepts the string "..." for Ellipsis.
   TensorIndex(const char* s) : kind_(Kind::kEllipsis) {  // NOLINT
     if (std::string_view(s) != "...")
       throw Error("index: the only string index is \"...\", got \"" + std::string(s) + "\"");
   }
 
-  constexpr Kind kind() const { return kind_; }
-  constexpr bool is_integer() const { return kind_ == Kind::kInteger; }
-  constexpr bool is_slice() const { return kind_ == Kind::kSlice; }
-  constexpr bool is_none() const { return kind_ == Kind::kNone; }
-  constexpr bool is_ellipsis() const { return kind_ == Kind::kEllipsis; }
-  constexpr int64_t integer() const { return integer_; }
-  constexpr const Slice& slice() const { return slice_; }
+  Kind kind() const { return kind_; }
+  bool is_integer() const { return kind_ == Kind::kInteger; }
+  bool is_slice() const { return kind_ == Kind::kSlice; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_ellipsis() const { return kind_ == Kind::kEllipsis; }
+  bool is_tensor() const { return kind_ == Kind::kTensor; }
+  int64_t integer() const { return integer_; }
+  const Slice& slice() const { return slice_; }
+  const Tensor& tensor() const { return *tensor_; }
 
  private:
   Kind kind_;
   int64_t integer_ = 0;
   Slice slice_;
+  std::shared_ptr<const Tensor> tensor_;  // a shared_ptr: Tensor is incomplete here
 };
 
 }  // namespace gt

@@ -1,12 +1,12 @@
 // gt::nn: modules with parameters, like torch.nn (parameters live on the workers; modules are
 // client-side objects holding tensor handles).
 //
-//   auto model = std::make_shared<gt::nn::Sequential>();
-//   model->push_back(std::make_shared<gt::nn::Linear>(2, 64));
-//   model->push_back(std::make_shared<gt::nn::ReLU>());
-//   model->push_back(std::make_shared<gt::nn::Linear>(64, 3));
-//   gt::Tensor logits = (*model)(x);
+//   gt::nn::Sequential model(gt::nn::Linear(2, 64), gt::nn::ReLU(), gt::nn::Linear(64, 3));
+//   gt::Tensor logits = model(x);
 //   model->save("model.gtsd");
+//
+// As in libtorch, each module class is XImpl and X its holder (gt/module_holder.h): a shared
+// pointer with value syntax (`fc(x)`, `fc->weight`).
 //
 // State-dict files ("GTSD", version 1; every integer little-endian):
 //   magic "GTSD" (4 bytes) | u32 version = 1 | u64 entry count
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gt/functional.h"
+#include "gt/module_holder.h"
 #include "gt/tensor.h"
 
 namespace gt::nn {
@@ -87,6 +88,11 @@ class Module {
     add_child(name, m);
     return m;
   }
+  template <IsModuleHolder H>
+  H register_module(const std::string& name, H m) {
+    add_child(name, m.ptr());
+    return m;
+  }
   void add_child(const std::string& name, std::shared_ptr<Module> m);
 
  private:
@@ -101,20 +107,27 @@ class Module {
 
 // y = x W^T + b, W [out, in]. PyTorch's default init: W and b ~ U(-1/sqrt(in), 1/sqrt(in))
 // (kaiming_uniform with a = sqrt(5)), drawn with gt::rand (reproducible after manual_seed).
-class Linear : public Module {
+class LinearImpl : public Module {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "Linear"; }
   Tensor weight, bias;  // bias undefined when disabled
   int64_t in_features, out_features;
 };
+GT_MODULE(Linear);
 
 // Applies its modules in order. Children are named "0", "1", ...
-class Sequential : public Module {
+class SequentialImpl : public Module {
  public:
-  Sequential() = default;
-  explicit Sequential(std::vector<std::shared_ptr<Module>> modules);
+  SequentialImpl() = default;
+  explicit SequentialImpl(std::vector<std::shared_ptr<Module>> modules);
+  // Sequential(Linear(4, 8), ReLU(), ...): holders or shared pointers of modules, in order.
+  template <class... Ms>
+    requires(sizeof...(Ms) > 0 && (std::is_convertible_v<Ms, std::shared_ptr<Module>> && ...))
+  explicit SequentialImpl(Ms&&... modules) {
+    (push_back(std::shared_ptr<Module>(std::forward<Ms>(modules))), ...);
+  }
   void push_back(std::shared_ptr<Module> m);
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "Sequential"; }
@@ -124,64 +137,73 @@ class Sequential : public Module {
  private:
   std::vector<std::shared_ptr<Module>> modules_;
 };
+GT_MODULE(Sequential);
 
-class ReLU : public Module {
+class ReLUImpl : public Module {
  public:
   Tensor forward(const Tensor& x) override { return x.relu(); }
   std::string name() const override { return "ReLU"; }
 };
-class GELU : public Module {
+GT_MODULE(ReLU);
+class GELUImpl : public Module {
  public:
-  explicit GELU(std::string approximate = "none") : approximate_(std::move(approximate)) {}
+  explicit GELUImpl(std::string approximate = "none") : approximate_(std::move(approximate)) {}
   Tensor forward(const Tensor& x) override { return functional::gelu(x, approximate_); }
   std::string name() const override { return "GELU"; }
 
  private:
   std::string approximate_;
 };
-class Tanh : public Module {
+GT_MODULE(GELU);
+class TanhImpl : public Module {
  public:
   Tensor forward(const Tensor& x) override { return x.tanh(); }
   std::string name() const override { return "Tanh"; }
 };
-class Sigmoid : public Module {
+GT_MODULE(Tanh);
+class SigmoidImpl : public Module {
  public:
   Tensor forward(const Tensor& x) override { return x.sigmoid(); }
   std::string name() const override { return "Sigmoid"; }
 };
-class SiLU : public Module {
+GT_MODULE(Sigmoid);
+class SiLUImpl : public Module {
  public:
   Tensor forward(const Tensor& x) override { return functional::silu(x); }
   std::string name() const override { return "SiLU"; }
 };
+GT_MODULE(SiLU);
 
 // Normalizes over the trailing `normalized_shape`; weight = 1, bias = 0 initially.
-class LayerNorm : public Module {
+class LayerNormImpl : public Module {
  public:
-  explicit LayerNorm(Dims normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNormImpl(Dims normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "LayerNorm"; }
   Tensor weight, bias;
   std::vector<int64_t> normalized_shape;
   double eps;
 };
+GT_MODULE(LayerNorm);
 
 // A lookup table [num_embeddings, dim] ~ N(0, 1); forward takes integer indices.
-class Embedding : public Module {
+class EmbeddingImpl : public Module {
  public:
-  Embedding(int64_t num_embeddings, int64_t embedding_dim);
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim);
   Tensor forward(const Tensor& indices) override;
   std::string name() const override { return "Embedding"; }
   Tensor weight;
 };
+GT_MODULE(Embedding);
 
-class Dropout : public Module {
+class DropoutImpl : public Module {
  public:
-  explicit Dropout(double p = 0.5);
+  explicit DropoutImpl(double p = 0.5);
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "Dropout"; }
   double p;
 };
+GT_MODULE(Dropout);
 
 // ---- convolution, pooling, batch norm (nn_conv.cpp) -------------------------------------------
 // torch::nn::Conv2dOptions-style builder: Conv2d(Conv2dOptions(1, 8, 3).padding(1).bias(false)).
@@ -201,20 +223,21 @@ struct Conv2dOptions {
 
 // 2-d convolution (functional::conv2d); weight [out, in / groups, kh, kw] and bias [out] ~
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in / groups * kh * kw (PyTorch's init).
-class Conv2d : public Module {
+class Conv2dImpl : public Module {
  public:
-  explicit Conv2d(const Conv2dOptions& options);
-  Conv2d(int64_t in_channels, int64_t out_channels, Dims kernel_size)
-      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, Dims kernel_size)
+      : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "Conv2d"; }
   Tensor weight, bias;  // bias undefined when disabled
   Conv2dOptions options;
 };
+GT_MODULE(Conv2d);
 
-class MaxPool2d : public Module {
+class MaxPool2dImpl : public Module {
  public:
-  explicit MaxPool2d(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1})
+  explicit MaxPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1})
       : kernel_size(kernel_size.vec()), stride(stride.vec()), padding(padding.vec()),
         dilation(dilation.vec()) {}
   Tensor forward(const Tensor& x) override {
@@ -223,10 +246,11 @@ class MaxPool2d : public Module {
   std::string name() const override { return "MaxPool2d"; }
   std::vector<int64_t> kernel_size, stride, padding, dilation;
 };
+GT_MODULE(MaxPool2d);
 
-class AvgPool2d : public Module {
+class AvgPool2dImpl : public Module {
  public:
-  explicit AvgPool2d(Dims kernel_size, Dims stride = {}, Dims padding = {0},
+  explicit AvgPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0},
                      bool count_include_pad = true)
       : kernel_size(kernel_size.vec()), stride(stride.vec()), padding(padding.vec()),
         count_include_pad(count_include_pad) {}
@@ -237,16 +261,18 @@ class AvgPool2d : public Module {
   std::vector<int64_t> kernel_size, stride, padding;
   bool count_include_pad;
 };
+GT_MODULE(AvgPool2d);
 
 // Merges dims start_dim..end_dim (torch.nn.Flatten: from dim 1, keeping the batch).
-class Flatten : public Module {
+class FlattenImpl : public Module {
  public:
-  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1)
       : start_dim(start_dim), end_dim(end_dim) {}
   Tensor forward(const Tensor& x) override { return gt::flatten(x, start_dim, end_dim); }
   std::string name() const override { return "Flatten"; }
   int64_t start_dim, end_dim;
 };
+GT_MODULE(Flatten);
 
 // Per-channel normalization (functional::batch_norm): weight = 1, bias = 0 (affine); buffers
 // running_mean = 0, running_var = 1 and num_batches_tracked (int64, 0-d) when tracking. Training
@@ -264,7 +290,7 @@ class BatchNorm : public Module {
  protected:
   virtual void check_rank(const Tensor& x) const = 0;
 };
-class BatchNorm1d : public BatchNorm {  // [N, C] or [N, C, L]
+class BatchNorm1dImpl : public BatchNorm {  // [N, C] or [N, C, L]
  public:
   using BatchNorm::BatchNorm;
   std::string name() const override { return "BatchNorm1d"; }
@@ -272,7 +298,8 @@ class BatchNorm1d : public BatchNorm {  // [N, C] or [N, C, L]
  protected:
   void check_rank(const Tensor& x) const override;
 };
-class BatchNorm2d : public BatchNorm {  // [N, C, H, W]
+GT_MODULE(BatchNorm1d);
+class BatchNorm2dImpl : public BatchNorm {  // [N, C, H, W]
  public:
   using BatchNorm::BatchNorm;
   std::string name() const override { return "BatchNorm2d"; }
@@ -280,6 +307,7 @@ class BatchNorm2d : public BatchNorm {  // [N, C, H, W]
  protected:
   void check_rank(const Tensor& x) const override;
 };
+GT_MODULE(BatchNorm2d);
 
 // ---- initialization and gradient clipping (nn_init.cpp), as torch.nn.init / torch.nn.utils ----
 // Each init writes new values into the tensor outside the tape (NoGradGuard + copy_/fill_) and

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "gt/arg.h"
 #include "gt/tensor.h"
 
 namespace gt::optim {
@@ -41,25 +42,14 @@ class Optimizer {
 // first step), d = nesterov ? d + m buf : buf; p -= lr d.
 // Options in torch::optim's builder style: SGDOptions(0.1).momentum(0.9).nesterov(true); each
 // setter returns the options, each getter of the same name reads them (o.momentum()).
-#define GT_OPTIM_ARG(T, NAME, INIT)                  \
- public:                                              \
-  auto& NAME(const T& v) {                            \
-    NAME##_ = v;                                      \
-    return *this;                                     \
-  }                                                   \
-  const T& NAME() const { return NAME##_; }          \
-                                                      \
- private:                                             \
-  T NAME##_ = INIT
-
 class SGDOptions {
  public:
   SGDOptions(double lr = 0.01) : lr_(lr) {}  // NOLINT: implicit as torch's (SGD(p, 0.1))
-  GT_OPTIM_ARG(double, lr, 0.01);
-  GT_OPTIM_ARG(double, momentum, 0);
-  GT_OPTIM_ARG(double, dampening, 0);
-  GT_OPTIM_ARG(double, weight_decay, 0);
-  GT_OPTIM_ARG(bool, nesterov, false);
+  GT_ARG(double, lr, 0.01);
+  GT_ARG(double, momentum, 0);
+  GT_ARG(double, dampening, 0);
+  GT_ARG(double, weight_decay, 0);
+  GT_ARG(bool, nesterov, false);
 };
 class SGD : public Optimizer {
  public:
@@ -84,15 +74,14 @@ template <bool kDecoupled>
 class AdamFamilyOptions {
  public:
   AdamFamilyOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as torch's
-  GT_OPTIM_ARG(double, lr, 1e-3);
-  GT_OPTIM_ARG(Betas, betas, (Betas{0.9, 0.999}));
-  GT_OPTIM_ARG(double, eps, 1e-8);
-  GT_OPTIM_ARG(double, weight_decay, kDecoupled ? 1e-2 : 0.0);
-  GT_OPTIM_ARG(bool, amsgrad, false);
+  GT_ARG(double, lr, 1e-3);
+  GT_ARG(Betas, betas, (Betas{0.9, 0.999}));
+  GT_ARG(double, eps, 1e-8);
+  GT_ARG(double, weight_decay, kDecoupled ? 1e-2 : 0.0);
+  GT_ARG(bool, amsgrad, false);
 };
 using AdamOptions = AdamFamilyOptions<false>;
 using AdamWOptions = AdamFamilyOptions<true>;
-#undef GT_OPTIM_ARG
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options);

@@ -158,19 +158,19 @@ TEST_CASE("BatchNorm2d: batch statistics, running statistics and eval", "[nn][co
         CHECK(std::abs(y[at] - (v[at] - m) / std::sqrt(var[c] + 1e-5)) < 1e-4);
       }
   }
-  check_close(host(bn.running_mean), {0.25 * mean[0], 0.25 * mean[1]}, 1e-6);
-  check_close(host(bn.running_var), {0.75 + 0.25 * unbiased[0], 0.75 + 0.25 * unbiased[1]}, 1e-6);
-  CHECK(host(bn.num_batches_tracked) == std::vector<double>{1});
-  bn.eval();
+  check_close(host(bn->running_mean), {0.25 * mean[0], 0.25 * mean[1]}, 1e-6);
+  check_close(host(bn->running_var), {0.75 + 0.25 * unbiased[0], 0.75 + 0.25 * unbiased[1]}, 1e-6);
+  CHECK(host(bn->num_batches_tracked) == std::vector<double>{1});
+  bn->eval();
   const std::vector<double> e = host(bn(x));
-  const std::vector<double> rm = host(bn.running_mean), rv = host(bn.running_var);
+  const std::vector<double> rm = host(bn->running_mean), rv = host(bn->running_var);
   for (size_t at = 0; at < v.size(); ++at) {
     const size_t c = (at / 3) % 2;
     CHECK(std::abs(e[at] - (v[at] - rm[c]) / std::sqrt(rv[c] + 1e-5)) < 1e-4);
   }
-  CHECK(host(bn.num_batches_tracked) == std::vector<double>{1});  // eval does not count
+  CHECK(host(bn->num_batches_tracked) == std::vector<double>{1});  // eval does not count
   std::vector<std::string> names;
-  for (const auto& [name, t] : bn.state_dict()) names.push_back(name);
+  for (const auto& [name, t] : bn->state_dict()) names.push_back(name);
   CHECK(names == std::vector<std::string>{"weight", "bias", "running_mean", "running_var",
                                           "num_batches_tracked"});
 }
@@ -179,24 +179,19 @@ TEST_CASE("Conv2d module: options builder, init bounds, a small CNN's shapes", "
   daemons();
   gt::manual_seed(3);
   nn::Conv2d conv(nn::Conv2dOptions(3, 8, {3}).padding({1}).bias(false));
-  CHECK(conv.weight.sizes() == std::vector<int64_t>{8, 3, 3, 3});
-  CHECK_FALSE(conv.bias.defined());
-  const std::vector<double> w = host(conv.weight);
+  CHECK(conv->weight.sizes() == std::vector<int64_t>{8, 3, 3, 3});
+  CHECK_FALSE(conv->bias.defined());
+  const std::vector<double> w = host(conv->weight);
   const double bound = 1 / std::sqrt(27.0);
   const double top = std::abs(*std::max_element(w.begin(), w.end(), [](double a, double b) {
     return std::abs(a) < std::abs(b);
   }));
   CHECK(top <= bound);
   CHECK(top > 0.8 * bound);
-  auto model = std::make_shared<nn::Sequential>();
-  model->push_back(std::make_shared<nn::Conv2d>(1, 4, gt::Dims{3}));
-  model->push_back(std::make_shared<nn::BatchNorm2d>(4));
-  model->push_back(std::make_shared<nn::ReLU>());
-  model->push_back(std::make_shared<nn::MaxPool2d>(gt::Dims{2}));
-  model->push_back(std::make_shared<nn::AvgPool2d>(gt::Dims{1}));
-  model->push_back(std::make_shared<nn::Flatten>());
-  model->push_back(std::make_shared<nn::Linear>(4 * 3 * 3, 2));
-  CHECK((*model)(gt::randn({5, 1, 8, 8})).sizes() == std::vector<int64_t>{5, 2});
+  nn::Sequential model(nn::Conv2d(1, 4, gt::Dims{3}), nn::BatchNorm2d(4), nn::ReLU(),
+                       nn::MaxPool2d(gt::Dims{2}), nn::AvgPool2d(gt::Dims{1}), nn::Flatten(),
+                       nn::Linear(4 * 3 * 3, 2));
+  CHECK(model(gt::randn({5, 1, 8, 8})).sizes() == std::vector<int64_t>{5, 2});
   CHECK(model->parameters().size() == 6);
 }
 

@@ -12,13 +12,12 @@ namespace nn = gt::nn;
 
 namespace {
 
-std::shared_ptr<nn::Sequential> mlp() {
-  auto m = std::make_shared<nn::Sequential>();
-  m->push_back(std::make_shared<nn::Linear>(3, 4));
-  m->push_back(std::make_shared<nn::ReLU>());
-  m->push_back(std::make_shared<nn::LayerNorm>(gt::Dims{4}));
-  m->push_back(std::make_shared<nn::Dropout>(0.5));
-  m->push_back(std::make_shared<nn::Linear>(4, 2, false));
+// Built both ways: Sequential(modules...) and push_back of a holder / a shared_ptr.
+nn::Sequential mlp() {
+  nn::Sequential m(nn::Linear(3, 4), nn::ReLU());
+  m->push_back(nn::LayerNorm(gt::Dims{4}));
+  m->push_back(std::make_shared<nn::DropoutImpl>(0.5));
+  m->push_back(nn::Linear(4, 2, false));
   return m;
 }
 
@@ -53,7 +52,7 @@ TEST_CASE("Module tree: named parameters, children, train/eval, zero_grad", "[nn
 
   Tensor x = agt::tensor(agt::spread_values(6, 5), {2, 3});
   m->eval();
-  (*m)(x).sum().backward();
+  m(x).sum().backward();
   for (auto& p : m->parameters()) CHECK(p.grad().defined());
   m->zero_grad(false);
   for (auto& p : m->parameters()) {
@@ -68,9 +67,9 @@ TEST_CASE("Linear: PyTorch's default init bounds and y = x W^T + b", "[nn]") {
   agt::daemons();
   gt::manual_seed(3);
   nn::Linear lin(16, 8);
-  CHECK(lin.weight.sizes() == std::vector<int64_t>{8, 16});
-  CHECK(lin.bias.sizes() == std::vector<int64_t>{8});
-  std::vector<double> w = agt::host(lin.weight), b = agt::host(lin.bias);
+  CHECK(lin->weight.sizes() == std::vector<int64_t>{8, 16});
+  CHECK(lin->bias.sizes() == std::vector<int64_t>{8});
+  std::vector<double> w = agt::host(lin->weight), b = agt::host(lin->bias);
   const double bound = 1 / std::sqrt(16.0);
   double lo = 1, hi = -1;
   for (double v : w) lo = std::min(lo, v), hi = std::max(hi, v);
@@ -105,7 +104,7 @@ TEST_CASE("LayerNorm, Embedding and activation modules compute the right values"
   }
 
   nn::Embedding emb(5, 3);
-  std::vector<double> table = agt::host(emb.weight);
+  std::vector<double> table = agt::host(emb->weight);
   std::vector<double> rows = agt::host(emb(agt::tensor({4, 0, 4}, {3}, gt::kInt64)));
   REQUIRE(rows.size() == 9);
   for (int j = 0; j < 3; ++j) {
@@ -177,18 +176,18 @@ TEST_CASE("state dict: load validates names, shapes and the file with clear erro
   // A mismatching file changes nothing.
   const std::string path = temp_path("other.gtsd");
   nn::Linear other(3, 5);
-  other.save(path);
+  other->save(path);
   nn::Linear target(3, 4);
-  std::vector<double> before = agt::host(target.weight);
-  CHECK_THROWS_WITH(target.load(path), Catch::Contains("size/dtype mismatches"));
-  CHECK(agt::host(target.weight) == before);
+  std::vector<double> before = agt::host(target->weight);
+  CHECK_THROWS_WITH(target->load(path), Catch::Contains("size/dtype mismatches"));
+  CHECK(agt::host(target->weight) == before);
 
   std::string good = slurp(path);
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << "NOPE" << good.substr(4);
   }
-  CHECK_THROWS_WITH(target.load(path), Catch::Contains("bad magic"));
+  CHECK_THROWS_WITH(target->load(path), Catch::Contains("bad magic"));
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << good.substr(0, good.size() - 3);
@@ -196,4 +195,45 @@ TEST_CASE("state dict: load validates names, shapes and the file with clear erro
   CHECK_THROWS_WITH(nn::load_state_dict_file(path), Catch::Contains("truncated"));
   CHECK_THROWS_WITH(nn::load_state_dict_file(path + ".absent"), Catch::Contains("cannot open"));
   std::remove(path.c_str());
+}
+
+namespace {
+// A user module in libtorch's form: NetImpl plus GT_MODULE(Net), children registered by holder.
+struct NetImpl : nn::Module {
+  NetImpl(int64_t in, int64_t out)
+      : fc1(register_module("fc1", nn::Linear(in, 8))),
+        fc2(register_module("fc2", nn::Linear(8, out))) {}
+  Tensor forward(const Tensor& x) override { return fc2(fc1(x).relu()); }
+  nn::Linear fc1, fc2;
+};
+GT_MODULE(Net);
+}  // namespace
+
+TEST_CASE("module holders: value syntax over shared modules, as torch::nn's", "[nn]") {
+  agt::daemons();
+  nn::Linear fc(3, 2);
+  nn::Linear same = fc;  // a copy shares the module
+  CHECK(same.ptr() == fc.ptr());
+  CHECK(agt::host(same->weight) == agt::host(fc->weight));
+  const Tensor x = agt::tensor({1, -2, 0.5}, {1, 3});
+  CHECK(agt::host(fc(x)) == agt::host(fc->forward(x)));  // fc(x) is forward
+  // y = x W^T + b from the module's own parameters.
+  const std::vector<double> w = agt::host(fc->weight), b = agt::host(fc->bias), y = agt::host(fc(x));
+  for (int o = 0; o < 2; ++o)
+    CHECK(y[o] == Approx(w[o * 3] * 1 - 2 * w[o * 3 + 1] + 0.5 * w[o * 3 + 2] + b[o]).margin(1e-6));
+
+  nn::Linear empty{nullptr};
+  CHECK(empty.is_empty());
+  CHECK_THROWS_WITH(empty(x), Catch::Contains("empty"));
+  empty = fc;
+  CHECK_FALSE(empty.is_empty());
+
+  Net net(3, 4);  // children by name, parameters in registration order
+  std::vector<std::string> names;
+  for (const auto& [name, t] : net->named_parameters()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"});
+  CHECK(net(x).sizes() == std::vector<int64_t>{1, 4});
+  nn::Sequential seq(net, nn::ReLU());  // holders of user modules nest too
+  CHECK(seq->size() == 2);
+  CHECK(agt::host(seq(x)) == agt::host(net(x).relu()));
 }

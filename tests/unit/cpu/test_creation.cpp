@@ -91,6 +91,33 @@ TEST_CASE("cpu rand / randn match philox element by element", "[cpu][creation]")
   CHECK_FALSE(try_run(be, OpId::k_rand, {}, make_random(s, DType::kInt32, 1, 1)).is_ok());
 }
 
+TEST_CASE("cpu float64 rand / randn are 53-bit draws, not float32 ones widened",
+          "[cpu][creation]") {
+  CpuBackend be;
+  const int64_t n = 20000;
+  const OpAttrs attrs = make_random(Shape{n}, DType::kFloat64, 21, 4);
+  auto u = to_doubles(be, run_op(be, OpId::k_rand, {}, attrs));
+  auto g = to_doubles(be, run_op(be, OpId::k_randn, {}, attrs));
+  int64_t beyond_float = 0;
+  double su = 0, sg = 0, sg2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const auto idx = static_cast<uint64_t>(i);
+    REQUIRE(u[i] == philox::uniform64(21, 4, idx));  // bit-exact
+    REQUIRE(g[i] == philox::normal64(21, 4, idx));
+    REQUIRE(u[i] >= 0.0);
+    REQUIRE(u[i] < 1.0);
+    beyond_float += static_cast<double>(static_cast<float>(u[i])) != u[i];
+    su += u[i];
+    sg += g[i];
+    sg2 += g[i] * g[i];
+  }
+  // A float32 draw widened would always survive the round trip through float.
+  CHECK(beyond_float > n * 9 / 10);
+  CHECK(std::fabs(su / n - 0.5) < 0.01);  // 4.5 sigma: sd of the mean is 0.29 / sqrt(n)
+  CHECK(std::fabs(sg / n) < 0.032);
+  CHECK(std::fabs(sg2 / n - (sg / n) * (sg / n) - 1.0) < 0.05);
+}
+
 TEST_CASE("cpu rand in float16 / bfloat16 stays below 1", "[cpu][creation]") {
   CpuBackend be;
   const int64_t n = 1 << 16;

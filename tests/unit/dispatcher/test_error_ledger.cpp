@@ -146,3 +146,25 @@ TEST_CASE("poison_failed_result marks the tensor holding the handle", "[dispatch
   CHECK(tensors[2].poison->message() == "out of memory");
   CHECK(tensors[2].handles == std::vector<uint64_t>{5});  // still freed on the worker later
 }
+
+TEST_CASE("a tensor written in place is dated by its latest write", "[dispatcher][errors]") {
+  // t (handle 3) is written in place after index_select (handle 8) failed: its fetched poison
+  // is that failure, though t's own handle is older.
+  ErrorLedger l;
+  v1::ErrorInfo e = err("index_select", "index 9 is out of bounds");
+  l.reported(e, 0, /*handle=*/8, /*horizon=*/12);
+  v1::ErrorInfo f = err("index_select", "index 9 is out of bounds");
+  CHECK_FALSE(l.identify_fetched(f, 0, 3));  // dated by its handle: older than the failure
+  f = err("index_select", "index 9 is out of bounds");
+  CHECK(l.identify_fetched(f, 0, 3, /*age=*/11));  // written when handle 11 was next
+  CHECK(f.id() == e.id());
+  // The same text failing again later: the write before that report (age 12 <= its horizon
+  // 12, as no handle was issued in between) tells them apart by window.
+  v1::ErrorInfo e2 = err("index_select", "index 9 is out of bounds");
+  l.reported(e2, 0, /*handle=*/9, /*horizon=*/12);
+  v1::ErrorInfo e3 = err("index_select", "index 9 is out of bounds");
+  l.reported(e3, 0, /*handle=*/14, /*horizon=*/20);
+  f = err("index_select", "index 9 is out of bounds");
+  CHECK(l.identify_fetched(f, 0, 3, /*age=*/15));
+  CHECK(f.id() == e3.id());
+}
