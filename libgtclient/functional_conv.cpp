@@ -9,6 +9,7 @@
 // is the last dim, reduced by max / mean). Overlapping windows are handled by index_select's
 // gradient (index_add accumulates repeats): exactly col2im.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -40,40 +41,77 @@ Tensor batched_input(const Tensor& x, const char* op, bool& batched) {
   return batched ? x : x.unsqueeze(0);
 }
 
-struct Geometry {
-  Pair k, s, p, d;
-  int64_t hp, wp, oh, ow;
+// Padding before (top, left) and after (bottom, right): symmetric as given, except that
+// padding='same' with an even span and ceil_mode add to the end only.
+struct Padding2d {
+  Pair before, after;
+  bool symmetric() const { return before.h == after.h && before.w == after.w; }
 };
 
-Geometry geometry(const Tensor& x4, Pair k, Pair s, Pair p, Pair d, const char* op) {
-  if (k.h <= 0 || k.w <= 0 || s.h <= 0 || s.w <= 0 || d.h <= 0 || d.w <= 0 || p.h < 0 || p.w < 0)
+struct Geometry {
+  Pair k, s, d;
+  Padding2d pad;
+  int64_t hp, wp, oh, ow;  // the padded image, the output
+};
+
+// ceil_mode (pooling): the output rounds up, keeping only windows that start inside the input
+// or its leading padding (torch's rule); the last ones reach into extra trailing padding.
+Geometry geometry(const Tensor& x4, Pair k, Pair s, Padding2d pad, Pair d, const char* op,
+                  bool ceil_mode = false) {
+  const Pair& p = pad.before;
+  if (k.h <= 0 || k.w <= 0 || s.h <= 0 || s.w <= 0 || d.h <= 0 || d.w <= 0 || p.h < 0 || p.w < 0 ||
+      pad.after.h < 0 || pad.after.w < 0)
     throw Error(Code::kInvalidArgument,
                 std::string(op) + ": kernel, stride and dilation must be positive and padding " +
                     "non-negative");
-  Geometry g{k, s, p, d, x4.size(2) + 2 * p.h, x4.size(3) + 2 * p.w, 0, 0};
+  const int64_t h = x4.size(2), w = x4.size(3);
+  Geometry g{k, s, d, pad, h + p.h + pad.after.h, w + p.w + pad.after.w, 0, 0};
   const int64_t span_h = d.h * (k.h - 1) + 1, span_w = d.w * (k.w - 1) + 1;
   if (g.hp < span_h || g.wp < span_w)
     throw Error(Code::kInvalidArgument,
                 std::string(op) + ": the kernel (" + std::to_string(span_h) + "x" +
                     std::to_string(span_w) + " with dilation) is larger than the padded input (" +
                     std::to_string(g.hp) + "x" + std::to_string(g.wp) + ")");
-  g.oh = (g.hp - span_h) / s.h + 1;
-  g.ow = (g.wp - span_w) / s.w + 1;
+  auto out = [&](int64_t padded, int64_t span, int64_t stride, int64_t size, int64_t lead) {
+    if (!ceil_mode) return (padded - span) / stride + 1;
+    int64_t o = (padded - span + stride - 1) / stride + 1;
+    if ((o - 1) * stride >= size + lead) --o;
+    return o;
+  };
+  g.oh = out(g.hp, span_h, s.h, h, p.h);
+  g.ow = out(g.wp, span_w, s.w, w, p.w);
+  const int64_t extra_h = std::max<int64_t>(0, (g.oh - 1) * s.h + span_h - g.hp);
+  const int64_t extra_w = std::max<int64_t>(0, (g.ow - 1) * s.w + span_w - g.wp);
+  g.pad.after.h += extra_h;
+  g.pad.after.w += extra_w;
+  g.hp += extra_h;
+  g.wp += extra_w;
   return g;
 }
 
-// x4 with p.h rows and p.w columns of `value` on each side.
-Tensor pad_image(const Tensor& x4, Pair p, double value) {
-  if (p.h == 0 && p.w == 0) return x4;
+Padding2d symmetric(Pair p) { return {p, p}; }
+
+// x4 with `pad` rows and columns of `value` around it.
+Tensor pad_image(const Tensor& x4, const Padding2d& pad, double value) {
+  const Pair& b = pad.before;
+  const Pair& a = pad.after;
+  if (b.h == 0 && b.w == 0 && a.h == 0 && a.w == 0) return x4;
   const int64_t n = x4.size(0), c = x4.size(1), h = x4.size(2), w = x4.size(3);
   Tensor r = x4;
-  if (p.w > 0) {
-    Tensor side = full({n, c, h, p.w}, value, x4.dtype());
-    r = cat({side, r, side}, 3);
+  if (b.w > 0 || a.w > 0) {
+    std::vector<Tensor> parts;
+    if (b.w > 0) parts.push_back(full({n, c, h, b.w}, value, x4.dtype()));
+    parts.push_back(r);
+    if (a.w > 0) parts.push_back(full({n, c, h, a.w}, value, x4.dtype()));
+    r = cat(parts, 3);
   }
-  if (p.h > 0) {
-    Tensor band = full({n, c, p.h, w + 2 * p.w}, value, x4.dtype());
-    r = cat({band, r, band}, 2);
+  if (b.h > 0 || a.h > 0) {
+    const int64_t wide = w + b.w + a.w;
+    std::vector<Tensor> parts;
+    if (b.h > 0) parts.push_back(full({n, c, b.h, wide}, value, x4.dtype()));
+    parts.push_back(r);
+    if (a.h > 0) parts.push_back(full({n, c, a.h, wide}, value, x4.dtype()));
+    r = cat(parts, 2);
   }
   return r;
 }
@@ -104,20 +142,23 @@ Tensor unbatch(const Tensor& y, bool batched) { return batched ? y : y.squeeze(0
 // [N, C, oh, ow, kh * kw]: each output position's window, last.
 Tensor pool_windows(const Tensor& x4, const Geometry& g, double pad_value) {
   const int64_t n = x4.size(0), c = x4.size(1);
-  return windows(pad_image(x4, g.p, pad_value), g, false)
+  return windows(pad_image(x4, g.pad, pad_value), g, false)
       .reshape({n, c, g.oh, g.ow, g.k.h * g.k.w});
 }
 
 void check_pool_padding(const Geometry& g, const char* op) {
-  if (2 * g.p.h > g.k.h || 2 * g.p.w > g.k.w)
+  if (2 * g.pad.before.h > g.k.h || 2 * g.pad.before.w > g.k.w)
     throw Error(Code::kInvalidArgument,
                 std::string(op) + ": padding should be at most half of the kernel size");
 }
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Dims stride,
-              Dims padding, Dims dilation, int64_t groups) {
+namespace {
+
+Tensor conv2d_padded(const Tensor& x, const Tensor& weight, const Tensor& bias, Dims stride,
+                     const std::function<Padding2d(Pair kernel, Pair dilation)>& padding,
+                     Dims dilation, int64_t groups) {
   bool batched = true;
   const Tensor x4 = batched_input(x, "conv2d", batched);
   detail::require_floating(x4, "conv2d");
@@ -133,49 +174,122 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Dims st
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != oc))
     throw Error(Code::kInvalidArgument,
                 "conv2d: bias must be [" + std::to_string(oc) + "], got " + bias.shape().str());
-  const Geometry g =
-      geometry(x4, {weight.size(2), weight.size(3)}, pair_of(stride, "conv2d", "stride"),
-               pair_of(padding, "conv2d", "padding"), pair_of(dilation, "conv2d", "dilation"),
-               "conv2d");
+  const Pair k{weight.size(2), weight.size(3)}, d = pair_of(dilation, "conv2d", "dilation");
+  const Geometry g = geometry(x4, k, pair_of(stride, "conv2d", "stride"), padding(k, d), d, "conv2d");
   const int64_t kk = cg * g.k.h * g.k.w, l = g.oh * g.ow;
   // [N, G, cg*kh*kw, L] @ ... : the weight [G, oc/G, cg*kh*kw] broadcasts over the batch.
-  Tensor cols = windows(pad_image(x4, g.p, 0.0), g, true).reshape({n, groups, kk, l});
+  Tensor cols = windows(pad_image(x4, g.pad, 0.0), g, true).reshape({n, groups, kk, l});
   Tensor w = weight.reshape({groups, oc / groups, kk});
   Tensor y = w.matmul(cols).reshape({n, oc, g.oh, g.ow});
   if (bias.defined()) y = y + bias.reshape({1, oc, 1, 1});
   return unbatch(y, batched);
 }
 
-Tensor max_pool2d(const Tensor& x, Dims kernel_size, Dims stride, Dims padding, Dims dilation) {
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Dims stride,
+              Dims padding, Dims dilation, int64_t groups) {
+  const Pair p = pair_of(padding, "conv2d", "padding");
+  return conv2d_padded(x, weight, bias, stride, [&](Pair, Pair) { return symmetric(p); },
+                       dilation, groups);
+}
+
+// kSame: the output keeps the input's size (stride 1); the total padding d (k - 1) is split
+// with the odd one after, as torch's. kValid: none.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Dims stride,
+              PaddingMode padding, Dims dilation, int64_t groups) {
+  if (padding == kValid) return conv2d(x, weight, bias, stride, Dims{0}, dilation, groups);
+  const Pair s = pair_of(stride, "conv2d", "stride");
+  if (s.h != 1 || s.w != 1)
+    throw Error(Code::kInvalidArgument,
+                "conv2d: padding='same' is not supported for strided convolutions");
+  return conv2d_padded(
+      x, weight, bias, stride,
+      [](Pair k, Pair d) {
+        const Pair total{d.h * (k.h - 1), d.w * (k.w - 1)};
+        const Pair before{total.h / 2, total.w / 2};
+        return Padding2d{before, {total.h - before.h, total.w - before.w}};
+      },
+      dilation, groups);
+}
+
+namespace {
+
+Geometry pool_geometry(const Tensor& x4, Dims kernel_size, Dims stride, Dims padding,
+                       Pair dilation, bool ceil_mode, const char* op) {
+  detail::require_floating(x4, op);
+  const Pair k = pair_of(kernel_size, op, "kernel_size");
+  const Geometry g = geometry(x4, k, stride.size() == 0 ? k : pair_of(stride, op, "stride"),
+                              symmetric(pair_of(padding, op, "padding")), dilation, op, ceil_mode);
+  check_pool_padding(g, op);
+  return g;
+}
+
+// Where each window's maximum sits in its input plane (h * W + w), from its place in the
+// window (kh * kw positions, row-major): torch's return_indices.
+Tensor input_positions(const Tensor& in_window, const Geometry& g, int64_t width) {
+  NoGradGuard no_grad;
+  const Tensor row0 = (arange(g.oh, kInt64) * g.s.h - g.pad.before.h).reshape({g.oh, 1});
+  const Tensor col0 = (arange(g.ow, kInt64) * g.s.w - g.pad.before.w).reshape({1, g.ow});
+  const Tensor row = row0 + in_window.floor_divide(g.k.w) * g.d.h;
+  const Tensor col = col0 + in_window.remainder(g.k.w) * g.d.w;
+  return row * width + col;
+}
+
+}  // namespace
+
+// -inf padding never wins (every window holds a real element: padding <= kernel / 2, and a
+// ceil_mode window starts inside the input or its leading padding).
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Dims kernel_size, Dims stride,
+                                                   Dims padding, Dims dilation, bool ceil_mode) {
   bool batched = true;
   const Tensor x4 = batched_input(x, "max_pool2d", batched);
-  detail::require_floating(x4, "max_pool2d");
-  const Pair k = pair_of(kernel_size, "max_pool2d", "kernel_size");
-  const Geometry g = geometry(x4, k, stride.size() == 0 ? k : pair_of(stride, "max_pool2d", "stride"),
-                              pair_of(padding, "max_pool2d", "padding"),
-                              pair_of(dilation, "max_pool2d", "dilation"), "max_pool2d");
-  check_pool_padding(g, "max_pool2d");
-  // -inf padding never wins (every window holds a real element: padding <= kernel / 2).
+  const Geometry g = pool_geometry(x4, kernel_size, stride, padding,
+                                   pair_of(dilation, "max_pool2d", "dilation"), ceil_mode,
+                                   "max_pool2d");
+  const double lowest = -std::numeric_limits<double>::infinity();
+  auto [values, in_window] = pool_windows(x4, g, lowest).max(4);
+  return {unbatch(values, batched),
+          unbatch(input_positions(in_window, g, x4.size(3)), batched)};
+}
+
+Tensor max_pool2d(const Tensor& x, Dims kernel_size, Dims stride, Dims padding, Dims dilation,
+                  bool ceil_mode) {
+  bool batched = true;
+  const Tensor x4 = batched_input(x, "max_pool2d", batched);
+  const Geometry g = pool_geometry(x4, kernel_size, stride, padding,
+                                   pair_of(dilation, "max_pool2d", "dilation"), ceil_mode,
+                                   "max_pool2d");
   const double lowest = -std::numeric_limits<double>::infinity();
   return unbatch(std::get<0>(pool_windows(x4, g, lowest).max(4)), batched);
 }
 
-Tensor avg_pool2d(const Tensor& x, Dims kernel_size, Dims stride, Dims padding,
-                  bool count_include_pad) {
+// The divisor as torch's: divisor_override; else each window's extent within the padded input
+// (count_include_pad: padding counts, ceil_mode's extra does not) or within the input itself.
+Tensor avg_pool2d(const Tensor& x, Dims kernel_size, Dims stride, Dims padding, bool ceil_mode,
+                  bool count_include_pad, std::optional<int64_t> divisor_override) {
   bool batched = true;
   const Tensor x4 = batched_input(x, "avg_pool2d", batched);
-  detail::require_floating(x4, "avg_pool2d");
-  const Pair k = pair_of(kernel_size, "avg_pool2d", "kernel_size");
-  const Geometry g = geometry(x4, k, stride.size() == 0 ? k : pair_of(stride, "avg_pool2d", "stride"),
-                              pair_of(padding, "avg_pool2d", "padding"), {1, 1}, "avg_pool2d");
-  check_pool_padding(g, "avg_pool2d");
-  Tensor sums = pool_windows(x4, g, 0.0).sum(4);
-  if (count_include_pad || (g.p.h == 0 && g.p.w == 0))
+  const Geometry g =
+      pool_geometry(x4, kernel_size, stride, padding, {1, 1}, ceil_mode, "avg_pool2d");
+  if (divisor_override && *divisor_override == 0)
+    throw Error(Code::kInvalidArgument, "avg_pool2d: divisor_override must not be zero");
+  const Tensor sums = pool_windows(x4, g, 0.0).sum(4);
+  if (divisor_override) return unbatch(sums / static_cast<double>(*divisor_override), batched);
+  const Pair& p = g.pad.before;
+  const bool padded = p.h > 0 || p.w > 0;
+  if (g.pad.symmetric() && (count_include_pad || !padded))
     return unbatch(sums / static_cast<double>(g.k.h * g.k.w), batched);
   Tensor counts;
   {
-    NoGradGuard no_grad;  // how many real elements each window holds
-    counts = pool_windows(ones({1, 1, x4.size(2), x4.size(3)}, x4.dtype()), g, 0.0).sum(4);
+    NoGradGuard no_grad;  // how many counted elements each window holds
+    const int64_t h = x4.size(2), w = x4.size(3);
+    Tensor counted = count_include_pad ? ones({1, 1, h + 2 * p.h, w + 2 * p.w}, x4.dtype())
+                                       : pad_image(ones({1, 1, h, w}, x4.dtype()), symmetric(p), 0.0);
+    const Padding2d extra{{0, 0}, {g.pad.after.h - p.h, g.pad.after.w - p.w}};
+    counts = windows(pad_image(counted, extra, 0.0), g, false)
+                 .reshape({1, 1, g.oh, g.ow, g.k.h * g.k.w})
+                 .sum(4);
   }
   return unbatch(sums / counts, batched);
 }

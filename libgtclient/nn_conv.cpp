@@ -29,6 +29,9 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options(o) {
 }
 
 Tensor Conv2dImpl::forward(const Tensor& x) {
+  if (options.padding_mode_)
+    return functional::conv2d(x, weight, bias, options.stride_, *options.padding_mode_,
+                              options.dilation_, options.groups_);
   return functional::conv2d(x, weight, bias, options.stride_, options.padding_, options.dilation_,
                             options.groups_);
 }

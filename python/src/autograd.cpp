@@ -95,36 +95,41 @@ void init_functional(py::module_& root) {
       },
       "input"_a, "normalized_shape"_a, "weight"_a = py::none(), "bias"_a = py::none(), "eps"_a = 1e-5);
   m.def("embedding", &F::embedding, "input"_a, "weight"_a);
-  // Convolution and pooling: sizes as an int or an (h, w) tuple; padding='valid' is 0.
-  auto pad_dims = [](py::handle p, const char* op) -> std::vector<int64_t> {
-    if (py::isinstance<py::str>(p)) {
-      if (p.cast<std::string>() == "valid") return {0};
-      throw py::value_error(std::string(op) + ": padding must be an int, a tuple or 'valid' " +
-                            "('same' is not supported yet)");
-    }
-    return dims_from_handle(p, op);
-  };
+  // Convolution and pooling: sizes as an int or an (h, w) tuple; padding also 'same' / 'valid'.
   auto opt_dims = [](py::handle d, const char* op) {
     return d.is_none() ? std::vector<int64_t>{} : dims_from_handle(d, op);
   };
   m.def(
       "conv2d",
-      [pad_dims](const T& x, const T& w, py::handle b, py::handle stride, py::handle padding,
-                 py::handle dilation, int64_t groups) {
+      [](const T& x, const T& w, py::handle b, py::handle stride, py::handle padding,
+         py::handle dilation, int64_t groups) {
+        if (py::isinstance<py::str>(padding)) {
+          const std::string mode = padding.cast<std::string>();
+          if (mode != "same" && mode != "valid")
+            throw py::value_error("conv2d: padding must be 'same', 'valid', an int or a tuple, "
+                                  "got '" + mode + "'");
+          return F::conv2d(x, w, opt_tensor(b), dims_from_handle(stride, "conv2d"),
+                           mode == "same" ? gt::kSame : gt::kValid,
+                           dims_from_handle(dilation, "conv2d"), groups);
+        }
         return F::conv2d(x, w, opt_tensor(b), dims_from_handle(stride, "conv2d"),
-                         pad_dims(padding, "conv2d"), dims_from_handle(dilation, "conv2d"), groups);
+                         dims_from_handle(padding, "conv2d"), dims_from_handle(dilation, "conv2d"),
+                         groups);
       },
       "input"_a, "weight"_a, "bias"_a = py::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1);
   m.def(
       "max_pool2d",
       [opt_dims](const T& x, py::handle k, py::handle stride, py::handle padding,
-                 py::handle dilation, bool ceil_mode, bool return_indices) {
-        if (ceil_mode || return_indices)
-          throw py::value_error("max_pool2d: ceil_mode and return_indices are not supported yet");
-        return F::max_pool2d(x, dims_from_handle(k, "max_pool2d"), opt_dims(stride, "max_pool2d"),
-                             dims_from_handle(padding, "max_pool2d"),
-                             dims_from_handle(dilation, "max_pool2d"));
+                 py::handle dilation, bool ceil_mode, bool return_indices) -> py::object {
+        const auto ks = dims_from_handle(k, "max_pool2d"), ss = opt_dims(stride, "max_pool2d"),
+                   ps = dims_from_handle(padding, "max_pool2d"),
+                   ds = dims_from_handle(dilation, "max_pool2d");
+        if (return_indices) {
+          auto [v, i] = F::max_pool2d_with_indices(x, ks, ss, ps, ds, ceil_mode);
+          return py::make_tuple(v, i);
+        }
+        return py::cast(F::max_pool2d(x, ks, ss, ps, ds, ceil_mode));
       },
       "input"_a, "kernel_size"_a, "stride"_a = py::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false);
@@ -132,10 +137,11 @@ void init_functional(py::module_& root) {
       "avg_pool2d",
       [opt_dims](const T& x, py::handle k, py::handle stride, py::handle padding, bool ceil_mode,
                  bool count_include_pad, py::handle divisor_override) {
-        if (ceil_mode || !divisor_override.is_none())
-          throw py::value_error("avg_pool2d: ceil_mode and divisor_override are not supported yet");
+        std::optional<int64_t> divisor;
+        if (!divisor_override.is_none()) divisor = divisor_override.cast<int64_t>();
         return F::avg_pool2d(x, dims_from_handle(k, "avg_pool2d"), opt_dims(stride, "avg_pool2d"),
-                             dims_from_handle(padding, "avg_pool2d"), count_include_pad);
+                             dims_from_handle(padding, "avg_pool2d"), ceil_mode,
+                             count_include_pad, divisor);
       },
       "input"_a, "kernel_size"_a, "stride"_a = py::none(), "padding"_a = 0, "ceil_mode"_a = false,
       "count_include_pad"_a = true, "divisor_override"_a = py::none());

@@ -48,7 +48,11 @@ def test_conv2d_values_and_gradients_as_torch(xs, ws, kw):
 
 
 @pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
-                                {"kernel_size": (2, 3), "stride": 1, "dilation": 2}])
+                                {"kernel_size": (2, 3), "stride": 1, "dilation": 2},
+                                {"kernel_size": 3, "stride": 2, "ceil_mode": True},
+                                {"kernel_size": 2, "stride": 3, "padding": 1, "ceil_mode": True},
+                                {"kernel_size": (3, 2), "stride": (2, 3), "dilation": (1, 2),
+                                 "ceil_mode": True}])
 def test_max_pool2d_as_torch(kw):
     x = arr((2, 3, 8, 7), 5)
     gx, tx = both(x)
@@ -62,7 +66,14 @@ def test_max_pool2d_as_torch(kw):
 
 @pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
                                 {"kernel_size": 3, "padding": 1, "count_include_pad": False,
-                                 "stride": 1}])
+                                 "stride": 1},
+                                {"kernel_size": 2, "ceil_mode": True},
+                                {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True},
+                                {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True,
+                                 "count_include_pad": False},
+                                {"kernel_size": (2, 3), "stride": 2, "divisor_override": 5},
+                                {"kernel_size": 2, "stride": 3, "padding": 1, "ceil_mode": True,
+                                 "divisor_override": 3}])
 def test_avg_pool2d_as_torch(kw):
     x = arr((2, 3, 7, 7), 7)
     gx, tx = both(x)
@@ -137,11 +148,56 @@ def test_conv_and_pool_errors():
         F.max_pool2d(x, 2, padding=2)
     with pytest.raises(gt.GTError, match="floating"):
         F.max_pool2d(gt.zeros(1, 1, 4, 4, dtype=gt.int64), 2)
-    with pytest.raises(ValueError, match="ceil_mode"):
-        F.max_pool2d(x, 2, ceil_mode=True)
+    with pytest.raises(gt.GTError, match="strided"):
+        F.conv2d(x, gt.zeros(1, 3, 3, 3), padding="same", stride=2)
     with pytest.raises(ValueError, match="same"):
-        F.conv2d(x, gt.zeros(1, 3, 3, 3), padding="same")
+        F.conv2d(x, gt.zeros(1, 3, 3, 3), padding="full")
+    with pytest.raises(gt.GTError, match="zero"):
+        F.avg_pool2d(x, 2, divisor_override=0)
     with pytest.raises(gt.GTError, match="more than 1 value per channel"):
         gt.nn.BatchNorm1d(3)(gt.zeros(1, 3))
     with pytest.raises(ValueError, match="4-d"):
         gt.nn.BatchNorm2d(3)(gt.zeros(2, 3))
+
+
+@pytest.mark.parametrize("kw", [{"kernel_size": 2}, {"kernel_size": 3, "stride": 2, "padding": 1},
+                                {"kernel_size": 3, "stride": 2, "ceil_mode": True},
+                                {"kernel_size": (2, 3), "dilation": (2, 1), "stride": 1}])
+def test_max_pool2d_return_indices_as_torch(kw):
+    # Distinct values (a permutation), so the maximum's position is unique.
+    x = (np.random.default_rng(11).permutation(2 * 3 * 8 * 7).reshape(2, 3, 8, 7)
+         .astype(np.float32))
+    gx, tx = both(x)
+    (gv, gi), (tv, ti) = (gt.nn.functional.max_pool2d(gx, return_indices=True, **kw),
+                          TF.max_pool2d(tx, return_indices=True, **kw))
+    np.testing.assert_array_equal(gv.detach().numpy(), tv.detach().numpy())
+    assert gi.dtype == gt.int64
+    np.testing.assert_array_equal(gi.numpy(), ti.numpy())
+    up = arr(tuple(tv.shape), 9)
+    (gv * gt.from_numpy(up)).sum().backward()
+    (tv * torch.from_numpy(up)).sum().backward()
+    check_grads([(gx, tx)])
+    gm = gt.nn.MaxPool2d(return_indices=True, **kw)        # the module form
+    np.testing.assert_array_equal(gm(gt.from_numpy(x))[1].numpy(), ti.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")  # torch's note on its own copy
+@pytest.mark.parametrize("kernel,dilation", [(3, 1), (4, 1), ((2, 5), (2, 1)), (1, 1)])
+def test_conv2d_padding_same_and_valid_as_torch(kernel, dilation):
+    """padding='same' keeps the size (an even kernel pads one more after, as torch)."""
+    k = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+    x, w, b = arr((2, 3, 9, 8), 12), arr((4, 3) + k, 13), arr((4,), 14)
+    gx, tx = both(x)
+    gw, tw = both(w)
+    gb, tb = both(b)
+    for padding in ("same", "valid"):
+        g = gt.nn.functional.conv2d(gx, gw, gb, padding=padding, dilation=dilation)
+        t = TF.conv2d(tx, tw, tb, padding=padding, dilation=dilation)
+        assert tuple(g.shape) == tuple(t.shape)
+        np.testing.assert_allclose(g.detach().numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-5)
+    up = arr(tuple(t.shape), 15)  # the gradient through the 'valid' result, then 'same'
+    (g * gt.from_numpy(up)).sum().backward()
+    (t * torch.from_numpy(up)).sum().backward()
+    check_grads([(gx, tx), (gw, tw), (gb, tb)])
+    gm = gt.nn.Conv2d(3, 4, kernel, padding="same", dilation=dilation)
+    assert tuple(gm(gx).shape) == (2, 4, 9, 8)

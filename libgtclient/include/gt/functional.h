@@ -10,11 +10,17 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gt/tensor.h"
 
 namespace gt {
+
+// Convolution padding by name (torch::kSame / torch::kValid).
+enum class PaddingMode { kValid, kSame };
+inline constexpr PaddingMode kValid = PaddingMode::kValid;
+inline constexpr PaddingMode kSame = PaddingMode::kSame;
 
 // ---- torch-level composites ---------------------------------------------------------------------
 // Numerically stable: x - logsumexp(x) (the worker subtracts the max).
@@ -85,17 +91,29 @@ Tensor embedding(const Tensor& indices, const Tensor& weight);
 // Inputs are [N, C, H, W] (or unbatched [C, H, W]); a pair argument is {h, w} or {both}. The
 // windows are gathered with one index_select over the padded image (im2col) and contracted with
 // one batched matmul, so gradients (col2im: index_select's index_add) and every backend come from
-// the primitives. ceil_mode is not supported.
+// the primitives.
 // weight [out, in / groups, kh, kw], bias [out] (optional).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               Dims stride = {1}, Dims padding = {0}, Dims dilation = {1}, int64_t groups = 1);
+// padding gt::kSame (stride 1: the output has the input's size; an odd total padding puts the
+// extra row / column after, as torch's) or gt::kValid (none), as libtorch's torch::kSame.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Dims stride,
+              PaddingMode padding, Dims dilation = {1}, int64_t groups = 1);
 // The window maximum (padding counts as -inf, at most half the kernel); stride defaults to the
-// kernel size.
+// kernel size. ceil_mode: the output size rounds up (windows that start inside the input or
+// its leading padding may run past its end), as torch's.
 Tensor max_pool2d(const Tensor& x, Dims kernel_size, Dims stride = {}, Dims padding = {0},
-                  Dims dilation = {1});
-// The window mean; count_include_pad = false divides by the real elements only.
+                  Dims dilation = {1}, bool ceil_mode = false);
+// (values, indices): torch's return_indices; each index is the maximum's position in its input
+// plane (h * W + w), int64.
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Dims kernel_size,
+                                                   Dims stride = {}, Dims padding = {0},
+                                                   Dims dilation = {1}, bool ceil_mode = false);
+// The window mean, torch.nn.functional.avg_pool2d's arguments in its order: count_include_pad
+// = false divides by the real elements only; divisor_override replaces the divisor.
 Tensor avg_pool2d(const Tensor& x, Dims kernel_size, Dims stride = {}, Dims padding = {0},
-                  bool count_include_pad = true);
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
 // Normalizes each channel (dim 1 of [N, C, ...]) over the other dims. training: with the batch's
 // statistics (biased variance), and updates running_mean / running_var in place (when given)
 // with momentum and the unbiased variance, as torch; else with the running statistics.

@@ -211,12 +211,14 @@ struct Conv2dOptions {
   Conv2dOptions(int64_t in_channels, int64_t out_channels, Dims kernel_size)
       : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size.vec()) {}
   Conv2dOptions& stride(Dims v) { stride_ = v.vec(); return *this; }
-  Conv2dOptions& padding(Dims v) { padding_ = v.vec(); return *this; }
+  Conv2dOptions& padding(Dims v) { padding_ = v.vec(); padding_mode_.reset(); return *this; }
+  Conv2dOptions& padding(PaddingMode mode) { padding_mode_ = mode; return *this; }  // gt::kSame
   Conv2dOptions& dilation(Dims v) { dilation_ = v.vec(); return *this; }
   Conv2dOptions& groups(int64_t v) { groups_ = v; return *this; }
   Conv2dOptions& bias(bool v) { bias_ = v; return *this; }
   int64_t in_channels_, out_channels_;
   std::vector<int64_t> kernel_size_, stride_{1}, padding_{0}, dilation_{1};
+  std::optional<PaddingMode> padding_mode_;  // set: it, not padding_
   int64_t groups_ = 1;
   bool bias_ = true;
 };
@@ -237,29 +239,40 @@ GT_MODULE(Conv2d);
 
 class MaxPool2dImpl : public Module {
  public:
-  explicit MaxPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0}, Dims dilation = {1})
+  explicit MaxPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0},
+                         Dims dilation = {1}, bool ceil_mode = false)
       : kernel_size(kernel_size.vec()), stride(stride.vec()), padding(padding.vec()),
-        dilation(dilation.vec()) {}
+        dilation(dilation.vec()), ceil_mode(ceil_mode) {}
   Tensor forward(const Tensor& x) override {
-    return functional::max_pool2d(x, kernel_size, stride, padding, dilation);
+    return functional::max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode);
+  }
+  // (values, indices), as libtorch's MaxPool2d::forward_with_indices.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x) {
+    return functional::max_pool2d_with_indices(x, kernel_size, stride, padding, dilation,
+                                               ceil_mode);
   }
   std::string name() const override { return "MaxPool2d"; }
   std::vector<int64_t> kernel_size, stride, padding, dilation;
+  bool ceil_mode;
 };
 GT_MODULE(MaxPool2d);
 
 class AvgPool2dImpl : public Module {
  public:
   explicit AvgPool2dImpl(Dims kernel_size, Dims stride = {}, Dims padding = {0},
-                     bool count_include_pad = true)
+                         bool ceil_mode = false, bool count_include_pad = true,
+                         std::optional<int64_t> divisor_override = std::nullopt)
       : kernel_size(kernel_size.vec()), stride(stride.vec()), padding(padding.vec()),
-        count_include_pad(count_include_pad) {}
+        ceil_mode(ceil_mode), count_include_pad(count_include_pad),
+        divisor_override(divisor_override) {}
   Tensor forward(const Tensor& x) override {
-    return functional::avg_pool2d(x, kernel_size, stride, padding, count_include_pad);
+    return functional::avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                  divisor_override);
   }
   std::string name() const override { return "AvgPool2d"; }
   std::vector<int64_t> kernel_size, stride, padding;
-  bool count_include_pad;
+  bool ceil_mode, count_include_pad;
+  std::optional<int64_t> divisor_override;
 };
 GT_MODULE(AvgPool2d);
 

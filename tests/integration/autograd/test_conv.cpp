@@ -110,7 +110,7 @@ TEST_CASE("conv2d, pooling and batch_norm gradients match finite differences", "
   gradcheck({"avg_pool2d without padding counts",
              {{{2, 1, 5, 4}, spread_values(40, 17, -2, 2, false, 0.01)}},
              [](const std::vector<gt::Tensor>& t) {
-               return F::avg_pool2d(t[0], {3, 2}, {1}, {1}, false);
+               return F::avg_pool2d(t[0], {3, 2}, {1}, {1}, /*ceil_mode=*/false, /*count_include_pad=*/false);
              }});
   gradcheck({"batch_norm training",
              {{{4, 3, 2, 2}, spread_values(48, 18, -2, 2, false, 0.01)},
@@ -133,8 +133,56 @@ TEST_CASE("max_pool2d and avg_pool2d values", "[nn][conv]") {
   check_close(host(F::max_pool2d(x, {3}, {3}, {1})), {5, 7, 13, 15}, 0);
   check_close(host(F::avg_pool2d(x, {2}, {2}, {1})), {0.0, 0.75, 0.75, 3, 7.5, 4.5, 3, 6.75, 3.75},
               1e-6);
-  check_close(host(F::avg_pool2d(x, {2}, {2}, {1}, false)), {0, 1.5, 3, 6, 7.5, 9, 12, 13.5, 15},
-              1e-6);
+  check_close(host(F::avg_pool2d(x, {2}, {2}, {1}, /*ceil_mode=*/false,
+                                 /*count_include_pad=*/false)),
+              {0, 1.5, 3, 6, 7.5, 9, 12, 13.5, 15}, 1e-6);
+  check_close(host(F::avg_pool2d(x, {2}, {}, {0}, false, true, /*divisor_override=*/2)),
+              {5, 9, 21, 25}, 1e-6);
+}
+
+TEST_CASE("ceil_mode, return_indices and padding 'same' against closed forms", "[nn][conv]") {
+  daemons();
+  std::vector<double> v(25);
+  for (int i = 0; i < 25; ++i) v[static_cast<size_t>(i)] = i;  // x[r][c] = 5 r + c
+  gt::Tensor x = tensor(v, {1, 1, 5, 5});
+  // 2x2 windows, stride 2, ceil_mode: 3x3 outputs, the last row / column of windows one wide.
+  // Window (r, c) covers rows 2r..min(2r+1, 4), columns likewise.
+  std::vector<double> maxes, means;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) {
+      const int r1 = std::min(2 * r + 1, 4), c1 = std::min(2 * c + 1, 4);
+      maxes.push_back(5 * r1 + c1);
+      double sum = 0, n = 0;
+      for (int i = 2 * r; i <= r1; ++i)
+        for (int j = 2 * c; j <= c1; ++j) sum += 5 * i + j, ++n;
+      means.push_back(sum / n);  // the divisor: the window within the input
+    }
+  check_close(host(F::max_pool2d(x, {2}, {2}, {0}, {1}, /*ceil_mode=*/true)), maxes, 0);
+  check_close(host(F::avg_pool2d(x, {2}, {2}, {0}, /*ceil_mode=*/true)), means, 1e-6);
+  // The indices are positions in the 5x5 plane: here the values themselves.
+  auto [values, indices] = F::max_pool2d_with_indices(x, {2}, {2}, {0}, {1}, true);
+  CHECK(indices.dtype() == gt::kInt64);
+  CHECK(indices.sizes() == std::vector<int64_t>{1, 1, 3, 3});
+  check_close(host(indices), maxes, 0);
+  check_close(host(values), maxes, 0);
+  nn::MaxPool2d pool(gt::Dims{2}, gt::Dims{2}, gt::Dims{0}, gt::Dims{1}, true);
+  check_close(host(std::get<1>(pool->forward_with_indices(x))), maxes, 0);
+
+  // padding "same" with a 2x2 kernel of ones: the extra row / column of zeros is after.
+  gt::Tensor w = gt::ones({1, 1, 2, 2});
+  std::vector<double> sums;
+  for (int r = 0; r < 5; ++r)
+    for (int c = 0; c < 5; ++c) {
+      double s = 0;
+      for (int i = r; i <= std::min(r + 1, 4); ++i)
+        for (int j = c; j <= std::min(c + 1, 4); ++j) s += 5 * i + j;
+      sums.push_back(s);
+    }
+  check_close(host(F::conv2d(x, w, gt::Tensor(), {1}, gt::kSame)), sums, 1e-5);
+  nn::Conv2d same(nn::Conv2dOptions(1, 2, {3}).padding(gt::kSame));
+  CHECK(same(x).sizes() == std::vector<int64_t>{1, 2, 5, 5});
+  CHECK(F::conv2d(x, w, gt::Tensor(), {1}, gt::kValid).sizes() == std::vector<int64_t>{1, 1, 4, 4});
+  CHECK_THROWS_WITH(F::conv2d(x, w, gt::Tensor(), {2}, gt::kSame), Catch::Contains("strided"));
 }
 
 TEST_CASE("BatchNorm2d: batch statistics, running statistics and eval", "[nn][conv]") {
