@@ -109,10 +109,10 @@ Result<std::string> find_daemon_dir() {
     looked += (looked.empty() ? "" : ", ") + c.string();
   }
   return not_found(
-      "cannot find gt-dispatcherd and gt-workerd for the embedded default. Looked relative to "
-      "{} (the file holding libgtclient), then in $PATH: {}. Set GT_BIN_DIR to the folder "
-      "holding them, or GT_ADDRESS to use a running dispatcher",
-      module.empty() ? std::string("<unknown>") : module.string(), looked);
+      "cannot find gt-dispatcherd and gt-workerd for the embedded default. Looked in {} "
+      "(relative to {}, the file holding libgtclient, then $PATH). Set GT_BIN_DIR to the "
+      "folder holding them, or GT_ADDRESS to use a running dispatcher",
+      looked, module.empty() ? std::string("<unknown>") : module.string());
 }
 
 }  // namespace gt::detail
