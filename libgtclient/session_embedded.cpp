@@ -17,11 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool has_daemons(const fs::path& dir) {
-  return ::access((dir / "gt-dispatcherd").c_str(), X_OK) == 0 &&
-         ::access((dir / "gt-workerd").c_str(), X_OK) == 0;
-}
-
 pid_t spawn(const std::string& exe, const std::vector<std::string>& args) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(exe.c_str()));
@@ -42,33 +37,6 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args) {
 }
 
 }  // namespace
-
-Result<std::string> find_daemon_dir() {
-  if (const char* env = std::getenv("GT_BIN_DIR")) {
-    if (has_daemons(env)) return std::string(env);
-    return not_found("GT_BIN_DIR={} does not hold gt-dispatcherd and gt-workerd", env);
-  }
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    candidates.push_back(self.parent_path());
-    candidates.push_back(self.parent_path().parent_path() / "bin");
-  }
-#ifdef GT_BUILD_BIN_DIR
-  candidates.emplace_back(GT_BUILD_BIN_DIR);
-#endif
-#ifdef GT_INSTALL_BIN_DIR
-  candidates.emplace_back(GT_INSTALL_BIN_DIR);
-#endif
-  candidates.emplace_back("/usr/local/bin");
-  candidates.emplace_back("/usr/bin");
-  for (const auto& c : candidates)
-    if (has_daemons(c)) return c.string();
-  return not_found(
-      "cannot find gt-dispatcherd and gt-workerd for the embedded default (set GT_BIN_DIR, or "
-      "GT_ADDRESS to use a running dispatcher)");
-}
 
 Result<std::unique_ptr<EmbeddedDaemons>> EmbeddedDaemons::start(int num_workers) {
   GT_ASSIGN_OR_RETURN(std::string bin, find_daemon_dir());

@@ -27,8 +27,9 @@ class EmbeddedDaemons {
   std::vector<pid_t> pids_;
 };
 
-// Where gt-dispatcherd / gt-workerd live: $GT_BIN_DIR, beside this program, ../bin, the build
-// tree this library came from, then the install prefix.
+// Where gt-dispatcherd / gt-workerd live: $GT_BIN_DIR, relative to the file holding
+// libgtclient, $PATH, then (for a library inside it only) the build tree. See
+// session_daemon_lookup.cpp for the details.
 Result<std::string> find_daemon_dir();
 
 }  // namespace gt::detail

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds (build.sh) and runs every CPU test: ctest (unit + integration; GPU tests are hidden
-# tags, run by scripts/device-check.sh), then the Python tests with pytest when there are any.
+# tags, run by scripts/device-check.sh), then the Python tests with pytest when there are any,
+# then the installed C++ SDK (tests/sdk/check_install.sh).
 # Exits non-zero if anything failed. Works from any directory.
 #
 #   scripts/test.sh [extra cmake args...]       e.g. scripts/test.sh -DGT_CUDA=OFF
@@ -44,11 +45,23 @@ if [[ -d "$ROOT/tests/python" ]] && compgen -G "$ROOT/tests/python/test_*.py" >/
   fi
 fi
 
+sdk_result=FAIL
+echo
+echo "test.sh: tests/sdk/check_install.sh (the installed C++ SDK, from a temporary prefix)"
+sdk_rc=0
+"$ROOT/tests/sdk/check_install.sh" "$BUILD" || sdk_rc=$?
+case $sdk_rc in
+  0) sdk_result=PASS ;;
+  77) sdk_result="skipped (sanitizer build)" ;;
+  *) failed=1 ;;
+esac
+
 echo
 echo "==================== test summary ===================="
 echo "  build   PASS ($BUILD)"
 echo "  ctest   $ctest_result"
 echo "  pytest  $pytest_result"
+echo "  sdk     $sdk_result"
 echo "======================================================"
 if [[ $failed -ne 0 ]]; then
   echo "test.sh: FAILED" >&2

@@ -15,8 +15,9 @@ mask's values). They release the GIL while waiting.
 Where ops run: ``gt.connect('host:port')`` (or ``'unix:/path'``) before the first op, else the
 ``GT_ADDRESS`` environment variable, else the embedded default: a private dispatcher and
 ``gt.gpu_workers(n)`` workers (default 1), spawned on first use and stopped at exit. The embedded
-default runs ``gt-dispatcherd`` / ``gt-workerd`` from ``$GT_BIN_DIR``, else the build tree this
-package was built in, else the install prefix's ``bin``.
+default runs ``gt-dispatcherd`` / ``gt-workerd`` from ``$GT_BIN_DIR``, else the ``bin`` of the prefix
+this package is installed in, else (when the package is still in its build tree) that build
+tree's ``bin``, else ``$PATH``.
 
 Errors: ``gt.ShapeError`` (a ``ValueError``) where a shape/dtype/axis error is made;
 ``gt.WorkerError`` at the next sync point for failures of queued work, with the subclasses
