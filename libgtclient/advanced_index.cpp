@@ -142,8 +142,8 @@ int64_t count_of(const std::vector<int64_t>& shape) {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
 }
 
-// What the index tensors pick from the basic result `v`: `rows` is v with the indexed dims
-// first, `position` the flat position among them of each picked element (shape `picked`).
+// What the index tensors pick from the basic result `v`: `moved` is v with the indexed dims
+// first, `position` the flat position among them of each picked element (in `picked` order).
 struct Plan {
   Tensor moved;                 // v permuted: indexed dims first, then the rest in order
   Tensor position;              // int64, 1-d, checked against the sizes on the worker
