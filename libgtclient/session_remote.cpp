@@ -24,6 +24,10 @@ namespace gt::detail {
 
 namespace {
 constexpr size_t kMaxQueuedInstrs = 65536;  // user threads block beyond this (backpressure)
+// Uploads (from_host / host_chunk payloads, kHostChunkBytes each) queued for one frame, at most:
+// a user thread uploading faster than the socket drains blocks here, and no frame grows past
+// the dispatcher's max_frame_bytes (64 MiB by default) however many uploads come back to back.
+constexpr size_t kMaxQueuedPayloadBytes = size_t{16} << 20;
 constexpr int kConnectTimeoutMs = 10000;
 constexpr int kWelcomeTimeoutMs = 60000;    // the dispatcher may wait for a first worker
 // A sync point with no answer from the dispatcher for this long raises instead of hanging
@@ -195,6 +199,7 @@ bool RemoteSession::flush_queue() {
     if (queue_empty(queue_)) return false;
     queue_.Swap(&sending_);
     queued_ = 0;
+    queued_payload_ = 0;
   }
   space_cv_.notify_all();
   wbuf_.clear();
@@ -217,8 +222,19 @@ void RemoteSession::mark_lost(const std::string& why) {
 
 uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) {
   std::unique_lock<std::mutex> lk(mu_);
-  if (queued_ >= kMaxQueuedInstrs)
-    space_cv_.wait(lk, [&] { return queued_ < kMaxQueuedInstrs || !lost_.empty(); });
+  const size_t payload = attrs.data.size();
+  auto full = [&] {
+    return queued_ >= kMaxQueuedInstrs ||
+           (queued_payload_ > 0 && queued_payload_ + payload > kMaxQueuedPayloadBytes);
+  };
+  if (full()) {
+    if (flusher_sleeping_) {  // the queue goes out now; this thread waits for the space
+      flusher_sleeping_ = false;
+      flusher_cv_.notify_one();
+    }
+    space_cv_.wait(lk, [&] { return !full() || !lost_.empty(); });
+  }
+  queued_payload_ += payload;
   uint64_t id = is_in_place(op) ? 0 : next_id_++;
   if (!lost_.empty()) return id;  // ops after a lost session are dropped; the next sync raises
   v1::Instr* in = queue_.mutable_batch()->add_instrs();

@@ -75,6 +75,7 @@ class RemoteSession : public Session {
   std::condition_variable reply_cv_;   // a reply arrived / the reader role is free
   v1::ClientMessage queue_;
   size_t queued_ = 0;
+  size_t queued_payload_ = 0;  // host bytes (uploads) in queue_: bounds the frame it becomes
   bool flusher_sleeping_ = false;
   bool stopping_ = false;
   bool reader_active_ = false;

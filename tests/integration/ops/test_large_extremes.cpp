@@ -173,3 +173,23 @@ TEST_CASE("pow special cases", "[ops][binary][pow]") {
   CHECK_TENSOR(gt::pow(2.0, gt::from_vector<float>({0.5f, -1}, {2}, gt::kFloat16)),
                ref_of({2}, {std::sqrt(2.0), 0.5}), gt::kFloat16);
 }
+
+TEST_CASE("uploads back to back never make a frame past the dispatcher's limit", "[ops][large]") {
+  // Three 48 MiB uploads without a sync between them: what queued while a frame was being sent
+  // went out as one frame, past the 64 MiB max_frame_bytes, and the session was lost. The client
+  // bounds the upload bytes it queues per frame.
+  daemons();
+  const int64_t n = int64_t{12} << 20;  // 48 MiB of float32
+  std::vector<gt::Tensor> uploads;
+  for (int k = 1; k <= 3; ++k) {
+    std::vector<float> v(static_cast<size_t>(n), static_cast<float>(k));
+    v[static_cast<size_t>(n - 1)] = -1.0f;  // the last chunk arrives too
+    uploads.push_back(gt::from_vector(v, {n}));
+  }
+  for (int k = 1; k <= 3; ++k) {
+    const gt::Tensor& t = uploads[static_cast<size_t>(k - 1)];
+    CHECK(t.select(0, 0).item<float>() == static_cast<float>(k));
+    CHECK(t.select(0, n / 2).item<float>() == static_cast<float>(k));
+    CHECK(t.select(0, n - 1).item<float>() == -1.0f);
+  }
+}

@@ -1,0 +1,114 @@
+// gt-bench-bandwidth (issue 15): upload and fetch bandwidth through GT, 1 MiB .. 256 MiB (up to
+// 1 GiB with --max-mib 1024), against single-thread memcpy of the same bytes in the same run.
+//
+//   upload: gt::from_bytes(bytes) then gt::synchronize()  (client -> dispatcher -> worker)
+//   fetch:  t.to_bytes()                                   (worker -> dispatcher -> client)
+//   memcpy: std::memcpy into a buffer already touched, same size
+//
+// Each size runs `reps` times per side in alternating order (load changes hit every side alike);
+// medians are reported as GB/s and as a fraction of memcpy's. Uses GT_ADDRESS when set, else the
+// embedded default. `--json` prints one JSON object of named figures.
+#include <gt/gt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+
+using gt::bench::median;
+using gt::bench::now_s;
+
+namespace {
+
+struct Row {
+  int64_t mib;
+  double upload_s, fetch_s, memcpy_s;
+};
+
+double gbps(int64_t bytes, double s) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t max_mib = 256;
+  int reps = 5;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--max-mib" && i + 1 < argc) {
+      max_mib = std::atoll(argv[++i]);
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (a == "--json") {
+      json = true;
+    } else {
+      std::fprintf(stderr, "usage: gt-bench-bandwidth [--max-mib N] [--reps R] [--json]\n");
+      return 2;
+    }
+  }
+  if (max_mib < 1 || reps < 1) {
+    std::fprintf(stderr, "gt-bench-bandwidth: --max-mib and --reps must be positive\n");
+    return 2;
+  }
+  gt::synchronize();  // the session (and an embedded default) is up before timing
+  std::vector<Row> rows;
+  for (int64_t mib = 1; mib <= max_mib; mib *= 4) {
+    const int64_t bytes = mib << 20;
+    std::string src(static_cast<size_t>(bytes), '\0');
+    for (size_t i = 0; i < src.size(); i += 4096) src[i] = static_cast<char>(i / 4096);
+    std::string dst(src.size(), '\1');  // touched: memcpy measures copying, not page faults
+    const gt::Tensor resident = gt::from_bytes({bytes / 4}, gt::kFloat32, src);
+    std::vector<double> up, fetch, copy;
+    std::string got;
+    for (int r = 0; r < reps; ++r) {
+      double t0 = now_s();
+      gt::Tensor t = gt::from_bytes({bytes / 4}, gt::kFloat32, src);
+      gt::synchronize();
+      up.push_back(now_s() - t0);
+      t0 = now_s();
+      got = resident.to_bytes();
+      fetch.push_back(now_s() - t0);
+      t0 = now_s();
+      std::memcpy(dst.data(), src.data(), src.size());
+      copy.push_back(now_s() - t0);
+    }
+    if (got != src || dst != src) {
+      std::fprintf(stderr, "gt-bench-bandwidth: WRONG RESULT at %lld MiB\n",
+                   static_cast<long long>(mib));
+      return 1;
+    }
+    rows.push_back({mib, median(up), median(fetch), median(copy)});
+  }
+  if (json) {
+    std::printf("{");
+    const char* sep = "";
+    for (const Row& r : rows) {
+      const int64_t b = r.mib << 20;
+      std::printf("%s\"upload_%lldmib_gbps\": %.3f, \"fetch_%lldmib_gbps\": %.3f, "
+                  "\"memcpy_%lldmib_gbps\": %.3f, \"fetch_%lldmib_of_memcpy\": %.3f",
+                  sep, static_cast<long long>(r.mib), gbps(b, r.upload_s),
+                  static_cast<long long>(r.mib), gbps(b, r.fetch_s),
+                  static_cast<long long>(r.mib), gbps(b, r.memcpy_s),
+                  static_cast<long long>(r.mib), r.memcpy_s / r.fetch_s);
+      sep = ", ";
+    }
+    std::printf("}\n");
+    return 0;
+  }
+  std::printf("gt-bench-bandwidth: medians of %d runs, GB/s (fraction of single-thread memcpy)\n",
+              reps);
+  std::printf("  %8s  %16s  %16s  %10s\n", "size", "upload", "fetch", "memcpy");
+  for (const Row& r : rows) {
+    const int64_t b = r.mib << 20;
+    std::printf("  %5lld MiB  %7.2f (%5.1f%%)  %7.2f (%5.1f%%)  %10.2f\n",
+                static_cast<long long>(r.mib), gbps(b, r.upload_s),
+                100.0 * r.memcpy_s / r.upload_s, gbps(b, r.fetch_s),
+                100.0 * r.memcpy_s / r.fetch_s, gbps(b, r.memcpy_s));
+  }
+  std::printf("  (issue 15 target: a 256 MiB fetch >= 50%% of memcpy over TCP loopback)\n");
+  return 0;
+}
