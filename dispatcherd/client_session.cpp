@@ -72,6 +72,7 @@ void ClientSession::poison(uint64_t out, const std::string& op, const Status& wh
   err->set_origin("dispatcher");
   err->set_id(new_error_id());
   errors_.push_back(*err);
+  ++errors_reported_;
   if (log_->enabled()) log_->write("ERROR", source_of(*conn_), op, 0, message);
   if (out != 0 && !tensors_.count(out)) {
     TensorEntry e;

@@ -54,6 +54,9 @@ class ClientSession {
   const UserPolicy& user() const { return user_; }
   bool admin() const { return user_.admin; }
   const std::unordered_map<uint64_t, TensorEntry>& tensors() const { return tensors_; }
+  // For the status page: instructions received, errors reported to it (ever).
+  uint64_t instructions_received() const { return instrs_received_; }
+  uint64_t errors_reported() const { return errors_reported_; }
   bool has_home() const { return has_home_; }
   uint32_t home_worker() const { return home_worker_; }
   // Creations without a placement go to `worker` (registered) from now on.
@@ -134,6 +137,7 @@ class ClientSession {
   uint64_t outstanding_ = 0;           // instructions queued or in flight, not yet acknowledged
   bool paused_ = false;
   uint64_t instrs_received_ = 0;
+  uint64_t errors_reported_ = 0;  // every error added to errors_
   SignalState signals_;
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
   std::map<uint32_t, std::vector<uint64_t>> deferred_frees_;

@@ -27,6 +27,7 @@
 #include "dispatcherd/scheduler.h"
 #include "dispatcherd/session_host.h"
 #include "dispatcherd/signals.h"
+#include "dispatcherd/status.h"
 #include "dispatcherd/users.h"
 #include "dispatcherd/worker_pool.h"
 #include "libgtcore/asio.h"
@@ -90,6 +91,14 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
 
   // Counters for tests and metrics.
   uint64_t bytes_from_clients() const { return bytes_from_clients_; }
+  // dispatcher_status.cpp: the live status (/metrics, /api/status); `only_user` non-empty keeps
+  // that user's sessions only (what a non-admin may see).
+  DispatcherStatus status(const std::string& only_user = "") const;
+  // The user a token belongs to (nullptr: none), and whether tokens are configured at all.
+  const UserPolicy* user_for_token(const std::string& token) const {
+    return users_.find_by_token(token);
+  }
+  bool tokens_configured() const { return users_.configured(); }
 
  private:
   // dispatcher.cpp: connections and their lifetime, timers
@@ -141,6 +150,8 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   std::function<void()> drained_;
   uint64_t next_conn_id_ = 1;
   uint64_t next_session_id_ = 1;
+  uint64_t sessions_started_ = 0;
+  const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   std::unordered_map<uint64_t, std::shared_ptr<Conn>> conns_;
   std::map<uint64_t, std::unique_ptr<ClientSession>> sessions_;
   WorkerPool pool_{opts_, log_, *this};

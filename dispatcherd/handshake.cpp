@@ -159,6 +159,7 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   c->io->decoder().set_max_frame_bytes(opts_.max_frame_bytes);
   c->io->set_backlog_counter(client_backlog_);
   c->session = next_session_id_++;
+  ++sessions_started_;
   std::unique_ptr<ClientSession>& slot = sessions_[c->session];
   slot = std::make_unique<ClientSession>(c->session, c, hello.client_name(), *user, use,
                                          ClientSession::Shared{opts_, log_, pool_, *this});

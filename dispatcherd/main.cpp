@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dispatcherd/dispatcher.h"
+#include "dispatcherd/http_server.h"
 #include "dispatcherd/server.h"
 #include "dispatcherd/users.h"
 #include "libgtcore/config_table.h"
@@ -170,7 +171,27 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), pf.c_str());  // atomic: readers never see a partial file
   }
 
+  // The HTTP endpoint (/metrics, /api/status) when http_port is set (-1: off).
+  gt::dispatcher::HttpServer http(
+      io, {[&] { return dispatcher.tokens_configured(); },
+           [&](const std::string& token) { return dispatcher.user_for_token(token); },
+           [&](const std::string& only_user) { return dispatcher.status(only_user); }});
+  if (o.http_port >= 0) {
+    if (gt::Status st = http.listen(o.http_address, o.http_port); !st.is_ok()) {
+      spdlog::critical("{}", st.message());
+      return 1;
+    }
+    spdlog::info("http: /metrics and /api/status on {}:{}{}", o.http_address, http.port(),
+                 tokens_configured ? " (Authorization: Bearer <token>)" : "");
+    if (const std::string& pf = o.http_port_file; !pf.empty()) {
+      std::string tmp = pf + ".tmp";
+      std::ofstream(tmp) << http.port() << "\n";
+      std::rename(tmp.c_str(), pf.c_str());
+    }
+  }
+
   auto stop = [&] {
+    http.close();
     server.close();
     dispatcher.shutdown();
     ilog.flush();

@@ -116,6 +116,7 @@ void ClientSession::worker_error(const WorkerState& w, const v1::ErrorReport& re
   if (rep.handle() != 0 && !error_ledger_.overflowed())
     poison_failed_result(tensors_, w.id, rep.handle(), err);
   errors_.push_back(*err);
+  ++errors_reported_;
   if (log_->enabled())
     log_->write("ERROR", source_of(*w.conn), rep.error().op(), 0, rep.error().message());
 }
@@ -156,7 +157,10 @@ void ClientSession::worker_lost(uint32_t worker, const std::shared_ptr<const v1:
     }
   }
   deferred_frees_.erase(worker);
-  if (affected) errors_.push_back(*err);
+  if (affected) {
+    errors_.push_back(*err);
+    ++errors_reported_;
+  }
   if (has_home_ && home_worker_ == worker) has_home_ = false;
 }
 
