@@ -27,6 +27,7 @@ const gt::DaemonCommand kCommand = {
     "usage: gt-dispatcherd [--config FILE] [--option value ...]\n"
     "       gt-dispatcherd [--config FILE] [--option value ...] --print-config\n"
     "       gt-dispatcherd --users-file FILE --add-user NAME\n"
+    "       gt-dispatcherd --version\n"
     "\n"
     "--print-config prints every option as documented YAML with the values in effect\n"
     "(etc/gt/dispatcher.yaml is its output). Options (also keys of --config FILE):"};
@@ -76,8 +77,9 @@ int main(int argc, char** argv) {
     std::printf("%s\n", token->c_str());
     std::fprintf(stderr,
                  "user %s added to %s. The token above is shown once: give it to the user "
-                 "(GT_TOKEN or a 0600 file named by GT_TOKEN_FILE). A running dispatcher reads "
-                 "the users file at start: restart it.\n",
+                 "(GT_TOKEN or a 0600 file named by GT_TOKEN_FILE). A running dispatcher "
+                 "rereads the users file on SIGHUP (`systemctl reload gt-dispatcher`); its "
+                 "sessions stay connected.\n",
                  add_user_name.c_str(), path.c_str());
     return 0;
   }
@@ -132,6 +134,8 @@ int main(int argc, char** argv) {
   lo.port = o.port;
   lo.unix_socket = o.unix_socket;
   lo.unix_socket_group = o.unix_socket_group;
+  lo.client_tokens = tokens_configured;
+  lo.allow_insecure_tcp = o.allow_insecure_tcp;
   {
     // A string row (octal text, which integer rows do not read), parsed into the mode here.
     const std::string& m = o.unix_socket_mode;
@@ -147,11 +151,6 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", st.message());
     return 1;
   }
-  if (server.tcp_port() > 0 && !server.tcp_loopback_only() && !tokens_configured)
-    spdlog::warn("*** listening on {}:{} beyond loopback WITHOUT client tokens: anyone who can "
-                 "reach this port can run code on the workers and read tensors — set "
-                 "users_file ***",
-                 lo.address, server.tcp_port());
   if (!worker_secret_configured) {
     // Without a secret only the kernel's word (SO_PEERCRED, or the socket table's owner of a
     // loopback TCP peer) admits a worker (ARCHITECTURE §8).
@@ -189,13 +188,25 @@ int main(int argc, char** argv) {
     server.close();  // stop accepting; work already queued is finished first
     dispatcher.drain(drain_ms, stop);
   });
-  // SIGHUP reopens the instruction log (logrotate), again mode 0600 (ARCHITECTURE §9).
+  // SIGHUP reopens the instruction log (logrotate), again mode 0600 (ARCHITECTURE §9), and
+  // reloads the users file, so adding or removing a user needs no restart (which would drop
+  // every session). A file that does not load leaves the previous users in force.
   gt::asio::signal_set hup(io, SIGHUP);
   std::function<void()> wait_hup = [&] {
     hup.async_wait([&](boost::system::error_code ec, int) {
       if (ec) return;
       if (gt::Status st = ilog.reopen(); !st.is_ok()) spdlog::error("{}", st.message());
       else if (ilog.enabled()) spdlog::info("instruction log reopened");
+      if (!o.users_file.empty()) {
+        auto reloaded = gt::dispatcher::UserTable::load(o.users_file);
+        if (!reloaded.is_ok()) {
+          spdlog::error("users_file not reloaded, the previous users stay: {}",
+                        reloaded.status().message());
+        } else {
+          spdlog::info("users_file {} reloaded: {} users", o.users_file, reloaded->size());
+          dispatcher.replace_users(std::move(*reloaded));
+        }
+      }
       wait_hup();
     });
   };
