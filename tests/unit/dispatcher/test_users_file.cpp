@@ -156,3 +156,21 @@ TEST_CASE("the shipped users file takes --add-user and keeps its documentation",
   REQUIRE(t->find_by_token(*token));
   CHECK(t->find_by_token(*token)->name == "ops");
 }
+
+TEST_CASE("add_user run by root keeps the file's owner (the gt user must still read it)",
+          "[users]") {
+  if (::geteuid() != 0) {
+    WARN("not root: the owner cannot change, nothing to check");
+    return;
+  }
+  TempDir d;
+  const std::string path = d.path + "/users.yaml";
+  write_text(path, kCommented);
+  REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);  // nobody, standing in for gt
+  GT_REQUIRE_OK(add_user(path, "carol").status());
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(st.st_uid == 65534);
+  CHECK(st.st_gid == 65534);
+  CHECK((st.st_mode & 0777) == 0600);
+}
