@@ -125,6 +125,9 @@ int main(int argc, char** argv) {
   }
 
   gt::asio::io_context io(1);
+  // Registered before anything announces the daemon (port_file, READY=1): a SIGHUP from then on
+  // is queued for the handler below instead of killing the process.
+  gt::asio::signal_set hup(io, SIGHUP);
   const bool tokens_configured = users->configured();
   const bool worker_secret_configured = !o.worker_secret.empty();
   gt::dispatcher::Dispatcher dispatcher(io, o, &ilog, std::move(*users));
@@ -191,7 +194,6 @@ int main(int argc, char** argv) {
   // SIGHUP reopens the instruction log (logrotate), again mode 0600 (ARCHITECTURE §9), and
   // reloads the users file, so adding or removing a user needs no restart (which would drop
   // every session). A file that does not load leaves the previous users in force.
-  gt::asio::signal_set hup(io, SIGHUP);
   std::function<void()> wait_hup = [&] {
     hup.async_wait([&](boost::system::error_code ec, int) {
       if (ec) return;

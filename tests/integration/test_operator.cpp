@@ -50,7 +50,7 @@ bool welcomed_within(const std::string& address, const std::string& token, int m
 
 }  // namespace
 
-TEST_CASE("--version prints the daemon and GT version", "[operator]") {
+TEST_CASE("both daemons answer --version with their name and GT version", "[operator]") {
   AuthSetup scratch({});
   for (const std::string program : {"gt-dispatcherd", "gt-workerd"}) {
     auto [rc, out] = run(program, {"--version"}, scratch.dir);
