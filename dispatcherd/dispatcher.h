@@ -78,6 +78,9 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   // A newly accepted connection; it must send Hello within the handshake timeout.
   void accept(StreamSocket socket, const std::string& transport);
   size_t num_sessions() const { return sessions_.size(); }
+  // A reloaded users file (SIGHUP): later handshakes use it; connected sessions keep the policy
+  // they were admitted with (a removed user's open sessions are not cut off).
+  void replace_users(UserTable users) { users_ = std::move(users); }
   size_t num_workers() const { return pool_.size(); }
   // Called when exit_when_idle fires (the last client left).
   std::function<void()> on_idle;

@@ -28,6 +28,7 @@ const gt::DaemonCommand kCommand = {
     "usage: gt-dispatcherd [--config FILE] [--option value ...]\n"
     "       gt-dispatcherd [--config FILE] [--option value ...] --print-config\n"
     "       gt-dispatcherd --users-file FILE --add-user NAME\n"
+    "       gt-dispatcherd --version\n"
     "\n"
     "--print-config prints every option as documented YAML with the values in effect\n"
     "(etc/gt/dispatcher.yaml is its output). Options (also keys of --config FILE):"};
@@ -77,8 +78,9 @@ int main(int argc, char** argv) {
     std::printf("%s\n", token->c_str());
     std::fprintf(stderr,
                  "user %s added to %s. The token above is shown once: give it to the user "
-                 "(GT_TOKEN or a 0600 file named by GT_TOKEN_FILE). A running dispatcher reads "
-                 "the users file at start: restart it.\n",
+                 "(GT_TOKEN or a 0600 file named by GT_TOKEN_FILE). A running dispatcher "
+                 "rereads the users file on SIGHUP (`systemctl reload gt-dispatcher`); its "
+                 "sessions stay connected.\n",
                  add_user_name.c_str(), path.c_str());
     return 0;
   }
@@ -124,6 +126,9 @@ int main(int argc, char** argv) {
   }
 
   gt::asio::io_context io(1);
+  // Registered before anything announces the daemon (port_file, READY=1): a SIGHUP from then on
+  // is queued for the handler below instead of killing the process.
+  gt::asio::signal_set hup(io, SIGHUP);
   const bool tokens_configured = users->configured();
   const bool worker_secret_configured = !o.worker_secret.empty();
   gt::dispatcher::Dispatcher dispatcher(io, o, &ilog, std::move(*users));
@@ -133,6 +138,8 @@ int main(int argc, char** argv) {
   lo.port = o.port;
   lo.unix_socket = o.unix_socket;
   lo.unix_socket_group = o.unix_socket_group;
+  lo.client_tokens = tokens_configured;
+  lo.allow_insecure_tcp = o.allow_insecure_tcp;
   {
     // A string row (octal text, which integer rows do not read), parsed into the mode here.
     const std::string& m = o.unix_socket_mode;
@@ -148,11 +155,6 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", st.message());
     return 1;
   }
-  if (server.tcp_port() > 0 && !server.tcp_loopback_only() && !tokens_configured)
-    spdlog::warn("*** listening on {}:{} beyond loopback WITHOUT client tokens: anyone who can "
-                 "reach this port can run code on the workers and read tensors — set "
-                 "users_file ***",
-                 lo.address, server.tcp_port());
   if (!worker_secret_configured) {
     // Without a secret only the kernel's word (SO_PEERCRED, or the socket table's owner of a
     // loopback TCP peer) admits a worker (ARCHITECTURE §8).
@@ -210,13 +212,24 @@ int main(int argc, char** argv) {
     server.close();  // stop accepting; work already queued is finished first
     dispatcher.drain(drain_ms, stop);
   });
-  // SIGHUP reopens the instruction log (logrotate), again mode 0600 (ARCHITECTURE §9).
-  gt::asio::signal_set hup(io, SIGHUP);
+  // SIGHUP reopens the instruction log (logrotate), again mode 0600 (ARCHITECTURE §9), and
+  // reloads the users file, so adding or removing a user needs no restart (which would drop
+  // every session). A file that does not load leaves the previous users in force.
   std::function<void()> wait_hup = [&] {
     hup.async_wait([&](boost::system::error_code ec, int) {
       if (ec) return;
       if (gt::Status st = ilog.reopen(); !st.is_ok()) spdlog::error("{}", st.message());
       else if (ilog.enabled()) spdlog::info("instruction log reopened");
+      if (!o.users_file.empty()) {
+        auto reloaded = gt::dispatcher::UserTable::load(o.users_file);
+        if (!reloaded.is_ok()) {
+          spdlog::error("users_file not reloaded, the previous users stay: {}",
+                        reloaded.status().message());
+        } else {
+          spdlog::info("users_file {} reloaded: {} users", o.users_file, reloaded->size());
+          dispatcher.replace_users(std::move(*reloaded));
+        }
+      }
       wait_hup();
     });
   };

@@ -18,6 +18,13 @@ Status Server::listen(const ListenOptions& o) {
   if (!o.address.empty()) {
     auto addr = asio::ip::make_address(o.address, ec);
     if (ec) return invalid_argument("listen_address: '{}' is not an IP address", o.address);
+    if (!o.client_tokens && !addr.is_loopback() && !o.allow_insecure_tcp)
+      return failed_precondition(
+          "refusing to listen on {} without a users_file: anyone who can reach the port would be "
+          "an admin (run code on the workers, read every tensor). Set users_file (add users with "
+          "`gt-dispatcherd --users-file FILE --add-user NAME`), or listen_address: 127.0.0.1 "
+          "(this host only), or allow_insecure_tcp: true on a closed network",
+          o.address);
     asio::ip::tcp::endpoint ep(addr, static_cast<unsigned short>(o.port));
     tcp_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
     tcp_->open(ep.protocol(), ec);
@@ -28,6 +35,11 @@ Status Server::listen(const ListenOptions& o) {
     tcp_port_ = tcp_->local_endpoint().port();
     tcp_loopback_ = addr.is_loopback();
     spdlog::info("listening on {}:{}", o.address, tcp_port_);
+    if (!o.client_tokens)
+      spdlog::warn("*** TCP {}:{} WITHOUT a users_file: anyone who can reach this port{} is an "
+                   "admin: runs code on the workers and reads every tensor. Set users_file "
+                   "(client tokens) unless this is a single-user machine ***",
+                   o.address, tcp_port_, tcp_loopback_ ? " (any local user or process)" : "");
     accept_tcp();
   }
   if (!o.unix_socket.empty()) {

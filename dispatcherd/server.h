@@ -19,6 +19,10 @@ struct ListenOptions {
   std::string unix_socket;             // empty: none
   int unix_socket_mode = 0660;
   std::string unix_socket_group;       // empty: the daemon's group
+  // Without client tokens (no users_file) every TCP client is an admin: listen() then refuses a
+  // non-loopback address unless allow_insecure_tcp, and warns on loopback.
+  bool client_tokens = true;
+  bool allow_insecure_tcp = false;
 };
 
 class Server {

@@ -3,12 +3,9 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace gt::dispatcher {
 
@@ -128,37 +125,6 @@ UserPolicy UserTable::policy_for(const std::string& name) const {
   UserPolicy p = defaults_;
   p.name = name;
   return p;
-}
-
-Result<std::string> add_user(const std::string& path, const std::string& name) {
-  if (name.empty() || name.find_first_of(" :\t\n#\"'") != std::string::npos)
-    return invalid_argument("user name '{}' must be a plain word", name);
-  YAML::Node root;
-  struct stat st{};
-  if (::stat(path.c_str(), &st) == 0) {
-    try {
-      root = YAML::LoadFile(path);
-    } catch (const YAML::Exception& e) {
-      return invalid_argument("{}: invalid YAML: {}", path, e.what());
-    }
-  }
-  GT_ASSIGN_OR_RETURN(std::string token, new_token());
-  root["users"][name]["token_sha256"] = sha256_hex(token);
-  std::stringstream ss;
-  ss << "# GT users file: token hashes (SHA-256), quotas and weights. See etc/gt/users.yaml.\n"
-     << root << "\n";
-  std::string tmp = path + ".tmp";
-  {
-    ::umask(077);
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return unavailable("cannot write {}", tmp);
-    f << ss.str();
-  }
-  ::chmod(tmp.c_str(), 0600);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return unavailable("cannot replace {}", path);
-  GT_ASSIGN_OR_RETURN(UserTable check, UserTable::load(path));  // what we wrote must load
-  (void)check;
-  return token;
 }
 
 }  // namespace gt::dispatcher

@@ -35,6 +35,8 @@ class UserTable {
   // naming the file and key.
   static Result<UserTable> load(const std::string& path);
   bool configured() const { return configured_; }
+  size_t size() const { return users_.size(); }
+  bool has_user(const std::string& name) const { return users_.count(name) != 0; }
   // The user whose token hashes to `token`'s SHA-256 (constant-time comparison).
   const UserPolicy* find_by_token(const std::string& token) const;
   // The policy for a named identity (Unix-socket users): their entry, else the defaults.
@@ -47,9 +49,19 @@ class UserTable {
   std::map<std::string, UserPolicy> users_;
 };
 
-// Creates (or replaces) `name`'s token in the users file and returns the token, which is shown
-// once and stored only as its hash. The file is created with mode 0600.
+// Adds `name` with a new token to the users file and returns the token, which is shown once and
+// stored only as its hash. The entry is appended as text, so the operator's comments and layout
+// stay; a name already in the file is refused (remove its entry to issue a new token). The file
+// is replaced atomically (temporary file + rename), mode 0600, keeping an existing file's owner
+// (root adding a user must not leave a file the gt user cannot read). Created when missing.
 Result<std::string> add_user(const std::string& path, const std::string& name);
+
+// The text edit behind add_user: `yaml` with `name: {token_sha256: hash}` added as the last entry
+// of the top-level `users:` block mapping (created when missing), in that block's indentation.
+Result<std::string> insert_user_entry(const std::string& yaml, const std::string& name,
+                                      const std::string& token_sha256);
+// A user name --add-user accepts: a login-like word (letters, digits, '.', '_', '-'), 1-64.
+bool valid_user_name(const std::string& name);
 
 std::string sha256_hex(const std::string& data);
 bool constant_time_equal(const std::string& a, const std::string& b);

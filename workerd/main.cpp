@@ -28,6 +28,7 @@ const gt::DaemonCommand kCommand = {
     "gt-workerd",
     "usage: gt-workerd [--config FILE] [--option value ...]\n"
     "       gt-workerd [--config FILE] [--option value ...] --print-config\n"
+    "       gt-workerd --version\n"
     "\n"
     "--print-config prints every option as documented YAML with the values in effect\n"
     "(etc/gt/worker.yaml is its output). Options (also keys of --config FILE):"};

@@ -25,6 +25,7 @@ namespace {
 // units put things (deploy/systemd). Listed here and nowhere else.
 const std::map<std::string, std::string> kDispatcherDeployment = {
     {"unix_socket", "/run/gt/gt.sock"},  // the unit's RuntimeDirectory=gt
+    {"users_file", "/etc/gt/users.yaml"},  // client tokens: TCP is never open to anyone
 };
 const std::map<std::string, std::string> kWorkerDeployment = {
     {"dispatcher", "unix:/run/gt/gt.sock"},  // the dispatcher's socket above
