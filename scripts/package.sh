@@ -26,8 +26,9 @@ read -r -a env_args <<<"${GT_CMAKE_ARGS:-}"
 echo "package.sh: configuring $BUILD"
 mkdir -p "$BUILD"
 # CMAKE_SKIP_INSTALL_ALL_DEPENDENCY: cpack would otherwise build `all` (tests, benchmarks) first.
+# :STRING, as a relative PATH given with -D would be made absolute (against the cwd).
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_INSTALL_PREFIX=/usr -DGT_PYTHON_INSTALL_DIR=lib/python3/dist-packages \
+  -DCMAKE_INSTALL_PREFIX=/usr -DGT_PYTHON_INSTALL_DIR:STRING=lib/python3/dist-packages \
   -DGT_CUDA="${GT_DEB_CUDA:-OFF}" -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON \
   "${env_args[@]}" "$@" >"$BUILD/configure.log" 2>&1 || {
   cat "$BUILD/configure.log"; echo "package.sh: configure FAILED" >&2; exit 1; }

@@ -44,13 +44,13 @@ install(FILES ${PROJECT_SOURCE_DIR}/etc/gt/worker.yaml DESTINATION /etc/gt
 
 # Maintainer scripts and conffiles of a daemon package, generated into the build tree.
 #   gt_deb_control(<component> <package> UNITS <for systemctl> UNIT_GLOB <for *.wants links>
-#                  PURGE_DIRS <dirs> OWNS_USERS_FILE yes|no CONFFILES <files under /etc>)
+#                  PURGE_DIR <dir> OWNS_USERS_FILE yes|no CONFFILES <files under /etc>)
 function(gt_deb_control comp pkg)
-  cmake_parse_arguments(A "" "UNITS;UNIT_GLOB;PURGE_DIRS;OWNS_USERS_FILE" "CONFFILES" ${ARGN})
+  cmake_parse_arguments(A "" "UNITS;UNIT_GLOB;PURGE_DIR;OWNS_USERS_FILE" "CONFFILES" ${ARGN})
   set(GT_DEB_PACKAGE ${pkg})
   set(GT_DEB_UNITS "${A_UNITS}")
   set(GT_DEB_UNIT_GLOB "${A_UNIT_GLOB}")
-  set(GT_DEB_PURGE_DIRS "${A_PURGE_DIRS}")
+  set(GT_DEB_PURGE_DIR "${A_PURGE_DIR}")
   set(GT_DEB_OWNS_USERS_FILE ${A_OWNS_USERS_FILE})
   set(out ${GT_DEB_BINARY_DIR}/${comp})
   foreach(script postinst prerm postrm)
@@ -67,12 +67,12 @@ endfunction()
 file(GLOB GT_DEB_SHARDING RELATIVE ${PROJECT_SOURCE_DIR}/etc ${PROJECT_SOURCE_DIR}/etc/gt/sharding/*.yaml)
 list(TRANSFORM GT_DEB_SHARDING PREPEND /etc/)
 gt_deb_control(dispatcher gt-dispatcher
-  UNITS gt-dispatcher.service UNIT_GLOB gt-dispatcher.service PURGE_DIRS /var/log/gt
+  UNITS gt-dispatcher.service UNIT_GLOB gt-dispatcher.service PURGE_DIR /var/log/gt
   OWNS_USERS_FILE yes
   CONFFILES /etc/gt/dispatcher.yaml /etc/gt/users.yaml ${GT_DEB_SHARDING})
 # Quoted: the shell must pass the pattern to systemctl, which matches it against loaded units.
 gt_deb_control(worker gt-worker
-  UNITS "'gt-worker@*.service'" UNIT_GLOB "gt-worker@*.service" PURGE_DIRS /var/cache/gt
+  UNITS "'gt-worker@*.service'" UNIT_GLOB "gt-worker@*.service" PURGE_DIR /var/cache/gt
   OWNS_USERS_FILE no
   CONFFILES /etc/gt/worker.yaml)
 

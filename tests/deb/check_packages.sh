@@ -13,6 +13,8 @@
 #
 #   tests/deb/check_packages.sh [packages dir]     default: $GT_DEB_OUT or <repo>/build/packages
 set -euo pipefail
+# No `producer | grep -q`: grep -q exits at the first match and, under pipefail, the producer's
+# SIGPIPE would fail the check. Such greps send their output to /dev/null instead.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PKGS=$(cd "${1:-${GT_DEB_OUT:-$ROOT/build/packages}}" && pwd)
@@ -60,11 +62,12 @@ for deb in "$D" "$W"; do
   depends_on "$deb" adduser
   depends_on "$deb" libc6          # dpkg-shlibdeps ran
   for s in postinst prerm postrm; do
-    dpkg-deb --ctrl-tarfile "$deb" | tar -tv "./$s" 2>/dev/null | grep -q '^-rwxr-xr-x' ||
+    dpkg-deb --ctrl-tarfile "$deb" | tar -tv "./$s" 2>/dev/null | grep '^-rwxr-xr-x' >/dev/null ||
       fail "$(basename "$deb"): no executable $s"
   done
 done
-for lib in libprotobuf32 libyaml-cpp0.7 libspdlog1.10 libfmt9; do depends_on "$D" "$lib"; done
+for lib in libprotobuf32 libyaml-cpp0.7 libspdlog1.10-fmt9 libfmt9 libssl3 libsystemd0; do depends_on "$D" "$lib"; done
+depends_on "$W" libopenblas0
 has "$D" '-rwxr-xr-x' usr/bin/gt-dispatcherd
 has "$D" '-rw-r--r--' lib/systemd/system/gt-dispatcher.service
 has "$D" '-rw-r--r--' etc/gt/dispatcher.yaml
@@ -80,8 +83,8 @@ has "$W" '-rw-r--r--' etc/gt/worker.yaml
 
 has "$L" '-rw-r--r--' "$LIBDIR/libgtclient.so.$VERSION"
 has "$L" 'lrwxrwxrwx' "$LIBDIR/libgtclient.so.0"
-! dpkg-deb --contents "$L" | grep -q "libgtclient.so " || fail "libgtclient0 holds the dev link"
-dpkg-deb --ctrl-tarfile "$L" | tar -xO ./shlibs | grep -q "^libgtclient 0 libgtclient0" ||
+! dpkg-deb --contents "$L" | grep "libgtclient.so " || fail "libgtclient0 holds the dev link"
+dpkg-deb --ctrl-tarfile "$L" | tar -xO ./shlibs | grep "^libgtclient 0 libgtclient0" >/dev/null ||
   fail "libgtclient0 has no shlibs entry"
 depends_on "$DEV" "libgtclient0 (= $VERSION)"
 has "$DEV" 'lrwxrwxrwx' "$LIBDIR/libgtclient.so"
@@ -90,7 +93,7 @@ has "$DEV" '-rw-r--r--' usr/include/gt/gt.h
 has "$DEV" '-rw-r--r--' "$LIBDIR/cmake/gt/gtConfig.cmake"
 has "$DEV" '-rw-r--r--' "$LIBDIR/pkgconfig/gt.pc"
 has "$PY" '-rw-r--r--' usr/lib/python3/dist-packages/gt/__init__.py
-dpkg-deb --contents "$PY" | grep -q ' ./usr/lib/python3/dist-packages/gt/_gt\.cpython-.*\.so$' ||
+dpkg-deb --contents "$PY" | grep ' ./usr/lib/python3/dist-packages/gt/_gt\.cpython-.*\.so$' >/dev/null ||
   fail "python3-gt has no extension module"
 depends_on "$PY" python3-numpy
 
@@ -126,7 +129,8 @@ flags=$(PKG_CONFIG_PATH="$R/$LIBDIR/pkgconfig" pkg-config --cflags --libs gt) ||
 # shellcheck disable=SC2086  # word-split the flags on purpose
 g++ -O1 "$ROOT/tests/sdk/client/main.cpp" $flags -o "$TMP/app-pc" || fail "building with pkg-config"
 for app in "$TMP/client/app" "$TMP/app-pc"; do
-  run ldd "$app" | grep -q "$R/$LIBDIR/libgtclient.so.0" || fail "$app does not load the extracted library"
+  run ldd "$app" | grep "$R/$LIBDIR/libgtclient.so.0" >/dev/null ||
+    fail "$app does not load the extracted library"
   out=$(run "$app" 2>&1) || { echo "$out"; fail "$app failed"; }
   echo "  $out"
   [[ "$out" == *"= 12"* ]] || fail "$app printed the wrong value"
