@@ -22,6 +22,12 @@ fi
 BUILD=${GT_DEB_BUILD_DIR:-$ROOT/build/deb-build}
 OUT=${GT_DEB_OUT:-$ROOT/build/packages}
 read -r -a env_args <<<"${GT_CMAKE_ARGS:-}"
+# A tree of its own would otherwise recompile everything the dev build compiled; ccache (where
+# installed) makes those compiles hits. Arguments given below still override it.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
 
 echo "package.sh: configuring $BUILD"
 mkdir -p "$BUILD"
@@ -30,7 +36,7 @@ mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_INSTALL_PREFIX=/usr -DGT_PYTHON_INSTALL_DIR:STRING=lib/python3/dist-packages \
   -DGT_CUDA="${GT_DEB_CUDA:-OFF}" -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON \
-  "${env_args[@]}" "$@" >"$BUILD/configure.log" 2>&1 || {
+  "${launcher[@]}" "${env_args[@]}" "$@" >"$BUILD/configure.log" 2>&1 || {
   cat "$BUILD/configure.log"; echo "package.sh: configure FAILED" >&2; exit 1; }
 
 targets=(gt-dispatcherd gt-workerd gtclient_shared gtclient_sdk_static)

@@ -151,7 +151,7 @@ if(GT_HAVE_CUDA)
   # The CUDA runtime comes from /usr/local/cuda, which no Debian package provides:
   # dpkg-shlibdeps may look there but must not turn it into a dependency.
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR})
-  message(WARNING "Packaging a CUDA build: gt-worker will need the CUDA runtime from "
+  message(STATUS "Debian packages of this (CUDA) build: gt-worker would need the CUDA runtime from "
                   "${CUDAToolkit_LIBRARY_DIR} on the target (scripts/package.sh builds with GT_CUDA=OFF)")
 endif()
 
