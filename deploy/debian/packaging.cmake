@@ -81,7 +81,6 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME gt)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT "GT maintainers <gt-maintainers@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GT multiplexing tensor service")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 # Named explicitly: the EXCLUDE_FROM_ALL parts must be packaged too.
@@ -96,38 +95,44 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # ABI, so dependents want exactly this one.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
+# Descriptions (below): the first line is the synopsis; CPack indents the rest. No
+# CPACK_PACKAGE_DESCRIPTION_SUMMARY, which CPack would put before every package's synopsis.
+# libgtclient.a keeps the RelWithDebInfo build's debug info otherwise (CPACK_STRIP_FILES
+# strips only executables and shared libraries): ~70 MB instead of a few.
+set(CPACK_PRE_BUILD_SCRIPTS ${GT_DEB_DIR}/strip_archives.cmake)
+set(CPACK_GT_STRIP ${CMAKE_STRIP})
 # Maintainer scripts must be 0755 and control files 0644 whatever the checkout's umask.
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_DISPATCHER_PACKAGE_NAME gt-dispatcher)
 set(CPACK_DEBIAN_DISPATCHER_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_DISPATCHER_PACKAGE_DEPENDS "adduser")
-set(CPACK_COMPONENT_DISPATCHER_DESCRIPTION "GT tensor service dispatcher (gt-dispatcherd)
- The per-box dispatcher of GT: client sessions, placement, scheduling. Ships the
- gt-dispatcher systemd unit and /etc/gt (dispatcher.yaml, users.yaml, sharding examples).")
+set(CPACK_DEBIAN_DISPATCHER_DESCRIPTION "GT tensor service dispatcher (gt-dispatcherd)
+The per-box dispatcher of GT: client sessions, placement, scheduling. Ships the
+gt-dispatcher systemd unit and /etc/gt (dispatcher.yaml, users.yaml, sharding examples).")
 
 set(CPACK_DEBIAN_WORKER_PACKAGE_NAME gt-worker)
 set(CPACK_DEBIAN_WORKER_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_WORKER_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_WORKER_PACKAGE_RECOMMENDS "gt-dispatcher")
-set(CPACK_COMPONENT_WORKER_DESCRIPTION "GT tensor service worker (gt-workerd)
- One GT worker per device; ships the gt-worker@.service template unit
- (gt-worker@0, gt-worker@cpu, ...) and /etc/gt/worker.yaml.")
+set(CPACK_DEBIAN_WORKER_DESCRIPTION "GT tensor service worker (gt-workerd)
+One GT worker per device; ships the gt-worker@.service template unit
+(gt-worker@0, gt-worker@cpu, ...) and /etc/gt/worker.yaml.")
 
 set(CPACK_DEBIAN_LIBGTCLIENT0_PACKAGE_NAME libgtclient0)
 set(CPACK_DEBIAN_LIBGTCLIENT0_PACKAGE_SECTION libs)
 # Its embedded default spawns the daemons; a client with GT_ADDRESS needs neither.
 set(CPACK_DEBIAN_LIBGTCLIENT0_PACKAGE_RECOMMENDS "gt-dispatcher, gt-worker")
-set(CPACK_COMPONENT_LIBGTCLIENT0_DESCRIPTION "GT client library (runtime)
- libgtclient.so.0: the C++ tensor API of the GT service.")
+set(CPACK_DEBIAN_LIBGTCLIENT0_DESCRIPTION "GT client library (runtime)
+libgtclient.so.0: the C++ tensor API of the GT service.")
 
 set(CPACK_DEBIAN_LIBGTCLIENT-DEV_PACKAGE_NAME libgtclient-dev)
 set(CPACK_DEBIAN_LIBGTCLIENT-DEV_PACKAGE_SECTION libdevel)
 # The .a links these (gt.pc's Libs.private); the .so needs only libgtclient0.
 set(CPACK_DEBIAN_LIBGTCLIENT-DEV_PACKAGE_DEPENDS
     "libgtclient0 (= ${PROJECT_VERSION}), libprotobuf-dev, libspdlog-dev, libfmt-dev, libyaml-cpp-dev")
-set(CPACK_COMPONENT_LIBGTCLIENT-DEV_DESCRIPTION "GT client library (development files)
- Headers, the static library, the CMake package (find_package(gt)) and gt.pc.")
+set(CPACK_DEBIAN_LIBGTCLIENT-DEV_DESCRIPTION "GT client library (development files)
+Headers, the static library, the CMake package (find_package(gt)) and gt.pc.")
 
 set(CPACK_DEBIAN_PYTHON3-GT_PACKAGE_NAME python3-gt)
 set(CPACK_DEBIAN_PYTHON3-GT_PACKAGE_SECTION python)
@@ -144,8 +149,8 @@ else()
   list(REMOVE_ITEM CPACK_COMPONENTS_ALL python3-gt)  # not built (no pybind11 / python3-dev)
 endif()
 set(CPACK_DEBIAN_PYTHON3-GT_PACKAGE_RECOMMENDS "gt-dispatcher, gt-worker")
-set(CPACK_COMPONENT_PYTHON3-GT_DESCRIPTION "GT tensor service Python package
- import gt: the Python client of GT (tensors, autograd, nn, optim).")
+set(CPACK_DEBIAN_PYTHON3-GT_DESCRIPTION "GT tensor service Python package
+import gt: the Python client of GT (tensors, autograd, nn, optim).")
 
 if(GT_HAVE_CUDA)
   # The CUDA runtime comes from /usr/local/cuda, which no Debian package provides:

@@ -128,6 +128,16 @@ step "building it with pkg-config gt"
 flags=$(PKG_CONFIG_PATH="$R/$LIBDIR/pkgconfig" pkg-config --cflags --libs gt) || fail "pkg-config gt"
 # shellcheck disable=SC2086  # word-split the flags on purpose
 g++ -O1 "$ROOT/tests/sdk/client/main.cpp" $flags -o "$TMP/app-pc" || fail "building with pkg-config"
+step "building it against the static libgtclient.a (pkg-config --static gt)"
+static_libs=$(PKG_CONFIG_PATH="$R/$LIBDIR/pkgconfig" pkg-config --static --libs-only-l gt |
+              sed 's/-lgtclient//') || fail "pkg-config --static gt"
+# shellcheck disable=SC2086  # word-split the flags on purpose
+g++ -O1 -std=c++20 -I"$R/usr/include" "$ROOT/tests/sdk/client/main.cpp" "$R/$LIBDIR/libgtclient.a" \
+  $static_libs -pthread -o "$TMP/app-static" || fail "building against libgtclient.a"
+# A static client has no library place to find the daemons from: GT_BIN_DIR names them.
+out=$(run env GT_BIN_DIR="$R/usr/bin" "$TMP/app-static" 2>&1) || { echo "$out"; fail "app-static failed"; }
+echo "  $out"
+[[ "$out" == *"= 12"* ]] || fail "app-static printed the wrong value"
 for app in "$TMP/client/app" "$TMP/app-pc"; do
   run ldd "$app" | grep "$R/$LIBDIR/libgtclient.so.0" >/dev/null ||
     fail "$app does not load the extracted library"
