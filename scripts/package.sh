@@ -19,8 +19,9 @@ cd "$ROOT"
 if [[ "${GT_SKIP_DEPS:-0}" != 1 ]]; then
   "$ROOT/scripts/deps.sh"
 fi
-BUILD=${GT_DEB_BUILD_DIR:-$ROOT/build/deb-build}
-OUT=${GT_DEB_OUT:-$ROOT/build/packages}
+# Absolute: cpack runs inside $BUILD.
+BUILD=$(realpath -m "${GT_DEB_BUILD_DIR:-$ROOT/build/deb-build}")
+OUT=$(realpath -m "${GT_DEB_OUT:-$ROOT/build/packages}")
 read -r -a env_args <<<"${GT_CMAKE_ARGS:-}"
 # A tree of its own would otherwise recompile everything the dev build compiled; ccache (where
 # installed) makes those compiles hits. Arguments given below still override it.
