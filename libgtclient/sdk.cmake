@@ -41,26 +41,31 @@ set_target_properties(gtclient_sdk_static PROPERTIES
   OUTPUT_NAME gtclient
   ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
 
+# COMPONENTs: the Debian packages (deploy/debian/packaging.cmake). The runtime library (and its
+# SONAME link) is libgtclient0; everything only a build needs, the .so link included, is -dev.
 install(TARGETS gtclient_shared EXPORT gtTargets
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS gtclient_sdk_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  COMPONENT libgtclient0 NAMELINK_COMPONENT libgtclient-dev)
+install(TARGETS gtclient_sdk_static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  COMPONENT libgtclient-dev)
 install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ ${PROJECT_SOURCE_DIR}/libgtcore/include/
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT libgtclient-dev
   FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
 
 set(GT_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gt)
-install(EXPORT gtTargets NAMESPACE gt:: DESTINATION ${GT_CMAKE_INSTALL_DIR})
+install(EXPORT gtTargets NAMESPACE gt:: DESTINATION ${GT_CMAKE_INSTALL_DIR} COMPONENT libgtclient-dev)
 configure_package_config_file(sdk/gtConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/gtConfig.cmake
   INSTALL_DESTINATION ${GT_CMAKE_INSTALL_DIR})
 # 0.x: a new minor version may break the API, so only the same major.minor is compatible.
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/gtConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gtConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/gtConfigVersion.cmake
-  DESTINATION ${GT_CMAKE_INSTALL_DIR})
+  DESTINATION ${GT_CMAKE_INSTALL_DIR} COMPONENT libgtclient-dev)
 
 # gt.pc finds the prefix from its own place (${pcfiledir}), so `cmake --install --prefix X`
 # and a moved prefix work, not only the configure-time CMAKE_INSTALL_PREFIX.
 file(RELATIVE_PATH GT_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 string(REGEX REPLACE "/$" "" GT_PC_TO_PREFIX "${GT_PC_TO_PREFIX}")
 configure_file(sdk/gt.pc.in ${CMAKE_CURRENT_BINARY_DIR}/gt.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gt.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT libgtclient-dev)

@@ -14,6 +14,8 @@ PACKAGES=(
   libopenblas-dev
   libsystemd-dev
   python3-dev pybind11-dev python3-numpy python3-pytest
+  dpkg-dev  # dpkg-shlibdeps (the .debs' Depends), dpkg-architecture (tests/deb)
+  adduser  # gt-dispatcher/gt-worker depend on it; apt --simulate in tests/deb must find it
   python3-torch  # the reference of tests/python/differential (gt vs PyTorch on CPU)
   clang libclang-rt-14-dev
 )

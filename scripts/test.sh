@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds (build.sh) and runs every CPU test: ctest (unit + integration; GPU tests are hidden
 # tags, run by scripts/device-check.sh), then the Python tests with pytest when there are any,
-# then the installed C++ SDK (tests/sdk/check_install.sh).
+# then the installed C++ SDK (tests/sdk/check_install.sh), then the Debian packages
+# (scripts/package.sh into build/packages, checked by tests/deb/check_packages.sh; the package
+# build tree build/deb-build is incremental, so ~1 minute after the first time).
 # Exits non-zero if anything failed. Works from any directory.
 #
 #   scripts/test.sh [extra cmake args...]       e.g. scripts/test.sh -DGT_CUDA=OFF
@@ -56,12 +58,26 @@ case $sdk_rc in
   *) failed=1 ;;
 esac
 
+deb_result=FAIL
+echo
+if [[ $sdk_rc -eq 77 ]]; then
+  deb_result="skipped (sanitizer build)"
+else
+  echo "test.sh: scripts/package.sh + tests/deb/check_packages.sh (the Debian packages)"
+  if GT_SKIP_DEPS=1 "$ROOT/scripts/package.sh" && "$ROOT/tests/deb/check_packages.sh"; then
+    deb_result=PASS
+  else
+    failed=1
+  fi
+fi
+
 echo
 echo "==================== test summary ===================="
 echo "  build   PASS ($BUILD)"
 echo "  ctest   $ctest_result"
 echo "  pytest  $pytest_result"
 echo "  sdk     $sdk_result"
+echo "  deb     $deb_result"
 echo "======================================================"
 if [[ $failed -ne 0 ]]; then
   echo "test.sh: FAILED" >&2
