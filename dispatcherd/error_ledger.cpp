@@ -14,6 +14,7 @@ uint64_t new_error_id() {
 void ErrorLedger::reported(v1::ErrorInfo& e, uint32_t worker, uint64_t handle,
                            uint64_t horizon) {
   e.set_id(new_error_id());
+  e.clear_failed_handle();  // kept as `handle`; a worker-local handle means nothing to clients
   if (reports_.size() >= kMaxReports) {
     overflowed_ = true;
     return;
@@ -26,6 +27,15 @@ bool ErrorLedger::identify_fetched(v1::ErrorInfo& e, uint32_t worker, uint64_t h
   // Everything the fetched tensor holds was issued before handle `issued` (its own handle, or
   // the next one at its latest in-place write).
   const uint64_t issued = std::max(handle + 1, age);
+  if (e.failed_handle() != 0) {  // the worker named the failed result: exact, no heuristics
+    for (const Report& r : reports_)
+      if (r.worker == worker && r.handle == e.failed_handle()) {
+        e.set_id(r.id);
+        e.clear_failed_handle();
+        return true;
+      }
+  }
+  e.clear_failed_handle();  // a worker-local handle means nothing to clients
   const Report* same = nullptr;   // the only candidate so far
   size_t candidates = 0;
   const Report* window = nullptr;  // the only candidate reported after `handle` was issued

@@ -6,6 +6,8 @@
 // dispatcher): errors made here get one when made (new_error_id), errors a worker reports get
 // one on arrival (ErrorLedger::reported), and an error in a worker's answer to a FETCH is the
 // poison of a failure that worker reported earlier, which identify_fetched() finds:
+//   - the failed result the worker names (ErrorInfo.failed_handle, set for failures on that
+//     worker); else
 //   - the fetched handle is the failed instruction's own result; else
 //   - among this session's reported errors from that worker with the same op, message and
 //     origin and an older result handle, the only one; else the only one whose report arrived

@@ -86,6 +86,7 @@ struct ErrorRecord {
   std::string message;
   std::string origin;
   Code code = Code::kInternal;  // the failing Status's code, reported with it (gt.v1.ErrorInfo)
+  uint64_t handle = 0;  // this worker's handle of the failed result (0: unknown / from a peer)
 };
 
 struct Tensor {

@@ -19,6 +19,7 @@ void error_to_wire(const ErrorRecord& rec, v1::ErrorInfo* e) {
   e->set_message(rec.message);
   e->set_origin(rec.origin);
   e->set_code(static_cast<uint32_t>(rec.code));
+  e->set_failed_handle(rec.handle);
 }
 
 }  // namespace
@@ -244,6 +245,7 @@ ErrorRecord Executor::record(const char* op, const Status& st) const {
 void Executor::fail(uint64_t session, uint64_t out, const char* op, const Status& st) {
   ++errors_;
   auto rec = std::make_shared<ErrorRecord>(record(op, st));
+  rec->handle = out;
   if (out != 0 && !tensors_.count(out)) {
     Tensor t;
     t.poison = rec;

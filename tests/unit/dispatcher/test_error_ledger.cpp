@@ -168,3 +168,23 @@ TEST_CASE("a tensor written in place is dated by its latest write", "[dispatcher
   CHECK(l.identify_fetched(f, 0, 3, /*age=*/15));
   CHECK(f.id() == e3.id());
 }
+
+TEST_CASE("a fetched poison naming its failed result is matched exactly", "[dispatcher][errors]") {
+  // The same failure text twice, reported after the fetched tensor was issued (its window
+  // would hold both): the handle the worker names decides, and is not passed on to clients.
+  ErrorLedger l;
+  v1::ErrorInfo a = err("index_select", "index 9 is out of bounds");
+  l.reported(a, 0, /*handle=*/5, /*horizon=*/9);
+  v1::ErrorInfo b = err("index_select", "index 9 is out of bounds");
+  l.reported(b, 0, /*handle=*/6, /*horizon=*/9);
+  v1::ErrorInfo f = err("index_select", "index 9 is out of bounds");
+  CHECK_FALSE(l.identify_fetched(f, 0, 7));  // by text and window: ambiguous
+  f = err("index_select", "index 9 is out of bounds");
+  f.set_failed_handle(6);
+  CHECK(l.identify_fetched(f, 0, 7));
+  CHECK(f.id() == b.id());
+  CHECK(f.failed_handle() == 0);
+  f = err("index_select", "index 9 is out of bounds");
+  f.set_failed_handle(6);
+  CHECK_FALSE(l.identify_fetched(f, /*worker=*/1, 7));  // another worker's handle 6: not it
+}
