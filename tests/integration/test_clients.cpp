@@ -277,7 +277,7 @@ TEST_CASE("new sessions wait for min_workers, then start with the workers there 
   SECTION("after worker_wait_ms the session starts on the one worker there is") {
     Daemons d(DaemonOptions{0, {"--min-workers", "3", "--worker-wait-ms", "500"}, {}, {}});
     d.add_worker();
-    std::this_thread::sleep_for(milliseconds(200));  // let it register
+    d.wait_for_workers(1);  // registered (a fixed sleep was too short on a loaded machine)
     auto t0 = steady_clock::now();
     RawClient c(d.address());
     REQUIRE(c.hello().kind_case() == gt::v1::ServerMessage::kWelcome);
