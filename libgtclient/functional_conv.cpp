@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "gt/autograd.h"
 #include "gt/functional.h"
@@ -236,32 +237,38 @@ Tensor input_positions(const Tensor& in_window, const Geometry& g, int64_t width
   return row * width + col;
 }
 
+// The window maxima of x ([N, C, oh, ow]) and each one's place in its window. -inf padding
+// never wins (every window holds a real element: padding <= kernel / 2, and a ceil_mode window
+// starts inside the input or its leading padding).
+struct MaxPool {
+  Tensor x4, values, in_window;
+  Geometry g;
+  bool batched = true;
+};
+MaxPool max_pool(const Tensor& x, Dims kernel_size, Dims stride, Dims padding, Dims dilation,
+                 bool ceil_mode) {
+  MaxPool p;
+  p.x4 = batched_input(x, "max_pool2d", p.batched);
+  p.g = pool_geometry(p.x4, kernel_size, stride, padding,
+                      pair_of(dilation, "max_pool2d", "dilation"), ceil_mode, "max_pool2d");
+  const double lowest = -std::numeric_limits<double>::infinity();
+  std::tie(p.values, p.in_window) = pool_windows(p.x4, p.g, lowest).max(4);
+  return p;
+}
+
 }  // namespace
 
-// -inf padding never wins (every window holds a real element: padding <= kernel / 2, and a
-// ceil_mode window starts inside the input or its leading padding).
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, Dims kernel_size, Dims stride,
                                                    Dims padding, Dims dilation, bool ceil_mode) {
-  bool batched = true;
-  const Tensor x4 = batched_input(x, "max_pool2d", batched);
-  const Geometry g = pool_geometry(x4, kernel_size, stride, padding,
-                                   pair_of(dilation, "max_pool2d", "dilation"), ceil_mode,
-                                   "max_pool2d");
-  const double lowest = -std::numeric_limits<double>::infinity();
-  auto [values, in_window] = pool_windows(x4, g, lowest).max(4);
-  return {unbatch(values, batched),
-          unbatch(input_positions(in_window, g, x4.size(3)), batched)};
+  const MaxPool p = max_pool(x, kernel_size, stride, padding, dilation, ceil_mode);
+  return {unbatch(p.values, p.batched),
+          unbatch(input_positions(p.in_window, p.g, p.x4.size(3)), p.batched)};
 }
 
 Tensor max_pool2d(const Tensor& x, Dims kernel_size, Dims stride, Dims padding, Dims dilation,
                   bool ceil_mode) {
-  bool batched = true;
-  const Tensor x4 = batched_input(x, "max_pool2d", batched);
-  const Geometry g = pool_geometry(x4, kernel_size, stride, padding,
-                                   pair_of(dilation, "max_pool2d", "dilation"), ceil_mode,
-                                   "max_pool2d");
-  const double lowest = -std::numeric_limits<double>::infinity();
-  return unbatch(std::get<0>(pool_windows(x4, g, lowest).max(4)), batched);
+  const MaxPool p = max_pool(x, kernel_size, stride, padding, dilation, ceil_mode);
+  return unbatch(p.values, p.batched);
 }
 
 // The divisor as torch's: divisor_override; else each window's extent within the padded input
