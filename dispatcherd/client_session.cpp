@@ -168,6 +168,9 @@ void ClientSession::process_instr(v1::Instr& in) {
     return;
   }
   WorkerState& w = *wp;
+  if (spdlog::should_log(spdlog::level::trace))
+    spdlog::trace("session {}: {} -> id {} {} {} on worker {}", id_, name, out, meta->shape.str(),
+                  dtype_name(meta->dtype), w.id);
   if (log_->enabled())
     log_->write("RECV", source_of(*conn_), name, static_cast<uint64_t>(meta->nbytes()),
                 fmt::format("id={} shape={} dtype={} -> worker{}", out, meta->shape.str(),

@@ -99,6 +99,8 @@ void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
   pending_conns_++;
   pending_by_peer_[c->peer_key]++;
   conns_[c->id] = c;
+  spdlog::debug("connection {} accepted over {} from {} ({} waiting for their Hello)", c->id,
+                transport, c->peer_key, pending_conns_);
   std::weak_ptr<Conn> weak = c;
   c->deadline = std::make_unique<asio::steady_timer>(io_);
   c->deadline->expires_after(std::chrono::milliseconds(opts_.handshake_timeout_ms));
@@ -199,6 +201,9 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
   }
   v1::ClientBatch* batch = client_msg_.mutable_batch();
   const int n_free = batch->frees_size();
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("session {}: frame of {} bytes: {} instructions, {} frees, {} requests", s.id(),
+                  body.size(), batch->instrs_size(), n_free, batch->requests_size());
   if (batch->free_at_size() != 0 && batch->free_at_size() != n_free) {
     refuse(s.conn(), invalid_argument("malformed batch: {} frees but {} free_at positions", n_free,
                                       batch->free_at_size()));
@@ -210,6 +215,9 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
 }
 
 void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("connection {} ({}) closed{}{}", c->id, source_of(*c), why.is_ok() ? "" : ": ",
+                  why.message());
   Conn::Role role = c->role;
   c->role = Conn::Role::kClosed;
   if (role == Conn::Role::kClient) closed_client_bytes_in_ += c->io->bytes_in();

@@ -102,6 +102,9 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
     return users_.find_by_token(token);
   }
   bool tokens_configured() const { return users_.configured(); }
+  // dispatcher_trace.cpp: the workers and sessions there are, as instruction-log lines into a
+  // live recording's tap (WORKER_INFO / SESSION_INFO: what WORKER_JOIN / CONNECT said of them).
+  void describe_for_trace(InstructionLog::Tap& tap) const;
 
  private:
   // dispatcher.cpp: connections and their lifetime, timers

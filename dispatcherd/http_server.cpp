@@ -45,6 +45,19 @@ struct Exchange : std::enable_shared_from_this<Exchange> {
     HttpServer::Response r = server->handle(
         std::string(req.method_string()), std::string(req.target()),
         auth == req.end() ? std::string() : std::string(auth->value()));
+    if (r.later) {  // answered when ready (a live trace), from the io_context
+      stream.expires_never();
+      r.later([self = shared_from_this()](HttpServer::Response later) {
+        self->stream.expires_after(kRequestDeadline);  // for the write
+        self->respond(std::move(later));
+      });
+      return;
+    }
+    respond(std::move(r));
+  }
+
+  void respond(HttpServer::Response r) {
+    const auto& req = parser.get();
     response.version(req.version());
     response.result(static_cast<http::status>(r.code));
     response.set(http::field::server, "gt-dispatcherd");
@@ -112,6 +125,7 @@ void HttpServer::serve(asio::ip::tcp::socket socket) {
 HttpServer::Response HttpServer::handle(const std::string& method, const std::string& target,
                                         const std::string& authorization) const {
   const std::string path = target.substr(0, target.find('?'));
+  if (path == "/api/trace" && source_.trace) return trace_response(method, target, authorization);
   if (path != "/metrics" && path != "/api/status") return text(404, "not found\n");
   if (method != "GET") return text(405, "only GET\n");
   std::string only_user;

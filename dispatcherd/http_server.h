@@ -1,5 +1,5 @@
-// The dispatcher's HTTP endpoint (issue 12): GET /metrics (Prometheus text exposition) and
-// GET /api/status (JSON), served by Boost.Beast on the dispatcher's own io_context, so a
+// The dispatcher's HTTP endpoint (issue 12): GET /metrics (Prometheus text exposition),
+// GET /api/status (JSON) and GET /api/trace (a live recording for gt-trace), served by Boost.Beast on the dispatcher's own io_context, so a
 // request reads the dispatcher's state between frames without locks. Off unless http_port is
 // set (dispatcher_options.def). Hardened as the main port is: bounded request size, a read
 // deadline, a cap on open connections, GET only.
@@ -26,6 +26,9 @@ class HttpServer {
     std::function<bool()> tokens_required;                       // a users_file is configured
     std::function<const UserPolicy*(const std::string&)> user_for_token;
     std::function<DispatcherStatus(const std::string& only_user)> status;
+    // GET /api/trace (http_trace.cpp): records `seconds` of the instruction log and calls `done`
+    // with the lines; false when it cannot start one now. Unset: the route answers 404.
+    std::function<bool(double seconds, std::function<void(std::string)> done)> trace;
   };
 
   HttpServer(asio::io_context& io, Source source);
@@ -43,6 +46,8 @@ class HttpServer {
   struct Response {
     int code = 200;
     std::string content_type, body;
+    // Set when the answer comes later (a live trace): called with what sends it.
+    std::function<void(std::function<void(Response)>)> later;
   };
   Response handle(const std::string& method, const std::string& target,
                   const std::string& authorization) const;
@@ -50,6 +55,9 @@ class HttpServer {
  private:
   void accept();
   void serve(asio::ip::tcp::socket socket);
+  // http_trace.cpp: GET /api/trace?seconds=N, admins only.
+  Response trace_response(const std::string& method, const std::string& target,
+                          const std::string& authorization) const;
 
   Source source_;
   asio::ip::tcp::acceptor acceptor_;

@@ -15,6 +15,7 @@
 #include "dispatcherd/dispatcher.h"
 #include "dispatcherd/http_server.h"
 #include "dispatcherd/server.h"
+#include "dispatcherd/trace_recorder.h"
 #include "dispatcherd/users.h"
 #include "libgtcore/config_table.h"
 #include "libgtcore/logging.h"
@@ -173,17 +174,23 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), pf.c_str());  // atomic: readers never see a partial file
   }
 
-  // The HTTP endpoint (/metrics, /api/status) when http_port is set (-1: off).
+  // Live recordings of the instruction log (GET /api/trace, gt-trace --live).
+  gt::dispatcher::TraceRecorder recorder(
+      io, ilog, [&](gt::dispatcher::InstructionLog::Tap& tap) { dispatcher.describe_for_trace(tap); });
+  // The HTTP endpoint (/metrics, /api/status, /api/trace) when http_port is set (-1: off).
   gt::dispatcher::HttpServer http(
       io, {[&] { return dispatcher.tokens_configured(); },
            [&](const std::string& token) { return dispatcher.user_for_token(token); },
-           [&](const std::string& only_user) { return dispatcher.status(only_user); }});
+           [&](const std::string& only_user) { return dispatcher.status(only_user); },
+           [&](double seconds, std::function<void(std::string)> done) {
+             return recorder.record(seconds, std::move(done));
+           }});
   if (o.http_port >= 0) {
     if (gt::Status st = http.listen(o.http_address, o.http_port); !st.is_ok()) {
       spdlog::critical("{}", st.message());
       return 1;
     }
-    spdlog::info("http: /metrics and /api/status on {}:{}{}", o.http_address, http.port(),
+    spdlog::info("http: /metrics, /api/status and /api/trace on {}:{}{}", o.http_address, http.port(),
                  tokens_configured ? " (Authorization: Bearer <token>)" : "");
     if (const std::string& pf = o.http_port_file; !pf.empty()) {
       std::string tmp = pf + ".tmp";
@@ -193,6 +200,7 @@ int main(int argc, char** argv) {
   }
 
   auto stop = [&] {
+    recorder.finish_all();  // a recording in progress is answered with what it has
     http.close();
     server.close();
     dispatcher.shutdown();
@@ -219,7 +227,7 @@ int main(int argc, char** argv) {
     hup.async_wait([&](boost::system::error_code ec, int) {
       if (ec) return;
       if (gt::Status st = ilog.reopen(); !st.is_ok()) spdlog::error("{}", st.message());
-      else if (ilog.enabled()) spdlog::info("instruction log reopened");
+      else if (ilog.file_open()) spdlog::info("instruction log reopened");
       if (!o.users_file.empty()) {
         auto reloaded = gt::dispatcher::UserTable::load(o.users_file);
         if (!reloaded.is_ok()) {
@@ -244,7 +252,7 @@ int main(int argc, char** argv) {
       flush_tick();
     });
   };
-  if (ilog.enabled()) flush_tick();
+  if (ilog.file_open()) flush_tick();
   // The embedded default: exit with the client even if it dies before connecting.
   gt::asio::steady_timer parent_watch(io);
   const pid_t parent = static_cast<pid_t>(o.parent_pid);

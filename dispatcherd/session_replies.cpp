@@ -4,6 +4,8 @@
 // poisoned, fetched poisons identified, and the loss of a worker's tensors.
 #include <spdlog/spdlog.h>
 
+#include <iterator>
+
 #include "dispatcherd/client_session.h"
 #include "dispatcherd/dispatcher.h"
 
@@ -28,13 +30,18 @@ void ClientSession::process_request(const v1::Request& r) {
   pr->kind = r.kind();
   pr->seq = ++requests_;
   pr->reply.mutable_reply()->set_request_id(r.request_id());
-  if (log_->enabled())
-    log_->write("REQUEST", source_of(*conn_), v1::Request::Kind_Name(r.kind()), 0,
-                fmt::format("request={} id={}", r.request_id(), r.id()));
+  // The instruction log names each worker's part (worker:request id, as in its EXEC line's
+  // requests=), so gt-trace can draw the request to the worker and back.
+  fmt::memory_buffer routes;
+  auto send = [&](WorkerState& w, v1::Request::Kind kind, uint64_t handle) {
+    const uint64_t rid = pool_.send_request(w, id_, kind, handle, pr);
+    if (log_->enabled())
+      fmt::format_to(std::back_inserter(routes), "{}{}:{}", routes.size() ? "," : "", w.id, rid);
+  };
   switch (r.kind()) {
     case v1::Request::SYNC:
       for (uint32_t wid : workers_used_) {
-        if (WorkerState* w = pool_.find(wid)) pool_.send_request(*w, id_, v1::Request::SYNC, 0, pr);
+        if (WorkerState* w = pool_.find(wid)) send(*w, v1::Request::SYNC, 0);
       }
       break;
     case v1::Request::FETCH: {
@@ -65,7 +72,7 @@ void ClientSession::process_request(const v1::Request& r) {
       pr->fetch_age = where->first == it->second.placement.workers[0]
                           ? std::max(where->second, it->second.written_at)
                           : where->second;
-      pool_.send_request(*w, id_, v1::Request::FETCH, where->second, pr);
+      send(*w, v1::Request::FETCH, where->second);
       break;
     }
     case v1::Request::STATS:
@@ -73,12 +80,16 @@ void ClientSession::process_request(const v1::Request& r) {
         host_.fill_own_stats(*this, pr->reply.mutable_reply());
         break;
       }
-      for (auto& [wid, w] : pool_.all()) pool_.send_request(w, id_, v1::Request::STATS, 0, pr);
+      for (auto& [wid, w] : pool_.all()) send(w, v1::Request::STATS, 0);
       break;
     default: {
       add_error(*pr, "request", invalid_argument("unknown request kind {}", static_cast<int>(r.kind())));
     }
   }
+  if (log_->enabled())
+    log_->write("REQUEST", source_of(*conn_), v1::Request::Kind_Name(r.kind()), 0,
+                fmt::format("request={} id={} workers={}", r.request_id(), r.id(),
+                            routes.size() ? fmt::to_string(routes) : "-"));
   if (pr->remaining <= 0) complete_request(*pr);
 }
 

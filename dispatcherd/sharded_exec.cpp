@@ -67,6 +67,9 @@ void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& att
     poison(0, name, failed_precondition("uploads go to one worker: this tensor is spread over several"));
     return;
   }
+  if (spdlog::should_log(spdlog::level::trace))
+    spdlog::trace("session {}: {} -> id {} {} {} placed {}{}", id_, name, out, meta.shape.str(),
+                  dtype_name(meta.dtype), plan.out.str(), plan.fallback ? " (gathered)" : "");
   if (log_->enabled())
     log_->write("RECV", source_of(*conn_), name, static_cast<uint64_t>(meta.nbytes()),
                 fmt::format("id={} shape={} dtype={} -> {}{}", out, meta.shape.str(),

@@ -68,12 +68,19 @@ void WorkerPool::send_now(WorkerState& w, DrrScheduler::Item&& item) {
   v1::WorkerBatch* b = item.msg.mutable_batch();
   const uint64_t first = w.sent_seq;
   b->set_first_seq(first);
+  // While the instruction log or a live trace records, the worker times the batch.
+  if (log_->enabled()) b->set_trace(true);
   w.sent_seq += item.cost;
   if (item.cost > 0) {
     w.inflight.emplace(first, WorkerState::InFlight{w.sent_seq, item.session, item.cost, item.cost_ns});
     w.inflight_count += item.cost;
     w.session_cost_ns[item.session] += item.cost_ns;
   }
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("worker {}: batch {} of session {}: {} instructions, {} frees, {} requests "
+                  "({} in flight)",
+                  w.id, first, item.session, b->instrs_size(), b->frees_size(),
+                  b->requests_size(), w.inflight_count);
   Status st = w.conn->io->send(item.msg);
   if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
 }
@@ -96,6 +103,7 @@ void WorkerPool::pump(WorkerState& w) {
 }
 
 void WorkerPool::on_ack(WorkerState& w, const v1::Ack& ack) {
+  if (ack.timings_size() > 0) log_timings(w, ack);
   const uint64_t executed_seq = ack.executed_seq();
   if (executed_seq > w.sent_seq || executed_seq < w.acked_seq) {
     spdlog::warn("worker {}: ignoring ack {} outside [{}, {}]", w.id, executed_seq, w.acked_seq,
@@ -103,6 +111,9 @@ void WorkerPool::on_ack(WorkerState& w, const v1::Ack& ack) {
     return;
   }
   w.acked_seq = executed_seq;
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("worker {}: ack: executed below {}, {} batches beyond, {} timings", w.id,
+                  executed_seq, ack.done_size(), ack.timings_size());
   // Everything below the executed prefix, then the batches done beyond it (any session's).
   while (!w.inflight.empty() && w.inflight.begin()->second.seq_end <= executed_seq)
     retire(w, w.inflight.begin());

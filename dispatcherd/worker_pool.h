@@ -37,6 +37,9 @@ struct WorkerState {
   // heartbeat tick at which it had nothing outstanding (so the clock starts with the work).
   std::chrono::steady_clock::time_point progress_at = std::chrono::steady_clock::now();
   double speedup = 1.0;  // the device's speed relative to the cost model's reference
+  // Traced batches' timings (exec_trace.cpp): the least (arrival here - sending there) of its
+  // acks so far, in ns of the instruction log's time base minus the worker's clock.
+  int64_t clock_offset_ns = INT64_MAX;
   struct InFlight {
     uint64_t seq_end;
     uint64_t session;
@@ -154,6 +157,8 @@ class WorkerPool {
   void send_now(WorkerState& w, DrrScheduler::Item&& item);
   void pump(WorkerState& w);  // sends queued batches while the worker's window has room
   void on_ack(WorkerState& w, const v1::Ack& ack);
+  // exec_trace.cpp: the timings of traced batches, as EXEC / PEER lines of the instruction log.
+  void log_timings(WorkerState& w, const v1::Ack& ack);
   void retire(WorkerState& w, std::map<uint64_t, WorkerState::InFlight>::iterator it);
   void on_reply(WorkerState& w, v1::Reply& reply);
   void on_gone(WorkerState& w, const std::string& why, bool expected);

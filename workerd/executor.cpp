@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "libgtcore/comm.h"
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/shape_rules.h"
 #include "workerd/peer/peer_link.h"
@@ -63,11 +64,12 @@ void Executor::stop() {
   wait_for_completions();
 }
 
-void Executor::enqueue(std::unique_ptr<v1::WorkerBatch> batch) {
+void Executor::enqueue(std::unique_ptr<v1::WorkerBatch> batch,
+                       std::chrono::steady_clock::time_point received) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     std::vector<FairQueue::SeqRange> dropped;
-    queue_.push(std::move(batch), &dropped);
+    queue_.push(std::move(batch), &dropped, received);
     for (const auto& [first, count] : dropped) complete_locked(first, count);
     waiting_ = queue_.size();
   }
@@ -139,6 +141,19 @@ void Executor::maybe_ack(bool more) {
     unacked_count_ = 0;
     last_ack_ = now;
   }
+  if (timings_.any()) timings_.drain_into(m.mutable_ack());
+  send_(std::move(m));
+}
+
+void Executor::send_timings() {
+  // Sent by the thread running the batch (busy_ is held: no other ack is being built), with the
+  // executed prefix as it stands, so it is an ordinary ack to the dispatcher.
+  v1::WorkerMessage m;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    m.mutable_ack()->set_executed_seq(executed_seq_);
+  }
+  timings_.drain_into(m.mutable_ack());
   send_(std::move(m));
 }
 
@@ -170,14 +185,15 @@ void Executor::loop() {
         done_ahead_.clear();
         unacked_done_.clear();
         unacked_count_ = 0;
+        timings_.clear();  // they were for the dispatcher that went away
         continue;
       }
       e = std::move(*queue_.pop());
       waiting_ = queue_.size();
       busy_ = true;
     }
-    const bool done =
-        run_batch(*e.batch, &e.next, &e.next_free, true, std::chrono::steady_clock::now() + slice_);
+    const bool done = run_batch(*e.batch, &e.next, &e.next_free, true,
+                                std::chrono::steady_clock::now() + slice_, e.received);
     check_device();
     bool more;
     {
@@ -204,25 +220,60 @@ void Executor::execute(v1::WorkerBatch& b) {
 }
 
 bool Executor::run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may_yield,
-                         std::chrono::steady_clock::time_point yield_at) {
+                         std::chrono::steady_clock::time_point yield_at,
+                         std::chrono::steady_clock::time_point received) {
+  using Clock = std::chrono::steady_clock;
   const uint64_t session = b.session();
   const int n = b.instrs_size(), n_free = b.frees_size();
   // Frees in stream order (free_at places each after that many instructions); a batch without
   // positions frees after all its instructions.
   const bool placed = b.free_at_size() == n_free;
+  // Timed only when the dispatcher asked (its instruction log or a live trace records).
+  tracing_ = b.trace();
+  const int begin = *next;
+  const Clock::time_point started = tracing_ ? Clock::now() : Clock::time_point{};
+  const bool log_instrs = spdlog::should_log(spdlog::level::trace);
   if (n > 0 && *next < n) sessions_.insert(session);  // a stats request leaves no state
   while (*next < n) {
     while (placed && *next_free < n_free && b.free_at(*next_free) <= static_cast<uint32_t>(*next))
       free_handle(session, b.frees((*next_free)++));
-    run_instr(session, b.instrs((*next)++));
+    const v1::Instr& in = b.instrs((*next)++);
+    if (log_instrs) log_instr(session, in);
+    run_instr(session, in);
     // Another session waits: take turns once this one has had its slice.
     if (may_yield && *next < n && waiting_.load(std::memory_order_relaxed) > 0 &&
-        std::chrono::steady_clock::now() >= yield_at)
+        std::chrono::steady_clock::now() >= yield_at) {
+      if (tracing_) timings_.add_turn(b, begin, *next, received, started, Clock::now(), false);
+      spdlog::debug("session {} batch {}: yields after {} of {} instructions", session,
+                   b.first_seq(), *next, n);
       return false;
+    }
   }
   while (*next_free < n_free) free_handle(session, b.frees((*next_free)++));
+  if (tracing_) {
+    timings_.add_turn(b, begin, n, received, started, Clock::now(), true);
+    if (b.requests_size() > 0) send_timings();  // before the replies (flows in gt-trace)
+  }
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("session {} batch {}: ran instructions {}-{} of {}, {} frees, {} requests{}",
+                  session, b.first_seq(), begin, n, n, n_free, b.requests_size(),
+                  b.end_session() ? ", end of session" : "");
   finish_batch(b);
   return true;
+}
+
+void Executor::log_instr(uint64_t session, const v1::Instr& in) const {
+  // trace level: one line per instruction (tests and debugging; never at info).
+  std::string inputs;
+  for (uint64_t h : in.inputs()) inputs += (inputs.empty() ? "" : ",") + std::to_string(h);
+  if (in.comm() != 0) {
+    auto c = comm_from_wire(in.comm());
+    spdlog::trace("session {}: {} [{}] -> {}", session, c ? comm_name(*c) : "comm?", inputs,
+                  in.out());
+    return;
+  }
+  auto op = op_from_wire(in.op());
+  spdlog::trace("session {}: {} [{}] -> {}", session, op ? op_name(*op) : "op?", inputs, in.out());
 }
 
 void Executor::finish_batch(v1::WorkerBatch& b) {

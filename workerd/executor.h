@@ -26,6 +26,7 @@
 
 #include "proto/gt.pb.h"
 #include "workerd/backend.h"
+#include "workerd/exec_timings.h"
 #include "workerd/fair_queue.h"
 
 namespace gt::worker {
@@ -47,8 +48,10 @@ class Executor {
   void start();
   void stop();  // finishes the slice in progress, drops the rest
 
-  // Hands over a batch (from the I/O thread). A session's batches execute in arrival order.
-  void enqueue(std::unique_ptr<v1::WorkerBatch> batch);
+  // Hands over a batch (from the I/O thread), decoded at `received` (read when it is traced).
+  // A session's batches execute in arrival order.
+  void enqueue(std::unique_ptr<v1::WorkerBatch> batch,
+               std::chrono::steady_clock::time_point received = {});
   // Runs a batch on the calling (I/O) thread when the executor is idle and the batch holds no
   // instructions (a fetch, a sync, frees): a round trip then costs no thread hand-off. Returns
   // false (and leaves the batch alone) when the batch must be queued instead.
@@ -76,11 +79,16 @@ class Executor {
   // may_yield, stops once past `yield_at` while other batches wait. Returns true when the batch
   // is done (then its requests and end-of-session ran too).
   bool run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may_yield,
-                 std::chrono::steady_clock::time_point yield_at);
+                 std::chrono::steady_clock::time_point yield_at,
+                 std::chrono::steady_clock::time_point received = {});
   void finish_batch(v1::WorkerBatch& b);
+  // Traced batches: the timings recorded so far leave now, in an ack of their own, so that
+  // they reach the dispatcher before the replies the batch is about to send.
+  void send_timings();
   void complete_locked(uint64_t first_seq, uint64_t count);  // caller holds mu_
   void maybe_ack(bool more_queued);
   void run_instr(uint64_t session, const v1::Instr& in);
+  void log_instr(uint64_t session, const v1::Instr& in) const;  // trace level
   void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp
   Status unshare_storage(Tensor& dst, OpId op, uint64_t session);
   void put(uint64_t session, uint64_t handle, Tensor&& t);  // records a session's tensor
@@ -140,6 +148,10 @@ class Executor {
   // overtake them (a session's replies keep their request order).
   std::unordered_map<uint64_t, uint64_t> completions_by_session_;
   bool completions_pending_for(uint64_t session);
+
+  // Traced batches (WorkerBatch.trace): what ran when, sent back with the acks.
+  ExecTimings timings_;
+  bool tracing_ = false;  // the batch running now is traced (whichever thread runs it)
 
   // Scratch reused across instructions (no allocation per op on the hot path).
   std::vector<const Tensor*> inputs_;

@@ -84,7 +84,18 @@ void Executor::run_comm(uint64_t session, const v1::Instr& in) {
     out.storage.reset();
   }
 
+  const auto started = tracing_ ? ExecTimings::Clock::now() : ExecTimings::Clock::time_point{};
   Status st = peer_->run(c, *group, input, &out, session);
+  if (tracing_) {
+    // Peer exchange, timed on its own (gt-trace draws it as a flow between the members).
+    std::vector<uint32_t> peers;
+    if (c == CommId::k_send || c == CommId::k_recv) peers.push_back(group->peer);
+    else peers = group->workers;
+    const Tensor* moved = c == CommId::k_send ? input : &out;
+    const uint64_t bytes = moved && !moved->poison ? static_cast<uint64_t>(moved->meta.nbytes()) : 0;
+    timings_.add_comm(session, comm_wire_id(c), group->tag, peers, bytes, started,
+                      ExecTimings::Clock::now());
+  }
   if (reported) return;
   if (!st.is_ok()) {
     fail(session, out_handle, name, st);

@@ -14,7 +14,8 @@ void FairQueue::enlist(uint64_t session) {
   if (std::find(order_.begin(), order_.end(), session) == order_.end()) order_.push_back(session);
 }
 
-void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRange>* dropped) {
+void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRange>* dropped,
+                     std::chrono::steady_clock::time_point received) {
   const uint64_t session = batch->session();
   auto& q = sessions_[session];
   if (batch->end_session()) {
@@ -32,6 +33,7 @@ void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRang
   }
   Entry e;
   e.comm = holds_comm(*batch);
+  e.received = received;
   e.batch = std::move(batch);
   if (e.comm) comm_.push_back(e.batch.get());
   q.push_back(std::move(e));

@@ -11,6 +11,7 @@
 // Not thread-safe: the executor guards it with its mutex.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -30,6 +31,8 @@ class FairQueue {
     int next = 0;       // the first instruction not yet run (a batch resumes there)
     int next_free = 0;  // the first free not yet applied
     bool comm = false;  // holds communication instructions
+    // Decoded on the I/O thread (for traced batches' timings; otherwise not read).
+    std::chrono::steady_clock::time_point received{};
   };
   // [first_seq, first_seq + count) of a batch that will never run.
   using SeqRange = std::pair<uint64_t, uint64_t>;
@@ -37,7 +40,8 @@ class FairQueue {
   // Appends a batch to its session's queue. A batch that ends its session first drops that
   // session's queued batches that hold no communication (their results can never be read);
   // their sequence ranges go to `dropped` so they can be acknowledged.
-  void push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRange>* dropped);
+  void push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRange>* dropped,
+            std::chrono::steady_clock::time_point received = {});
   // The next batch to run, or nullopt when none may run now. Its session goes to the back of
   // the round-robin order.
   std::optional<Entry> pop();

@@ -161,7 +161,15 @@ void WorkerLink::on_frame(std::string_view body) {
         return;
       }
       batch->Swap(msg.mutable_batch());
-      if (!executor_.try_execute_inline(*batch)) executor_.enqueue(std::move(batch));
+      if (spdlog::should_log(spdlog::level::debug))
+        spdlog::debug("batch {} of session {}: {} instructions, {} frees, {} requests{}",
+                      batch->first_seq(), batch->session(), batch->instrs_size(),
+                      batch->frees_size(), batch->requests_size(), batch->trace() ? " (traced)" : "");
+      if (!executor_.try_execute_inline(*batch)) {
+        // last_heard_: when this frame arrived (its timing's "received", when traced).
+        const auto received = batch->trace() ? last_heard_ : std::chrono::steady_clock::time_point{};
+        executor_.enqueue(std::move(batch), received);
+      }
       break;
     case v1::DispatchMessage::kPeers: {
       if (!registered_) {
@@ -183,6 +191,7 @@ void WorkerLink::on_frame(std::string_view body) {
         peers[p.worker_id()] = p.address();
       }
       peer_->set_peers(peers);
+      spdlog::debug("peer table: {} workers", peers.size());
       break;
     }
     default:
