@@ -30,7 +30,7 @@ const char* first_op_name(const v1::ExecTiming& t) {
   if (t.op() != 0)
     if (auto op = op_from_wire(t.op())) return op_name(*op);
   if (t.begin() < t.end()) return "comm";  // the turn starts with a communication instruction
-  return t.requests_size() > 0 ? "requests" : "-";
+  return t.requests_size() > 0 ? "requests" : "frees";  // or the end of a session
 }
 
 }  // namespace

@@ -76,7 +76,10 @@ std::pair<int, std::string> run_client(const std::string& address,
 }
 
 Daemons::Daemons(DaemonOptions o)
-    : worker_args_(o.worker_args), dispatcher_args_(o.dispatcher_args), admin_token_(o.admin_token) {
+    : worker_args_(o.worker_args),
+      dispatcher_args_(o.dispatcher_args),
+      admin_token_(o.admin_token),
+      log_level_(o.log_level) {
   char tmpl[] = "/tmp/gt-test-XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -90,9 +93,10 @@ void Daemons::start_dispatcher(int port) {
   ::unlink(port_file.c_str());
   // The test's own flags come first; these follow so they win over any --config file.
   std::vector<std::string> args = dispatcher_args_;
-  for (const char* a : {"--port", "", "--port-file", "", "--log-level", "warn"}) args.push_back(a);
+  for (const char* a : {"--port", "", "--port-file", "", "--log-level", ""}) args.push_back(a);
   args[args.size() - 5] = std::to_string(port);
   args[args.size() - 3] = port_file;
+  args[args.size() - 1] = log_level_;
   args.push_back("--unix-socket");  // for the workers (no worker secret: ARCHITECTURE §8)
   args.push_back(unix_socket());
   dispatcher_ = spawn_process(bin_path("gt-dispatcherd"), args, dir_ + "/dispatcher.log");
@@ -124,7 +128,7 @@ size_t Daemons::add_worker(const std::vector<std::string>& extra) {
   // registers some suites a second time that way); a test's own --device flag still wins.
   const char* device = std::getenv("GT_TEST_WORKER_DEVICE");
   std::vector<std::string> args = {"--dispatcher", unix_address(), "--device",
-                                   device && *device ? device : "cpu", "--log-level", "warn",
+                                   device && *device ? device : "cpu", "--log-level", log_level_,
                                    "--reconnect-ms", "50", "--blas-threads", "1"};
   args.insert(args.end(), worker_args_.begin(), worker_args_.end());
   args.insert(args.end(), extra.begin(), extra.end());

@@ -17,6 +17,7 @@ struct DaemonOptions {
   std::vector<std::string> dispatcher_args;  // extra flags
   std::vector<std::string> worker_args;
   std::string admin_token;  // when the dispatcher requires tokens: used to watch for workers
+  std::string log_level = "warn";  // both daemons' (their stderr: dir()/dispatcher.log, workerN.log)
 };
 
 class Daemons {
@@ -53,6 +54,7 @@ class Daemons {
   std::vector<std::string> worker_args_;
   std::vector<std::string> dispatcher_args_;
   std::string admin_token_;
+  std::string log_level_;
   void start_dispatcher(int port);
 };
 
