@@ -39,6 +39,7 @@ void ClientSession::set_home(uint32_t worker) {
 void ClientSession::run_batch(v1::ClientBatch& batch) {
   const int n_free = batch.frees_size();
   const bool placed = batch.free_at_size() == n_free;
+  log_instrs_ = spdlog::should_log(spdlog::level::trace);
   pool_.begin_frame();
   // Temporaries of earlier fetches: freed now, after the requests that read them.
   free_deferred();
@@ -168,7 +169,7 @@ void ClientSession::process_instr(v1::Instr& in) {
     return;
   }
   WorkerState& w = *wp;
-  if (spdlog::should_log(spdlog::level::trace))
+  if (log_instrs_)
     spdlog::trace("session {}: {} -> id {} {} {} on worker {}", id_, name, out, meta->shape.str(),
                   dtype_name(meta->dtype), w.id);
   if (log_->enabled())

@@ -137,6 +137,7 @@ class ClientSession {
   uint64_t outstanding_ = 0;           // instructions queued or in flight, not yet acknowledged
   bool paused_ = false;
   uint64_t instrs_received_ = 0;
+  bool log_instrs_ = false;  // trace level: a line per instruction (checked once per frame)
   uint64_t errors_reported_ = 0;  // every error added to errors_
   SignalState signals_;
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.

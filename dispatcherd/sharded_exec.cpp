@@ -67,7 +67,7 @@ void ClientSession::run_planned(const v1::Instr& in, OpId op, const OpAttrs& att
     poison(0, name, failed_precondition("uploads go to one worker: this tensor is spread over several"));
     return;
   }
-  if (spdlog::should_log(spdlog::level::trace))
+  if (log_instrs_)
     spdlog::trace("session {}: {} -> id {} {} {} placed {}{}", id_, name, out, meta.shape.str(),
                   dtype_name(meta.dtype), plan.out.str(), plan.fallback ? " (gathered)" : "");
   if (log_->enabled())

@@ -2,7 +2,9 @@
 // set while its instruction log or a live trace records; ARCHITECTURE §9). The executor adds one
 // record per turn and per communication instruction; they ride back on the next Ack, with the
 // worker's clock at sending (Ack.sent_ns) so the dispatcher can place them on its own clock.
-// Untraced batches never reach this class: the default path pays one branch per batch.
+// Untraced batches never reach this class: the default path pays one branch per batch. On an
+// asynchronous device (CUDA, sim) a turn's times are when its work was issued to the device's
+// streams (ARCHITECTURE §6: issue is not completion), not when the device ran it.
 //
 // Thread-safe: turns run on the executor thread, or inline on the I/O thread, and acks are sent
 // from either.
