@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <iterator>
 
 #include "dispatcherd/worker_pool.h"
 #include "gt/core/ops.h"
@@ -48,7 +47,7 @@ void WorkerPool::log_timings(WorkerState& w, const v1::Ack& ack) {
   fmt::memory_buffer d;
   for (const v1::ExecTiming& t : ack.timings()) {
     d.clear();
-    auto out = std::back_inserter(d);
+    auto out = fmt::appender(d);
     if (t.comm() != 0) {
       auto c = comm_from_wire(t.comm());
       fmt::format_to(out, "session={} tag={} peers=", t.session(), t.tag());

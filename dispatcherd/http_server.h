@@ -47,7 +47,7 @@ class HttpServer {
     int code = 200;
     std::string content_type, body;
     // Set when the answer comes later (a live trace): called with what sends it.
-    std::function<void(std::function<void(Response)>)> later;
+    std::function<void(std::function<void(Response)>)> later = nullptr;
   };
   Response handle(const std::string& method, const std::string& target,
                   const std::string& authorization) const;

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <iterator>
 
 namespace gt::dispatcher {
 
@@ -61,11 +60,13 @@ void InstructionLog::format(fmt::memory_buffer& out, double t, uint64_t seq, std
   auto* e = size < 1024 ? fmt::format_to(size_text, "{}B", size)
             : size < (1u << 20) ? fmt::format_to(size_text, "{:.1f}KB", size / 1024.0)
                                 : fmt::format_to(size_text, "{:.1f}MB", size / 1048576.0);
-  // Elapsed: 14 wide holds 115 days of a dispatcher's life at microsecond resolution.
-  fmt::format_to(std::back_inserter(out), "{:14.6f}s | #{:06d} | {:<{}} | {:<{}} | {:<{}} | {:>{}} | {}\n",
-                 t, seq, event, kEventWidth, source, kSourceWidth, command, kCommandWidth,
-                 std::string_view(size_text, static_cast<size_t>(e - size_text)), kSizeWidth,
-                 details);
+  // Elapsed: 14 wide holds 115 days of a dispatcher's life at microsecond resolution. The widths
+  // are literals (kEventWidth, kSourceWidth, kCommandWidth, kSizeWidth): parsed widths would
+  // cost more per line, and the log may write a line per instruction.
+  static_assert(kEventWidth == 14 && kSourceWidth == 27 && kCommandWidth == 14 && kSizeWidth == 9);
+  fmt::format_to(fmt::appender(out), "{:14.6f}s | #{:06d} | {:<14} | {:<27} | {:<14} | {:>9} | {}\n",
+                 t, seq, event, source, command,
+                 std::string_view(size_text, static_cast<size_t>(e - size_text)), details);
 }
 
 void InstructionLog::write(std::string_view event, std::string_view source,

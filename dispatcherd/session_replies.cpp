@@ -4,7 +4,6 @@
 // poisoned, fetched poisons identified, and the loss of a worker's tensors.
 #include <spdlog/spdlog.h>
 
-#include <iterator>
 
 #include "dispatcherd/client_session.h"
 #include "dispatcherd/dispatcher.h"
@@ -36,7 +35,7 @@ void ClientSession::process_request(const v1::Request& r) {
   auto send = [&](WorkerState& w, v1::Request::Kind kind, uint64_t handle) {
     const uint64_t rid = pool_.send_request(w, id_, kind, handle, pr);
     if (log_->enabled())
-      fmt::format_to(std::back_inserter(routes), "{}{}:{}", routes.size() ? "," : "", w.id, rid);
+      fmt::format_to(fmt::appender(routes), "{}{}:{}", routes.size() ? "," : "", w.id, rid);
   };
   switch (r.kind()) {
     case v1::Request::SYNC:
