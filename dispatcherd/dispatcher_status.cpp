@@ -17,6 +17,27 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// At most `n` bytes of `s` as valid UTF-8: a cut sequence or any invalid byte becomes '?'
+// (protobuf's JSON printer refuses invalid UTF-8, and the whole report would be lost).
+std::string utf8_prefix(const std::string& s, size_t n) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size() && out.size() < n) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && out.size() + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void Dispatcher::status_tick() {
@@ -40,8 +61,8 @@ void Dispatcher::note_error(const ClientSession& s, const std::string& op,
   e.set_unix_time_s(unix_now());
   e.set_session(s.id());
   e.set_user(s.user().name);
-  e.set_op(op);
-  e.set_message(message.substr(0, 500));  // the page shows a line, not a dump
+  e.set_op(utf8_prefix(op, 100));
+  e.set_message(utf8_prefix(message, 500));  // the page shows a line, not a dump
 }
 
 void Dispatcher::fill_status(const ClientSession& s, v1::StatusReport* r) const {
