@@ -74,6 +74,8 @@ void ClientSession::poison(uint64_t out, const std::string& op, const Status& wh
   err->set_id(new_error_id());
   errors_.push_back(*err);
   ++errors_reported_;
+  ++usage_.errors;
+  host_.note_error(*this, op, message);
   if (log_->enabled()) log_->write("ERROR", source_of(*conn_), op, 0, message);
   if (out != 0 && !tensors_.count(out)) {
     TensorEntry e;
@@ -84,6 +86,7 @@ void ClientSession::poison(uint64_t out, const std::string& op, const Status& wh
 
 void ClientSession::process_instr(v1::Instr& in) {
   ++instrs_received_;
+  ++usage_.instructions;
   if (in.op() == 0 && in.comm() == 0) {  // stream annotations
     Status st = in.has_signal() ? signals_.apply(in.signal())
                 : in.has_config() ? signals_.register_config(in.config())

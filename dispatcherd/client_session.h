@@ -25,6 +25,7 @@
 #include "dispatcherd/planner.h"
 #include "dispatcherd/session_host.h"
 #include "dispatcherd/signals.h"
+#include "dispatcherd/status_counters.h"
 #include "dispatcherd/users.h"
 #include "dispatcherd/worker_pool.h"
 #include "proto/gt.pb.h"
@@ -57,6 +58,14 @@ class ClientSession {
   // For the status page: instructions received, errors reported to it (ever).
   uint64_t instructions_received() const { return instrs_received_; }
   uint64_t errors_reported() const { return errors_reported_; }
+  uint64_t instructions_outstanding() const { return outstanding_; }
+  std::chrono::steady_clock::time_point started_at() const { return started_at_; }
+  const RateWindow& instruction_rate() const { return instruction_rate_; }
+  const LatencyHistogram& sync_latency() const { return sync_latency_; }
+  // The status tick (1 Hz): rates over the last window.
+  void sample_rates(std::chrono::steady_clock::time_point now) {
+    instruction_rate_.sample(instrs_received_, now);
+  }
   bool has_home() const { return has_home_; }
   uint32_t home_worker() const { return home_worker_; }
   // Creations without a placement go to `worker` (registered) from now on.
@@ -102,6 +111,8 @@ class ClientSession {
   // A fetch (request `seq`) raised error `id`: the next SYNC does not report it again, unless
   // a SYNC requested before that fetch is still pending (that one reports it, in order).
   void consume_fetched_error(uint64_t seq, uint64_t id);
+  // A SYNC / FETCH answered: its latency into the session's and the user's histograms.
+  void observe_latency(const PendingRequest& pr);
 
   // sharded_exec.cpp / replace.cpp: ops over placements other than one worker
   void run_planned(const v1::Instr& in, OpId op, const OpAttrs& attrs,
@@ -139,6 +150,9 @@ class ClientSession {
   uint64_t instrs_received_ = 0;
   bool log_instrs_ = false;  // trace level: a line per instruction (checked once per frame)
   uint64_t errors_reported_ = 0;  // every error added to errors_
+  const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
+  RateWindow instruction_rate_ = RateWindow::from_zero();
+  LatencyHistogram sync_latency_;  // SYNC / FETCH, received to answered
   SignalState signals_;
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
   std::map<uint32_t, std::vector<uint64_t>> deferred_frees_;

@@ -249,6 +249,8 @@ void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
 void Dispatcher::start_heartbeats() {
   heartbeat_timer_ = std::make_unique<asio::steady_timer>(io_);
   heartbeat_tick();
+  status_timer_ = std::make_unique<asio::steady_timer>(io_);
+  status_tick();
 }
 
 void Dispatcher::heartbeat_tick() {

@@ -8,8 +8,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -96,7 +96,7 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   uint64_t bytes_from_clients() const { return bytes_from_clients_; }
   // dispatcher_status.cpp: the live status (/metrics, /api/status); `only_user` non-empty keeps
   // that user's sessions only (what a non-admin may see).
-  DispatcherStatus status(const std::string& only_user = "") const;
+  v1::StatusReport status(const std::string& only_user = "") const;
   // The user a token belongs to (nullptr: none), and whether tokens are configured at all.
   const UserPolicy* user_for_token(const std::string& token) const {
     return users_.find_by_token(token);
@@ -144,6 +144,12 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   void send_reply(ClientSession& s, v1::ServerMessage& m) override;
   void fill_own_stats(const ClientSession& s, v1::Reply* r) const override;
   void fill_dispatcher_stats(v1::DispatcherStats* d) const override;
+  void fill_status(const ClientSession& s, v1::StatusReport* r) const override;
+  void note_error(const ClientSession& s, const std::string& op,
+                  const std::string& message) override;
+
+  // dispatcher_status.cpp: the 1 Hz sampling of rates (workers, sessions, users)
+  void status_tick();
 
   asio::io_context& io_;
   DispatcherOptions opts_;
@@ -151,6 +157,8 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   UserTable users_;
   std::map<std::string, UserUsage> usage_;  // by user name; never erased (sessions refer to it)
   std::unique_ptr<asio::steady_timer> heartbeat_timer_;
+  std::unique_ptr<asio::steady_timer> status_timer_;
+  std::deque<v1::RecentError> recent_errors_;  // the last kRecentErrors raised, oldest first
   std::unique_ptr<asio::steady_timer> drain_timer_;
   std::unique_ptr<asio::steady_timer> drain_poll_timer_;  // re-checks while client input is unread
   std::function<void()> drained_;

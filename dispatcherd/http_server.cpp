@@ -126,8 +126,12 @@ HttpServer::Response HttpServer::handle(const std::string& method, const std::st
                                         const std::string& authorization) const {
   const std::string path = target.substr(0, target.find('?'));
   if (path == "/api/trace" && source_.trace) return trace_response(method, target, authorization);
-  if (path != "/metrics" && path != "/api/status") return text(404, "not found\n");
+  const bool page = path == "/" || path == "/index.html";
+  if (!page && path != "/metrics" && path != "/api/status") return text(404, "not found\n");
   if (method != "GET") return text(405, "only GET\n");
+  // The page holds no data (it asks /api/status, with the token the user gives it), so a
+  // browser may load it without an Authorization header.
+  if (page) return {200, "text/html; charset=utf-8", kDashboardHtml};
   std::string only_user;
   if (source_.tokens_required()) {
     const std::string prefix = "Bearer ";
@@ -137,7 +141,7 @@ HttpServer::Response HttpServer::handle(const std::string& method, const std::st
     if (user == nullptr) return text(401, "unknown token\n");
     if (!user->admin) only_user = user->name;
   }
-  const DispatcherStatus s = source_.status(only_user);
+  const v1::StatusReport s = source_.status(only_user);
   if (path == "/metrics")
     return {200, "text/plain; version=0.0.4; charset=utf-8", format_prometheus(s)};
   return {200, "application/json", format_status_json(s)};

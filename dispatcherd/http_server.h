@@ -1,5 +1,6 @@
 // The dispatcher's HTTP endpoint (issue 12): GET /metrics (Prometheus text exposition),
-// GET /api/status (JSON) and GET /api/trace (a live recording for gt-trace), served by Boost.Beast on the dispatcher's own io_context, so a
+// GET /api/status (JSON), GET / (the live dashboard, which polls /api/status) and GET /api/trace
+// (a live recording for gt-trace), served by Boost.Beast on the dispatcher's own io_context, so a
 // request reads the dispatcher's state between frames without locks. Off unless http_port is
 // set (dispatcher_options.def). Hardened as the main port is: bounded request size, a read
 // deadline, a cap on open connections, GET only.
@@ -19,13 +20,16 @@ namespace gt::dispatcher {
 
 namespace asio = boost::asio;
 
+// The dashboard page served at / (dashboard.html, compiled in).
+extern const char* const kDashboardHtml;
+
 class HttpServer {
  public:
   // What the endpoint reads; each call runs on the io_context's thread.
   struct Source {
     std::function<bool()> tokens_required;                       // a users_file is configured
     std::function<const UserPolicy*(const std::string&)> user_for_token;
-    std::function<DispatcherStatus(const std::string& only_user)> status;
+    std::function<v1::StatusReport(const std::string& only_user)> status;
     // GET /api/trace (http_trace.cpp): records `seconds` of the instruction log and calls `done`
     // with the lines; false when it cannot start one now. Unset: the route answers 404.
     std::function<bool(double seconds, std::function<void(std::string)> done)> trace;

@@ -190,7 +190,8 @@ int main(int argc, char** argv) {
       spdlog::critical("{}", st.message());
       return 1;
     }
-    spdlog::info("http: /metrics, /api/status and /api/trace on {}:{}{}", o.http_address, http.port(),
+    spdlog::info("http: / (dashboard), /metrics, /api/status and /api/trace on {}:{}{}",
+                 o.http_address, http.port(),
                  tokens_configured ? " (Authorization: Bearer <token>)" : "");
     if (const std::string& pf = o.http_port_file; !pf.empty()) {
       std::string tmp = pf + ".tmp";

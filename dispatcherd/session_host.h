@@ -3,6 +3,8 @@
 // stats that span sessions or connections are the dispatcher's to fill.
 #pragma once
 
+#include <string>
+
 #include "proto/gt.pb.h"
 
 namespace gt::dispatcher {
@@ -19,6 +21,11 @@ class SessionHost {
   virtual void fill_own_stats(const ClientSession& s, v1::Reply* r) const = 0;
   // STATS for an admin: the dispatcher's own counters.
   virtual void fill_dispatcher_stats(v1::DispatcherStats* d) const = 0;
+  // STATUS: the live status, all of it for an admin, else s's user's sessions only.
+  virtual void fill_status(const ClientSession& s, v1::StatusReport* r) const = 0;
+  // An error was raised to s (kept among the recent errors of the status page).
+  virtual void note_error(const ClientSession& s, const std::string& op,
+                          const std::string& message) = 0;
 };
 
 }  // namespace gt::dispatcher

@@ -81,6 +81,9 @@ void ClientSession::process_request(const v1::Request& r) {
       }
       for (auto& [wid, w] : pool_.all()) send(w, v1::Request::STATS, 0);
       break;
+    case v1::Request::STATUS:  // answered by the dispatcher alone
+      host_.fill_status(*this, pr->reply.mutable_reply()->mutable_status());
+      break;
     default: {
       add_error(*pr, "request", invalid_argument("unknown request kind {}", static_cast<int>(r.kind())));
     }
@@ -90,6 +93,14 @@ void ClientSession::process_request(const v1::Request& r) {
                 fmt::format("request={} id={} workers={}", r.request_id(), r.id(),
                             routes.size() ? fmt::to_string(routes) : "-"));
   if (pr->remaining <= 0) complete_request(*pr);
+}
+
+void ClientSession::observe_latency(const PendingRequest& pr) {
+  if (pr.kind != v1::Request::SYNC && pr.kind != v1::Request::FETCH) return;
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - pr.received_at).count();
+  sync_latency_.observe(s);
+  usage_.sync_latency.observe(s);
 }
 
 void ClientSession::consume_fetched_error(uint64_t seq, uint64_t id) {
@@ -112,6 +123,7 @@ void ClientSession::complete_request(PendingRequest& pr) {
   for (auto& e : *r->mutable_errors())
     if (e.id() == 0) e.set_id(new_error_id());
   r->set_last(true);
+  observe_latency(pr);
   if (log_->enabled())
     log_->write("REPLY", source_of(*conn_), v1::Request::Kind_Name(pr.kind), 0,
                 fmt::format("request={} errors={}", pr.client_request_id, r->errors_size()));
@@ -127,6 +139,8 @@ void ClientSession::worker_error(const WorkerState& w, const v1::ErrorReport& re
     poison_failed_result(tensors_, w.id, rep.handle(), err);
   errors_.push_back(*err);
   ++errors_reported_;
+  ++usage_.errors;
+  host_.note_error(*this, rep.error().op(), rep.error().message());
   if (log_->enabled())
     log_->write("ERROR", source_of(*w.conn), rep.error().op(), 0, rep.error().message());
 }
@@ -145,6 +159,7 @@ void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, 
   r->Swap(&reply);
   r->set_request_id(pr.client_request_id);
   r->set_last(last);
+  if (last) observe_latency(pr);
   if (last && log_->enabled())
     log_->write("REPLY", source_of(*conn_), "FETCH", r->tensor().total_bytes(),
                 fmt::format("request={} errors={}", pr.client_request_id, r->errors_size()));
@@ -170,6 +185,8 @@ void ClientSession::worker_lost(uint32_t worker, const std::shared_ptr<const v1:
   if (affected) {
     errors_.push_back(*err);
     ++errors_reported_;
+    ++usage_.errors;
+    host_.note_error(*this, err->op(), err->message());
   }
   if (has_home_ && home_worker_ == worker) has_home_ = false;
 }

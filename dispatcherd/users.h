@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "dispatcherd/status_counters.h"
 #include "libgtcore/status.h"
 
 namespace gt::dispatcher {
@@ -27,6 +28,10 @@ struct UserUsage {
   uint32_t sessions = 0;
   uint64_t bytes = 0;
   uint64_t outstanding = 0;
+  // For the status page: counters over all the user's sessions, past ones included.
+  uint64_t instructions = 0, errors = 0;
+  RateWindow instruction_rate = RateWindow::from_zero();
+  LatencyHistogram sync_latency;
 };
 
 class UserTable {

@@ -28,6 +28,9 @@ WorkerState& WorkerPool::add(const std::shared_ptr<Conn>& c, const v1::Hello& he
   w.id = c->worker;
   w.conn = c;
   w.info = hello.worker();
+  w.load = w.info.load();  // the rates count from what it had done before registering
+  w.ops_rate.prime(w.load.ops_executed(), std::chrono::steady_clock::now());
+  w.busy_rate.prime(w.load.busy_ns(), std::chrono::steady_clock::now());
   v1::DispatchMessage m;
   auto* wel = m.mutable_welcome();
   wel->set_proto_major(kProtoMajor);
@@ -164,7 +167,9 @@ void WorkerPool::on_frame(WorkerState& w, std::string_view body) {
   // The progress watchdog (check_liveness): an Ack or a Reply is progress, a heartbeat is not.
   if (worker_msg_.has_ack() || worker_msg_.has_reply()) w.progress_at = w.last_heard;
   switch (worker_msg_.kind_case()) {
-    case v1::WorkerMessage::kHeartbeat: break;  // last_heard is all it is for
+    case v1::WorkerMessage::kHeartbeat:  // last_heard, and the worker's live figures
+      if (worker_msg_.heartbeat().has_load()) w.load.Swap(worker_msg_.mutable_heartbeat()->mutable_load());
+      break;
     case v1::WorkerMessage::kAck: on_ack(w, worker_msg_.ack()); break;
     case v1::WorkerMessage::kError: events_.worker_error(w, worker_msg_.error()); break;
     case v1::WorkerMessage::kReply: on_reply(w, *worker_msg_.mutable_reply()); break;

@@ -19,6 +19,7 @@
 #include "dispatcherd/conn.h"
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/scheduler.h"
+#include "dispatcherd/status_counters.h"
 #include "proto/gt.pb.h"
 
 namespace gt::dispatcher {
@@ -51,6 +52,10 @@ struct WorkerState {
   uint64_t inflight_count = 0;                             // instructions in `inflight`
   std::unordered_map<uint64_t, uint64_t> session_cost_ns;  // estimated work in flight, per session
   size_t sessions_homed = 0;
+  // Monitoring: the worker's own figures (with each heartbeat answer), turned into rates by
+  // the dispatcher's status tick.
+  v1::WorkerLoad load;
+  RateWindow ops_rate, busy_rate;  // busy_rate: busy ns per second
   // The batch being assembled for the session whose frame is being processed.
   v1::DispatchMessage scratch;
   bool scratch_used = false;
@@ -68,6 +73,7 @@ struct PendingRequest {
   uint64_t fetch_handle = 0;  // FETCH: the worker handle read (to identify a poison's error)
   uint64_t fetch_age = 0;     // FETCH: its handle, or later when written in place (ErrorLedger)
   uint64_t seq = 0;           // order among the session's requests (ClientSession::requests_)
+  std::chrono::steady_clock::time_point received_at = std::chrono::steady_clock::now();
   v1::ServerMessage reply;  // accumulated errors / stats
 };
 

@@ -50,6 +50,8 @@ class Session {
   virtual HostTensor fetch(uint64_t id) = 0;
   virtual void synchronize() = 0;
   virtual std::vector<WorkerStatsInfo> worker_stats() = 0;
+  // The dispatcher's live status, a serialized v1::StatusReport (a sync point).
+  virtual std::string status_report() = 0;
 
   // Counter-based RNG state: every random op consumes one counter value.
   virtual uint64_t seed() const = 0;

@@ -399,6 +399,12 @@ std::vector<WorkerStatsInfo> RemoteSession::worker_stats() {
   return std::move(p.stats);
 }
 
+std::string RemoteSession::status_report() {
+  Pending p = request(v1::Request::STATUS, 0);
+  if (!p.errors.empty()) throw_errors(p.errors);
+  return std::move(p.status);
+}
+
 uint64_t RemoteSession::seed() const {
   std::lock_guard<std::mutex> lk(mu_);
   return seed_;
@@ -437,6 +443,7 @@ void RemoteSession::on_frame_locked(std::string_view body) {
                                       s.ops_executed(), s.errors(), s.peak_bytes(),
                                       s.reserved_bytes(), s.sessions(), s.peer_bytes_sent(),
                                       s.peer_bytes_received()});
+  if (r->has_status()) p.status = r->status().SerializeAsString();
   if (r->has_tensor()) {
     auto& t = *r->mutable_tensor();
     bool moved = false;

@@ -35,6 +35,7 @@ class RemoteSession : public Session {
   HostTensor fetch(uint64_t id) override;
   void synchronize() override;
   std::vector<WorkerStatsInfo> worker_stats() override;
+  std::string status_report() override;
   uint64_t seed() const override;
   uint64_t next_rng_counter() override;
   void manual_seed(uint64_t seed) override;
@@ -51,6 +52,7 @@ class RemoteSession : public Session {
     HostTensor tensor;
     bool have_meta = false;
     std::vector<WorkerStatsInfo> stats;
+    std::string status;  // STATUS: the serialized StatusReport
   };
 
   void flusher_loop();

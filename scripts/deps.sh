@@ -18,6 +18,8 @@ PACKAGES=(
   adduser  # gt-dispatcher/gt-worker depend on it; apt --simulate in tests/deb must find it
   python3-torch  # the reference of tests/python/differential (gt vs PyTorch on CPU)
   clang libclang-rt-14-dev
+  chromium  # tests/integration/test_dashboard: the dashboard rendered in a real (headless) browser
+  tmux      # gt-top's live test: its screen read back with capture-pane
 )
 
 missing=()

@@ -56,7 +56,7 @@ void Executor::stop() {
     std::lock_guard<std::mutex> lk(mu_);
     stopping_ = true;
     queue_.clear();
-    waiting_ = 0;
+    note_queue_locked();
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -71,7 +71,7 @@ void Executor::enqueue(std::unique_ptr<v1::WorkerBatch> batch,
     std::vector<FairQueue::SeqRange> dropped;
     queue_.push(std::move(batch), &dropped, received);
     for (const auto& [first, count] : dropped) complete_locked(first, count);
-    waiting_ = queue_.size();
+    note_queue_locked();
   }
   cv_.notify_one();
 }
@@ -88,7 +88,9 @@ bool Executor::try_execute_inline(v1::WorkerBatch& batch) {
     if (busy_ || queue_.size() != 0 || reset_requested_ || stopping_) return false;
     busy_ = true;
   }
+  const auto started = std::chrono::steady_clock::now();
   execute(batch);
+  add_busy(started);
   check_device();
   maybe_ack(false);
   bool wake;
@@ -161,7 +163,7 @@ void Executor::reset() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.clear();
-    waiting_ = 0;
+    note_queue_locked();
     reset_requested_ = true;
   }
   cv_.notify_one();
@@ -189,11 +191,13 @@ void Executor::loop() {
         continue;
       }
       e = std::move(*queue_.pop());
-      waiting_ = queue_.size();
+      note_queue_locked();
       busy_ = true;
     }
-    const bool done = run_batch(*e.batch, &e.next, &e.next_free, true,
-                                std::chrono::steady_clock::now() + slice_, e.received);
+    const auto started = std::chrono::steady_clock::now();
+    const bool done =
+        run_batch(*e.batch, &e.next, &e.next_free, true, started + slice_, e.received);
+    add_busy(started);
     check_device();
     bool more;
     {
@@ -204,7 +208,7 @@ void Executor::loop() {
       } else if (!reset_requested_ && !stopping_) {
         queue_.push_front(std::move(e));  // its session continues on its next turn
       }
-      waiting_ = queue_.size();
+      note_queue_locked();
       more = queue_.size() != 0;
       busy_ = false;
     }
@@ -384,7 +388,7 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
       fail(session, 0, name, st);
       return;
     }
-    ++ops_executed_;
+    count_op();
     return;
   }
   Tensor out;
@@ -406,7 +410,7 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
       return;
     }
   }
-  ++ops_executed_;
+  count_op();
   put(session, in.out(), std::move(out));
 }
 
@@ -629,13 +633,28 @@ void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, cons
   });
 }
 
+void Executor::fill_load(v1::WorkerLoad* l) const {
+  BackendStats bs = backend_.stats();
+  l->set_ops_executed(ops_executed_.load(std::memory_order_relaxed));
+  l->set_busy_ns(busy_ns_.load(std::memory_order_relaxed));
+  l->set_queue_depth(queue_depth_.load(std::memory_order_relaxed));
+  l->set_allocated_bytes(bs.allocated_bytes);
+  l->set_reserved_bytes(bs.reserved_bytes);
+  l->set_errors(errors_.load(std::memory_order_relaxed));
+  if (peer_) {
+    PeerStats ps = peer_->stats();
+    l->set_peer_bytes_sent(ps.bytes_sent);
+    l->set_peer_bytes_received(ps.bytes_received);
+  }
+}
+
 void Executor::fill_stats(v1::WorkerStats* s) {
   BackendStats bs = backend_.stats();
   s->set_worker_id(worker_id_);
   s->set_device(backend_.device_name());
   s->set_tensors(tensors_.size());
   s->set_bytes(bs.allocated_bytes);
-  s->set_ops_executed(ops_executed_);
+  s->set_ops_executed(ops_executed_.load(std::memory_order_relaxed));
   s->set_errors(errors_);
   s->set_peak_bytes(bs.peak_bytes);
   s->set_reserved_bytes(bs.reserved_bytes);

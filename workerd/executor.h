@@ -59,6 +59,8 @@ class Executor {
   // Drops every tensor (the dispatcher went away: a new one starts from nothing).
   void reset();
   void set_worker_id(uint32_t id) { worker_id_ = id; }
+  // The live figures sent with each heartbeat answer (monitoring). Any thread.
+  void fill_load(v1::WorkerLoad* l) const;
   // Where communication instructions (libgtcore/comm.def) go; without one they fail. Set
   // before start(); the link must outlive the executor.
   void set_peer_link(PeerLink* link) { peer_ = link; }
@@ -120,7 +122,25 @@ class Executor {
 
   std::unordered_map<uint64_t, Tensor> tensors_;  // handle -> tensor (executor thread only)
   std::unordered_set<uint64_t> sessions_;
-  uint64_t ops_executed_ = 0;
+  // Monitoring counters, read by the I/O thread (fill_load). One thread writes at a time (the
+  // executor, or the I/O thread running a batch inline while the executor is idle), so counting
+  // is a relaxed load and store: no locked instruction per op.
+  std::atomic<uint64_t> ops_executed_{0};
+  std::atomic<uint64_t> busy_ns_{0};      // time spent running batches
+  std::atomic<uint64_t> queue_depth_{0};  // queue_.instructions(), published under mu_
+  void count_op() {
+    ops_executed_.store(ops_executed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  void add_busy(std::chrono::steady_clock::time_point started) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - started).count();
+    busy_ns_.store(busy_ns_.load(std::memory_order_relaxed) + static_cast<uint64_t>(ns),
+                   std::memory_order_relaxed);
+  }
+  void note_queue_locked() {  // after queue_ changed, mu_ held
+    waiting_ = queue_.size();
+    queue_depth_.store(queue_.instructions(), std::memory_order_relaxed);
+  }
   std::atomic<uint64_t> errors_{0};  // also counted by the completion thread
 
   mutable std::mutex mu_;

@@ -102,7 +102,7 @@ void Executor::run_comm(uint64_t session, const v1::Instr& in) {
     return;
   }
   // A poison that came from an input or from a peer's marker is inherited without a new report.
-  if (!out.poison) ++ops_executed_;
+  if (!out.poison) count_op();
   if (has_result) put(session, out_handle, std::move(out));
 }
 

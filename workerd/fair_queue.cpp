@@ -27,6 +27,7 @@ void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRang
         continue;
       }
       if (dropped) dropped->emplace_back(it->batch->first_seq(), seq_count(*it->batch));
+      instructions_ -= remaining(*it);
       it = q.erase(it);
       --size_;
     }
@@ -36,6 +37,7 @@ void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRang
   e.received = received;
   e.batch = std::move(batch);
   if (e.comm) comm_.push_back(e.batch.get());
+  instructions_ += remaining(e);
   q.push_back(std::move(e));
   ++size_;
   enlist(session);
@@ -59,6 +61,7 @@ std::optional<FairQueue::Entry> FairQueue::pop() {
     Entry e = std::move(it->second.front());
     it->second.pop_front();
     --size_;
+    instructions_ -= remaining(e);
     order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(i));
     if (it->second.empty()) sessions_.erase(it);
     else order_.push_back(session);
@@ -69,6 +72,7 @@ std::optional<FairQueue::Entry> FairQueue::pop() {
 
 void FairQueue::push_front(Entry e) {
   const uint64_t session = e.batch->session();
+  instructions_ += remaining(e);
   sessions_[session].push_front(std::move(e));
   ++size_;
   enlist(session);
@@ -91,6 +95,7 @@ void FairQueue::clear() {
   order_.clear();
   comm_.clear();
   size_ = 0;
+  instructions_ = 0;
 }
 
 }  // namespace gt::worker

@@ -52,11 +52,16 @@ class FairQueue {
 
   bool runnable() const;  // pop() would return a batch
   size_t size() const { return size_; }
+  // Instructions and frees queued and not yet run (monitoring: the worker's queue depth).
+  uint64_t instructions() const { return instructions_; }
   void clear();
 
   static bool holds_comm(const v1::WorkerBatch& b);
   static uint64_t seq_count(const v1::WorkerBatch& b) {
     return static_cast<uint64_t>(b.instrs_size()) + static_cast<uint64_t>(b.frees_size());
+  }
+  static uint64_t remaining(const Entry& e) {
+    return seq_count(*e.batch) - static_cast<uint64_t>(e.next) - static_cast<uint64_t>(e.next_free);
   }
 
  private:
@@ -67,6 +72,7 @@ class FairQueue {
   std::deque<uint64_t> order_;                // sessions with queued batches, round robin
   std::deque<const v1::WorkerBatch*> comm_;   // batches holding communication, arrival order
   size_t size_ = 0;
+  uint64_t instructions_ = 0;
 };
 
 }  // namespace gt::worker

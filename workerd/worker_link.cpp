@@ -87,6 +87,7 @@ void WorkerLink::connect() {
   w->set_device_name(backend_.device_name());
   w->set_memory_bytes(backend_.memory_bytes());
   if (peer_) w->set_peer_address(peer_->address());
+  executor_.fill_load(w->mutable_load());
   conn_->start([this](std::string_view b) { on_frame(b); },
                [this, gen = generation_](const Status& s) {
                  if (gen == generation_) on_close(s);
@@ -137,6 +138,7 @@ void WorkerLink::on_frame(std::string_view body) {
       // worker look dead.
       v1::WorkerMessage pong;
       pong.mutable_heartbeat()->set_nonce(msg.heartbeat().nonce());
+      executor_.fill_load(pong.mutable_heartbeat()->mutable_load());
       send_direct(pong);
       break;
     }

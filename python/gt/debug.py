@@ -3,12 +3,13 @@
 The instruction log of the embedded default is written where the environment variable
 GT_INSTRUCTION_LOG points (set it before the first op); a shared dispatcher has its own
 (--instruction-log, see etc/gt/dispatcher.yaml)."""
+import json
 import sys
 
 from . import _gt
 from . import signal as _signal
 
-__all__ = ["WorkerStats", "get_worker_stats", "print_worker_stats", "print_tape", "tape"]
+__all__ = ["WorkerStats", "get_worker_stats", "print_worker_stats", "print_tape", "status", "tape"]
 
 # The columns print_worker_stats shows, in order, with their headers.
 _STAT_COLUMNS = (("worker_id", "worker"), ("device", "device"), ("sessions", "sessions"),
@@ -44,6 +45,31 @@ def print_worker_stats(file=None):
         print("  ".join(c.rjust(w) for c, w in zip(r, widths)), file=out)
     if not stats:
         print("(no workers)", file=out)
+
+
+def status():
+    """The dispatcher's live status as a dict, as its /api/status prints it: ``workers``
+    (memory, ops_per_s, busy_fraction, queue_depth, ...), ``sessions`` and ``users`` (ops_per_s,
+    bytes held, errors, sync_latency with p50_s / p99_s), ``recent_errors``. An admin sees every
+    session, other users only their own. 64-bit counters are strings in that JSON form; they are
+    ints here. A sync point."""
+    return _ints(json.loads(_gt._status_json()))
+
+
+# The report's text fields; every other string of digits is a 64-bit counter.
+_TEXT_FIELDS = frozenset(("version", "device_kind", "device_name", "user", "program", "name",
+                          "op", "message"))
+
+
+def _ints(v, key=None):
+    # protobuf's JSON form writes 64-bit integers as strings; Python users expect numbers.
+    if isinstance(v, dict):
+        return {k: _ints(x, k) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_ints(x, key) for x in v]
+    if isinstance(v, str) and key not in _TEXT_FIELDS and v.isdigit():
+        return int(v)
+    return v
 
 
 def tape(t):

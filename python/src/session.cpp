@@ -61,6 +61,7 @@ void init_session(py::module_& m) {
     }
     return out;
   });
+  m.def("_status_json", [] { return sync_point([] { return gt::status().json; }); });
 }
 
 }  // namespace gtpy

@@ -162,6 +162,7 @@ v1::Reply RawClient::request(v1::Request::Kind kind, uint64_t id) {
     for (const auto& e : rep.errors()) *out.add_errors() = e;
     for (const auto& s : rep.stats()) *out.add_stats() = s;
     if (rep.has_dispatcher()) *out.mutable_dispatcher() = rep.dispatcher();
+    if (rep.has_status()) *out.mutable_status() = rep.status();
     if (rep.has_tensor()) {
       auto* t = out.mutable_tensor();
       t->mutable_shape()->CopyFrom(rep.tensor().shape());

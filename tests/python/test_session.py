@@ -30,6 +30,26 @@ def test_worker_stats():
     assert sum(s["ops_executed"] for s in stats.values()) > 0
 
 
+def test_status_shows_this_session():
+    held = gt.zeros(1000, dtype=gt.float64)  # 8000 bytes this session holds
+    gt.synchronize()
+    st = gt.debug.status()
+    assert set(("version", "uptime_s", "workers", "sessions", "users", "recent_errors")) <= set(st)
+    assert len(st["workers"]) == len(gt.debug.get_worker_stats())
+    mine = [s for s in st["sessions"] if s["id"] == gt._gt._session_id()]
+    assert len(mine) == 1
+    s = mine[0]
+    assert isinstance(s["tensor_bytes"], int) and s["tensor_bytes"] >= 8000
+    assert isinstance(s["instructions"], int) and s["instructions"] >= 1
+    assert s["sync_latency"]["count"] >= 1  # the synchronize above
+    assert 0 < s["sync_latency"]["p50_s"] <= s["sync_latency"]["p99_s"]
+    assert isinstance(s["program"], str)
+    for w in st["workers"]:
+        assert 0 <= w["busy_fraction"] <= 1
+        assert isinstance(w["memory_capacity_bytes"], int) and w["memory_capacity_bytes"] > 0
+    del held
+
+
 WORKER_ERROR = r"""
 import gt
 big = gt.zeros(1024, 1024)          # 4 MiB on a worker limited to 1 MiB: fails on the worker

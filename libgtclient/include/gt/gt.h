@@ -7,6 +7,7 @@
 #include "gt/error.h"
 #include "gt/indexing.h"
 #include "gt/signal.h"
+#include "gt/status.h"
 #include "gt/tensor.h"
 #include "gt/autograd.h"
 #include "gt/functional.h"

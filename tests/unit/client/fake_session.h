@@ -25,6 +25,7 @@ class FakeSession : public detail::Session {
   detail::HostTensor fetch(uint64_t id) override;
   void synchronize() override { ++syncs; }
   std::vector<detail::WorkerStatsInfo> worker_stats() override { return stats; }
+  std::string status_report() override { return {}; }
   uint64_t seed() const override { return seed_; }
   uint64_t next_rng_counter() override { return counter_++; }
   void manual_seed(uint64_t s) override {

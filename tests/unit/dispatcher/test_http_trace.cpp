@@ -23,7 +23,7 @@ struct Fixture {
                      [this](const std::string& t) -> const UserPolicy* {
                        return t == "adm" ? &admin : t == "usr" ? &user : nullptr;
                      },
-                     [](const std::string&) { return DispatcherStatus{}; },
+                     [](const std::string&) { return gt::v1::StatusReport{}; },
                      [this](double s, std::function<void(std::string)> done) {
                        asked = s;
                        if (accept) done("lines\n");

@@ -120,3 +120,25 @@ TEST_CASE("a session's end drops its queued work but keeps its communication",
   std::vector<std::pair<uint64_t, uint64_t>> left{{1, 100}, {2, 153}, {1, 154}};
   CHECK(order == left);
 }
+
+TEST_CASE("instructions() counts what is queued and not yet run (the worker's queue depth)",
+          "[worker][fair]") {
+  FairQueue q;
+  q.push(batch(1, 0, 10), nullptr);
+  q.push(batch(2, 10, 5), nullptr);
+  CHECK(q.instructions() == 15);
+  auto e = q.pop();
+  REQUIRE(e);
+  CHECK(q.instructions() == 5);  // the popped batch is running, no longer queued
+  e->next = 4;                   // it ran 4 of its 10, then used up its slice
+  q.push_front(std::move(*e));
+  CHECK(q.instructions() == 11);
+  std::vector<FairQueue::SeqRange> dropped;
+  auto end = batch(2, 15, 0);
+  end->set_end_session(true);
+  q.push(std::move(end), &dropped);  // session 2's queued batch is dropped
+  CHECK(dropped.size() == 1);
+  CHECK(q.instructions() == 6);
+  q.clear();
+  CHECK(q.instructions() == 0);
+}
