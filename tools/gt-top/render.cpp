@@ -195,10 +195,11 @@ void errors(Screen& sc, const v1::StatusReport& s) {
   if (s.recent_errors_size() == 0) sc.add(LineKind::kNote, " none");
   for (int i = s.recent_errors_size() - 1; i >= 0; --i) {  // newest first
     const v1::RecentError& e = s.recent_errors(i);
-    sc.add(LineKind::kRow,
-           fmt::format(" {}  session {} ({})  {}: {}", format_clock(e.unix_time_s()), e.session(),
-                       printable(e.user().empty() ? "-" : e.user()), printable(e.op()),
-                       printable(e.message())));
+    // "op: message", unless the message starts so already (the dispatcher's usually do).
+    std::string what = printable(e.message());
+    if (!e.op().empty() && what.rfind(e.op() + ":", 0) != 0) what = printable(e.op()) + ": " + what;
+    sc.add(LineKind::kRow, fmt::format(" {}  session {} ({})  {}", format_clock(e.unix_time_s()),
+                                       e.session(), printable(e.user().empty() ? "-" : e.user()), what));
   }
 }
 

@@ -99,7 +99,7 @@ v1::StatusReport sample() {
   e2->set_session(7);
   e2->set_user("bob");
   e2->set_op("matmul");
-  e2->set_message("the newest");
+  e2->set_message("matmul: the newest");  // the op already named: not twice
   e2->set_unix_time_s(1.7e9 + 5);
   s.set_unix_time_s(1.7e9 + 6);
   return s;
@@ -287,6 +287,7 @@ TEST_CASE("gt-top renders a status: header, tables, errors", "[gt-top]") {
   const auto errs = section(lines, "Recent errors: 2");
   REQUIRE(errs.size() == 2);
   CHECK(has(errs[0], "session 7 (bob)  matmul: the newest"));  // newest first
+  CHECK(!has(errs[0], "matmul: matmul"));
   CHECK(has(errs[1], "add: shapes [3] and [4] do not broadcast"));
   CHECK(has(errs[0], format_clock(1.7e9 + 5)));
 }
