@@ -439,8 +439,8 @@ TEST_CASE("gt-top with a users file: 401 without a token, an admin sees all, a u
   std::system(("rm -rf " + dir).c_str());
 }
 
-TEST_CASE("gt-top prints a snapshot every interval when not on a terminal; finds the port in "
-          "dispatcher.yaml", "[gt-top]") {
+TEST_CASE("gt-top prints a snapshot every interval when not on a terminal, and finds the port "
+          "in dispatcher.yaml", "[gt-top]") {
   TwoSessions f;
   const Run batch = gt_top({"--url", f.url, "--interval", "0.2", "--count", "3"});
   INFO(batch.out << batch.err);
