@@ -85,7 +85,7 @@ void header(Screen& sc, const v1::StatusReport& s) {
       "ops/s " + format_rate(ops),
       "memory " + format_bytes(used) + " / " + format_bytes(capacity),
       "held " + format_bytes(tensor_bytes),
-      fmt::format("errors {}", s.recent_errors_size()),
+      fmt::format("recent errors {}", s.recent_errors_size()),
   };
   // The dispatcher's traffic is shown to admins only (0 for others).
   if (s.bytes_from_clients() || s.bytes_to_clients())

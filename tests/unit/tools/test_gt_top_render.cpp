@@ -240,6 +240,7 @@ TEST_CASE("gt-top renders a status: header, tables, errors", "[gt-top]") {
   CHECK(has(lines[1].text, "memory 4.0 GiB / 12.0 GiB"));
   CHECK(has(lines[1].text, "held 1.0 MiB"));           // 1 MiB + 5000 B
   CHECK(has(lines[1].text, "clients in/out 2.0 KiB / 1.0 KiB"));
+  CHECK(has(lines[1].text, "recent errors 2"));
   CHECK(!has(lines[1].text, "workers in/out"));        // zero: not shown
 
   const auto w = section(lines, "Workers: 3");
