@@ -40,7 +40,7 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${launcher[@]}" "${env_args[@]}" "$@" >"$BUILD/configure.log" 2>&1 || {
   cat "$BUILD/configure.log"; echo "package.sh: configure FAILED" >&2; exit 1; }
 
-targets=(gt-dispatcherd gt-trace gt-workerd gtclient_shared gtclient_sdk_static)
+targets=(gt-dispatcherd gt-top gt-trace gt-workerd gtclient_shared gtclient_sdk_static)
 # gt_python exists only where pybind11 and python3-dev were found (python3-gt is skipped then).
 if ninja -C "$BUILD" -t query gt_python >/dev/null 2>&1; then
   targets+=(gt_python)

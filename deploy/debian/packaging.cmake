@@ -1,8 +1,8 @@
 # Debian packages (issue 14): `cpack -G DEB` in a build configured with CMAKE_INSTALL_PREFIX=/usr
 # (scripts/package.sh does both) makes one .deb per install component:
 #
-#   gt-dispatcher     bin/gt-dispatcherd, bin/gt-trace, its unit, /etc/gt/{dispatcher,users}.yaml,
-#                     sharding/
+#   gt-dispatcher     bin/gt-dispatcherd, bin/gt-top, bin/gt-trace, its unit,
+#                     /etc/gt/{dispatcher,users}.yaml, sharding/
 #   gt-worker         bin/gt-workerd, gt-worker@.service, /etc/gt/worker.yaml
 #   libgtclient0      the shared library (SONAME libgtclient.so.0)
 #   libgtclient-dev   headers, libgtclient.a, the .so link, CMake package and gt.pc
@@ -110,8 +110,9 @@ set(CPACK_DEBIAN_DISPATCHER_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_DISPATCHER_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_DISPATCHER_DESCRIPTION "GT tensor service dispatcher (gt-dispatcherd)
 The per-box dispatcher of GT: client sessions, placement, scheduling. Ships the
-gt-dispatcher systemd unit, /etc/gt (dispatcher.yaml, users.yaml, sharding examples) and
-gt-trace (its instruction log, or a live recording, as a Chrome/Perfetto trace).")
+gt-dispatcher systemd unit, /etc/gt (dispatcher.yaml, users.yaml, sharding examples),
+gt-top, a live terminal view of its workers and sessions, and gt-trace (its
+instruction log, or a live recording, as a Chrome/Perfetto trace).")
 
 set(CPACK_DEBIAN_WORKER_PACKAGE_NAME gt-worker)
 set(CPACK_DEBIAN_WORKER_PACKAGE_SECTION net)

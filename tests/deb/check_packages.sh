@@ -69,6 +69,7 @@ done
 for lib in libprotobuf32 libyaml-cpp0.7 libspdlog1.10-fmt9 libfmt9 libssl3 libsystemd0; do depends_on "$D" "$lib"; done
 depends_on "$W" libopenblas0
 has "$D" '-rwxr-xr-x' usr/bin/gt-dispatcherd
+has "$D" '-rwxr-xr-x' usr/bin/gt-top
 has "$D" '-rwxr-xr-x' usr/bin/gt-trace
 has "$D" '-rw-r--r--' lib/systemd/system/gt-dispatcher.service
 has "$D" '-rw-r--r--' etc/gt/dispatcher.yaml
@@ -107,7 +108,8 @@ apt-get --simulate -o Debug::NoLocking=1 install "$D" "$W" "$L" "$DEV" "$PY" >"$
 # --- 3. a throwaway root -------------------------------------------------------------------
 step "extracting into $R"
 for deb in "$D" "$W" "$L" "$DEV" "$PY"; do dpkg-deb -x "$deb" "$R"; done
-for bin in "$R/usr/bin/gt-dispatcherd" "$R/usr/bin/gt-trace" "$R/usr/bin/gt-workerd" "$R/$LIBDIR/libgtclient.so.0" \
+for bin in "$R/usr/bin/gt-dispatcherd" "$R/usr/bin/gt-top" "$R/usr/bin/gt-trace" "$R/usr/bin/gt-workerd" \
+    "$R/$LIBDIR/libgtclient.so.0" \
     "$R"/usr/lib/python3/dist-packages/gt/_gt.*.so; do
   if ldd "$bin" | grep -E 'not found|/usr/local/'; then fail "$bin: unresolved or non-Debian libraries"; fi
 done
