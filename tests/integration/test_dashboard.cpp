@@ -15,6 +15,7 @@
 #include "http_client.h"
 #include "instr_builder.h"
 #include "raw_client.h"
+#include "test_text.h"
 
 using namespace gt;
 using namespace gt::testing;
@@ -25,18 +26,6 @@ std::string chromium() {
   for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
     if (::access(p, X_OK) == 0) return p;
   return "";
-}
-
-// Runs `cmd`, returning its standard output.
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 65536> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  ::pclose(p);
-  return out;
 }
 
 // The browser's flags: headless, its own throwaway profile, no sandbox (tests run as root in
@@ -76,7 +65,7 @@ TEST_CASE("the dashboard renders workers, sessions, users and errors in headless
   CHECK(page.body.find("https://") == std::string::npos);
 
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/";
-  const std::string dom = run(browser(dir + "/profile") + " --dump-dom " + url + " 2>/dev/null");
+  const std::string dom = shell(browser(dir + "/profile") + " --dump-dom " + url + " 2>/dev/null").second;
   INFO(dom.substr(0, 4000));
   // The rendered rows (the script writes them; the page source has none), not the script text.
   const size_t body = dom.find("<main>");
@@ -97,7 +86,7 @@ TEST_CASE("the dashboard renders workers, sessions, users and errors in headless
   // The screenshot (for the README and for people reading a CI run).
   const std::string png = std::string(GT_TEST_BIN_DIR) + "/../dashboard.png";
   std::remove(png.c_str());
-  run(browser(dir + "/profile") + " --window-size=1400,640 --screenshot=" + png + " " + url +
+  shell(browser(dir + "/profile") + " --window-size=1400,640 --screenshot=" + png + " " + url +
       " 2>/dev/null");
   FILE* f = std::fopen(png.c_str(), "rb");
   REQUIRE(f != nullptr);

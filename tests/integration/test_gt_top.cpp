@@ -32,6 +32,7 @@
 #include "http_client.h"
 #include "instr_builder.h"
 #include "raw_client.h"
+#include "test_text.h"
 
 using namespace gt;
 using namespace gt::testing;
@@ -42,25 +43,6 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// Runs a shell command; returns its exit status and standard output.
-std::pair<int, std::string> shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 65536> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
 struct Run {
@@ -94,14 +76,6 @@ Run gt_top(std::vector<std::string> args, const std::string& env = "") {
 
 bool has(const std::string& hay, const std::string& needle) {
   return hay.find(needle) != std::string::npos;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string l;
-  while (std::getline(in, l)) out.push_back(l);
-  return out;
 }
 
 std::string first_word(const std::string& line) {

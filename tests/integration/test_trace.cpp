@@ -23,26 +23,13 @@
 #include "daemons.h"
 #include "instr_builder.h"
 #include "raw_client.h"
+#include "test_text.h"
 #include "trace_json.h"
 
 using namespace gt;
 using namespace gt::testing;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 // The columns of a log line (trimmed), or empty when it is not one.
 std::vector<std::string> columns(const std::string& line) {

@@ -12,24 +12,13 @@
 #include <vector>
 
 #include "dispatcherd/instruction_log.h"
+#include "test_text.h"
 
 using gt::dispatcher::InstructionLog;
+using gt::testing::lines_of;
+using gt::testing::slurp;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
 
 // Where the first six " | " separators are.
 std::vector<size_t> separators(const std::string& line) {
