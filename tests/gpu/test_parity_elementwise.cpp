@@ -152,7 +152,13 @@ TEST_CASE("cuda parity: exact int64 scalars in full and binary ops", "[.gpu]") {
 TEST_CASE("cuda parity: binary ops, broadcasting and mixed dtypes", "[.gpu]") {
   GT_REQUIRE_GPU();
   std::mt19937 rng(3);
-  const std::array<std::pair<Shape, Shape>, 6> shapes{{
+  // The vectorized N-d loop (elementwise_loop.cuh) takes shapes whose innermost extent is a
+  // multiple of the vector width, with each input's innermost stride 1 or 0: [64, 8] with
+  // [64, 1] (a repeated value per vector), [5, 16] with [16]; the rest fall back to one element.
+  const std::array<std::pair<Shape, Shape>, 9> shapes{{
+      {Shape{64, 8}, Shape{64, 1}},
+      {Shape{5, 16}, Shape{16}},
+      {Shape{3, 1, 32}, Shape{1, 4, 32}},
       {Shape{7, 1}, Shape{1, 5}},
       {Shape{1023, 3}, Shape{3}},
       {Shape{2, 1, 4097}, Shape{3, 1}},

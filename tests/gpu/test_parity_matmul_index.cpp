@@ -33,7 +33,7 @@ TEST_CASE("cuda parity: matmul", "[.gpu]") {
       {Shape{4, 7, 9}, Shape{9, 5}},         // b shared: batch folded into M
       {Shape{4, 7, 9}, Shape{4, 9, 5}},      // strided batched
       {Shape{7, 9}, Shape{3, 9, 5}},         // a broadcast (stride 0)
-      {Shape{2, 1, 7, 9}, Shape{1, 3, 9, 5}} // neither uniform: one GEMM per entry
+      {Shape{2, 1, 7, 9}, Shape{1, 3, 9, 5}} // neither uniform: pointer-array batched
   }};
   for (const auto& [sa, sb] : shapes) {
     for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt64}) {

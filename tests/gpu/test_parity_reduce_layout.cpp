@@ -81,6 +81,35 @@ TEST_CASE("cuda parity: reductions of long rows, NaN and infinities", "[.gpu]") 
     check_op(op, reduce_attrs(op, 0, false), {&empty}, "empty " + std::string(op_name(op)));
 }
 
+// Each reduction kernel of k_reduce.cu by shape: a warp per short row (inner == 1, n <= 2048),
+// a block per longer row, column tiles for inner > 1 (narrow inner: a tile wider than the
+// columns; wide inner with few outputs: n split over blocks and a finishing pass).
+TEST_CASE("cuda parity: reduction kernels by shape (warp rows, column tiles, split columns)",
+          "[.gpu]") {
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  struct Case { Shape s; int64_t dim; };
+  const std::array<Case, 8> cases{{
+      {Shape{5000, 64}, 1},      // many short rows: a warp each
+      {Shape{300, 2048}, 1},     // the longest warp row
+      {Shape{40, 2049}, 1},      // the shortest block row
+      {Shape{4096, 300}, 0},     // 10 column tiles, n split 32 ways
+      {Shape{8192, 3}, 0},       // inner 3: a 4-wide tile, n split
+      {Shape{3, 700, 33}, 1},    // inner 33: two tiles per outer slice, the second mostly idle
+      {Shape{64, 5, 4096}, 1},   // many tiles, short n: no split
+      {Shape{2, 20000, 2}, 1},   // two outer slices, split
+  }};
+  for (const Case& c : cases) {
+    for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kInt32}) {
+      const Pair x = random_pair(c.s, dt, rng, -3, 3);
+      for (OpId op : kReduce)
+        check_op(op, reduce_attrs(op, c.dim, false), {&x},
+                 fmt::format("{} dim {} of {}", op_name(op), c.dim, describe(c.s, dt)),
+                 reduce_tol(op, dt).rtol == 0 ? Tol{0, 0} : Tol{1e-4, 1e-4});
+    }
+  }
+}
+
 TEST_CASE("cuda parity: cumsum along each dim, long scans, NaN", "[.gpu]") {
   GT_REQUIRE_GPU();
   std::mt19937 rng(13);

@@ -2,10 +2,9 @@
 // already converted to one operand dtype P (the host does that), computed in compute_t<P> with
 // the math the CPU kernels use (workerd/kernels/elementwise_math.h, conventions there).
 //
-// Loops: contiguous same-shape operands use 4-element vector loads/stores when every pointer is
-// aligned (the allocator gives 256-byte aligned blocks); a scalar operand and the general
-// broadcasting case (NdDesc) are plain grid-stride loops.
-#include "workerd/cuda/cuda_common.cuh"
+// Loops: the shared vectorized elementwise loop (elementwise_loop.cuh) for all three modes --
+// same-shape, scalar, and broadcasting through an NdDesc.
+#include "workerd/cuda/elementwise_loop.cuh"
 #include "workerd/kernels/elementwise_math.h"
 #include "workerd/kernels/op_traits.h"
 
@@ -21,68 +20,42 @@ __device__ __forceinline__ out_of<kOp, T> elem(T a, T b) {
   return cvt<out_of<kOp, T>>(BinaryFn<kOp>::f(cvt<C>(a), cvt<C>(b)));
 }
 
-template <class T, int V>
-struct alignas(sizeof(T) * V) Vec {
-  T v[V];
+template <OpId kOp, class T>
+struct SameF {
+  __device__ out_of<kOp, T> operator()(T a, T b) const { return elem<kOp, T>(a, b); }
 };
 
-template <OpId kOp, class T>
-__global__ void same_vec_kernel(const T* a, const T* b, out_of<kOp, T>* o, int64_t n) {
-  using O = out_of<kOp, T>;
-  constexpr int V = 4;
-  const int64_t nv = n / V;
-  const auto* va = reinterpret_cast<const Vec<T, V>*>(a);
-  const auto* vb = reinterpret_cast<const Vec<T, V>*>(b);
-  auto* vo = reinterpret_cast<Vec<O, V>*>(o);
-  for (int64_t i = global_tid(); i < nv; i += grid_stride()) {
-    const Vec<T, V> x = va[i], y = vb[i];
-    Vec<O, V> r;
-#pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = elem<kOp, T>(x.v[j], y.v[j]);
-    vo[i] = r;
+// a op scalar (kLeft: scalar op a) in the compute type. A floating pow whose exponent needs
+// double keeps it (elementwise_math.h: its parity is kept); the host passes it unrounded.
+template <OpId kOp, class T, bool kLeft>
+struct ScalarF {
+  using C = compute_t<T>;
+  C s;
+  double raw;
+  bool double_pow;
+  __device__ out_of<kOp, T> operator()(T a) const {
+    const C x = cvt<C>(a);
+    if constexpr (kOp == OpId::k_pow && !kLeft && std::is_floating_point_v<C>) {
+      if (double_pow) return cvt<out_of<kOp, T>>(pow_double_exponent(x, raw));
+    }
+    return cvt<out_of<kOp, T>>(kLeft ? BinaryFn<kOp>::f(s, x) : BinaryFn<kOp>::f(x, s));
   }
-  const int64_t t = nv * V + global_tid();
-  if (t < n) o[t] = elem<kOp, T>(a[t], b[t]);
-}
-
-template <OpId kOp, class T>
-__global__ void same_kernel(const T* a, const T* b, out_of<kOp, T>* o, int64_t n) {
-  for (int64_t i = global_tid(); i < n; i += grid_stride()) o[i] = elem<kOp, T>(a[i], b[i]);
-}
+};
 
 template <OpId kOp, class T, bool kLeft>
-__global__ void scalar_kernel(const T* a, double scalar, bool has_exact, int64_t exact,
-                              out_of<kOp, T>* o, int64_t n) {
+ScalarF<kOp, T, kLeft> scalar_f(const BinaryArgs& x) {
   using C = compute_t<T>;
-  C s = cvt<C>(scalar);
+  // cvt<C>(double) of the device, on the host: integers as the cast does.
+  C v;
+  if constexpr (std::is_integral_v<C>) v = cast_float_to_int<C>(x.scalar);
+  else v = static_cast<C>(x.scalar);
+  ScalarF<kOp, T, kLeft> f{v, x.scalar, false};
   if constexpr (std::is_same_v<C, int64_t>) {
-    if (has_exact) s = exact;
+    if (x.has_exact) f.s = x.exact;
   }
-  if constexpr (kOp == OpId::k_pow && !kLeft && std::is_floating_point_v<C>) {
-    // The host passes such an exponent unrounded (ops_elementwise.cpp).
-    if (pow_exponent_needs_double(scalar)) {  // elementwise_math.h: its parity is kept
-      for (int64_t i = global_tid(); i < n; i += grid_stride())
-        o[i] = cvt<out_of<kOp, T>>(pow_double_exponent(cvt<C>(a[i]), scalar));
-      return;
-    }
-  }
-  for (int64_t i = global_tid(); i < n; i += grid_stride()) {
-    const C x = cvt<C>(a[i]);
-    o[i] = cvt<out_of<kOp, T>>(kLeft ? BinaryFn<kOp>::f(s, x) : BinaryFn<kOp>::f(x, s));
-  }
-}
-
-template <OpId kOp, class T>
-__global__ void nd_kernel(const T* a, const T* b, out_of<kOp, T>* o, int64_t n, NdDesc d) {
-  for (int64_t i = global_tid(); i < n; i += grid_stride()) {
-    int64_t off[2];
-    nd_offsets<2>(d, i, off);
-    o[i] = elem<kOp, T>(a[off[0]], b[off[1]]);
-  }
-}
-
-bool aligned(const void* p, size_t bytes) {
-  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+  if constexpr (kOp == OpId::k_pow && !kLeft && std::is_floating_point_v<C>)
+    f.double_pow = pow_exponent_needs_double(x.scalar);
+  return f;
 }
 
 template <OpId kOp, class T>
@@ -91,26 +64,12 @@ cudaError_t run(const BinaryArgs& x, cudaStream_t s) {
   const T* a = static_cast<const T*>(x.a);
   const T* b = static_cast<const T*>(x.b);
   O* o = static_cast<O*>(x.out);
-  const int64_t n = x.n;
   switch (x.mode) {
-    case 0:
-      if (aligned(a, sizeof(T) * 4) && aligned(b, sizeof(T) * 4) && aligned(o, sizeof(O) * 4))
-        same_vec_kernel<kOp, T><<<grid_for(n, 4), kThreads, 0, s>>>(a, b, o, n);
-      else same_kernel<kOp, T><<<grid_for(n), kThreads, 0, s>>>(a, b, o, n);
-      break;
-    case 1:
-      scalar_kernel<kOp, T, false>
-          <<<grid_for(n), kThreads, 0, s>>>(a, x.scalar, x.has_exact, x.exact, o, n);
-      break;
-    case 2:
-      scalar_kernel<kOp, T, true>
-          <<<grid_for(n), kThreads, 0, s>>>(a, x.scalar, x.has_exact, x.exact, o, n);
-      break;
-    default:
-      nd_kernel<kOp, T><<<grid_for(n), kThreads, 0, s>>>(a, b, o, n, for_count(x.nd, n));
-      break;
+    case 0: return map_contiguous(s, x.n, SameF<kOp, T>{}, o, a, b);
+    case 1: return map_contiguous(s, x.n, scalar_f<kOp, T, false>(x), o, a);
+    case 2: return map_contiguous(s, x.n, scalar_f<kOp, T, true>(x), o, a);
+    default: return map_nd(s, x.n, x.nd, SameF<kOp, T>{}, o, a, b);
   }
-  return cudaGetLastError();
 }
 
 }  // namespace

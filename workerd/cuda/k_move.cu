@@ -2,54 +2,38 @@
 // instantiations cover every dtype): the strided gather behind permute/slice/expand/copy_/
 // as_strided, its reverse scatter (strided_copy_), where and masked_fill. The output is
 // contiguous; inputs go through an NdDesc (the scatter: its contiguous input, strided output).
-#include "workerd/cuda/cuda_common.cuh"
+// The gather, where and masked_fill run on the shared vectorized loop (elementwise_loop.cuh).
+#include "workerd/cuda/elementwise_loop.cuh"
 
 namespace gt::worker::cuda {
 namespace {
 
-// The gather (out[i] = in[nd(i)]) and its reverse, the scatter (out[nd(i)] = in[i]). In the
-// scatter, positions written twice (the client never sends such a view) race: one value stays.
-template <bool kScatter, class U>
-__global__ void move_nd_kernel(const U* in, U* out, int64_t n, NdDesc d) {
+// The reverse of the gather, the scatter (out[nd(i)] = in[i]). Positions written twice (the
+// client never sends such a view) race: one value stays.
+template <class U>
+__global__ void scatter_nd_kernel(const U* in, U* out, int64_t n, NdDesc d) {
   for (int64_t i = global_tid(); i < n; i += grid_stride()) {
     int64_t off[1];
     nd_offsets<1>(d, i, off);
-    if constexpr (kScatter) out[off[0]] = in[i];
-    else out[i] = in[off[0]];
-  }
-}
-
-template <bool kScatter>
-cudaError_t launch_move_nd(const void* in, void* out, int64_t n, int elem_size, const NdDesc& nd,
-                           cudaStream_t s) {
-  if (n <= 0) return cudaSuccess;
-  return dispatch_size(elem_size, [&](auto tag) {
-    using U = decltype(tag);
-    move_nd_kernel<kScatter, U><<<grid_for(n), kThreads, 0, s>>>(
-        static_cast<const U*>(in), static_cast<U*>(out), n, for_count(nd, n));
-    return cudaGetLastError();
-  });
-}
-
-template <class U>
-__global__ void where_kernel(const uint8_t* c, const U* a, const U* b, U* o, int64_t n,
-                             NdDesc d) {
-  for (int64_t i = global_tid(); i < n; i += grid_stride()) {
-    int64_t off[3];
-    nd_offsets<3>(d, i, off);
-    o[i] = c[off[0]] ? a[off[1]] : b[off[2]];
+    out[off[0]] = in[i];
   }
 }
 
 template <class U>
-__global__ void masked_fill_kernel(const U* x, const uint8_t* m, U* o, int64_t n, U fill,
-                                   NdDesc d) {
-  for (int64_t i = global_tid(); i < n; i += grid_stride()) {
-    int64_t off[2];
-    nd_offsets<2>(d, i, off);
-    o[i] = m[off[1]] ? fill : x[off[0]];
-  }
-}
+struct CopyF {
+  __device__ U operator()(U x) const { return x; }
+};
+
+template <class U>
+struct WhereF {
+  __device__ U operator()(uint8_t c, U a, U b) const { return c ? a : b; }
+};
+
+template <class U>
+struct MaskedFillF {
+  U fill;
+  __device__ U operator()(U x, uint8_t m) const { return m ? fill : x; }
+};
 
 constexpr int kTile = 32, kTileRows = 8;
 
@@ -103,12 +87,21 @@ cudaError_t launch_gather_tiled(const void* in, void* out, int elem_size, const 
 
 cudaError_t launch_gather_nd(const void* in, void* out, int64_t n, int elem_size,
                              const NdDesc& nd, cudaStream_t s) {
-  return launch_move_nd<false>(in, out, n, elem_size, nd, s);
+  return dispatch_size(elem_size, [&](auto tag) {
+    using U = decltype(tag);
+    return map_nd(s, n, nd, CopyF<U>{}, static_cast<U*>(out), static_cast<const U*>(in));
+  });
 }
 
 cudaError_t launch_scatter_nd(const void* in, void* out, int64_t n, int elem_size,
                               const NdDesc& nd, cudaStream_t s) {
-  return launch_move_nd<true>(in, out, n, elem_size, nd, s);
+  if (n <= 0) return cudaSuccess;
+  return dispatch_size(elem_size, [&](auto tag) {
+    using U = decltype(tag);
+    scatter_nd_kernel<U><<<grid_for(n), kThreads, 0, s>>>(
+        static_cast<const U*>(in), static_cast<U*>(out), n, for_count(nd, n));
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t launch_where(const uint8_t* cond, const void* a, const void* b, void* out, int64_t n,
@@ -116,10 +109,8 @@ cudaError_t launch_where(const uint8_t* cond, const void* a, const void* b, void
   if (n <= 0) return cudaSuccess;
   return dispatch_size(elem_size, [&](auto tag) {
     using U = decltype(tag);
-    where_kernel<U><<<grid_for(n), kThreads, 0, s>>>(cond, static_cast<const U*>(a),
-                                                     static_cast<const U*>(b),
-                                                     static_cast<U*>(out), n, for_count(nd, n));
-    return cudaGetLastError();
+    return map_nd(s, n, nd, WhereF<U>{}, static_cast<U*>(out), cond, static_cast<const U*>(a),
+                  static_cast<const U*>(b));
   });
 }
 
@@ -129,10 +120,8 @@ cudaError_t launch_masked_fill(const void* x, const uint8_t* mask, void* out, in
   if (n <= 0) return cudaSuccess;
   return dispatch_size(elem_size, [&](auto tag) {
     using U = decltype(tag);
-    masked_fill_kernel<U>
-        <<<grid_for(n), kThreads, 0, s>>>(static_cast<const U*>(x), mask, static_cast<U*>(out), n,
-                                          static_cast<U>(fill_bits), for_count(nd, n));
-    return cudaGetLastError();
+    return map_nd(s, n, nd, MaskedFillF<U>{static_cast<U>(fill_bits)}, static_cast<U*>(out),
+                  static_cast<const U*>(x), mask);
   });
 }
 

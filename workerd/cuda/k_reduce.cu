@@ -13,10 +13,10 @@
 // Results match the CPU up to the summation order (floating sums; the CPU follows torch's CPU
 // order) -- exactly for the others (cumsum sums in the CPU's order).
 //
-// Kernels: inner == 1 reduces each row with a block (rows split over several blocks plus a
-// finishing pass when there are few long rows, e.g. a reduction over everything); inner > 1
-// gives each output a thread that walks its column (consecutive threads read consecutive
-// addresses).
+// Kernels: inner == 1 reduces each short row (n <= 2048) with a warp and each long row with a
+// block (split over several blocks plus a finishing pass when there are few long rows, e.g. a
+// reduction over everything); inner > 1 gives a block a tile of adjacent columns (coalesced rows)
+// and splits n over blocks when the tiles alone cannot fill the GPU.
 #include <cmath>
 
 #include "workerd/cuda/cuda_common.cuh"
@@ -189,15 +189,101 @@ __global__ void finish_kernel(typename R::Out* out, const typename R::Acc* parti
   }
 }
 
+// Many short rows (inner == 1, n <= kWarpRowMax): a warp per row, so a 64-element row does not
+// leave 192 of a block's threads idle and pay eight block-wide barriers. Lanes combine through
+// shared memory (an Acc may be a struct, which warp shuffles do not move) under __syncwarp.
+constexpr int64_t kWarpRowMax = 2048;
+constexpr int kWarpsPerBlock = kThreads / 32;
+
 template <class T, class R>
-__global__ void col_kernel(const T* x, typename R::Out* out, int64_t outer, int64_t n,
-                           int64_t inner, double correction) {
-  const int64_t total = outer * inner;
-  for (int64_t e = global_tid(); e < total; e += grid_stride()) {
-    const int64_t o = e / inner, j = e - o * inner;
-    const T* base = x + o * n * inner + j;
+__global__ void warp_row_kernel(const T* x, typename R::Out* out, int64_t outer, int64_t n,
+                                double correction) {
+  using Acc = typename R::Acc;
+  __shared__ Acc sh[kWarpsPerBlock][32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp; o < outer;
+       o += static_cast<int64_t>(gridDim.x) * kWarpsPerBlock) {
+    const T* row = x + o * n;
+    Acc a = R::init();
+    for (int64_t k = lane; k < n; k += 32) R::step(a, row[k], k);
+    sh[warp][lane] = a;
+    __syncwarp();
+    for (int w = 16; w > 0; w >>= 1) {
+      if (lane < w) R::combine(sh[warp][lane], sh[warp][lane + w]);
+      __syncwarp();
+    }
+    if (lane == 0) out[o] = R::finish(sh[warp][0], n, correction);
+    __syncwarp();
+  }
+}
+
+// inner > 1: a block owns a tile of tx-wide adjacent columns of one outer slice and ty rows of n
+// at a time, so each row's read is one coalesced segment (a thread per column walking its column
+// alone, the obvious kernel, strides through memory and leaves most of the GPU idle when outer *
+// inner is small, e.g. a [32768, 1024] sum over dim 0 gives 1024 threads). gridDim.y splits n
+// further when the tiles alone cannot fill the GPU; the splits' partials are then combined by
+// finish_each_kernel.
+struct ColPlan {
+  int bx = 1, by = kThreads;
+  int64_t tiles_per_outer = 1, tiles = 1, splits = 1;
+};
+
+ColPlan col_plan(int64_t outer, int64_t n, int64_t inner) {
+  ColPlan p;
+  while (p.bx < 32 && p.bx < inner) p.bx *= 2;
+  p.by = kThreads / p.bx;
+  p.tiles_per_outer = (inner + p.bx - 1) / p.bx;
+  p.tiles = outer * p.tiles_per_outer;
+  constexpr int64_t kTargetBlocks = 1024;  // a few waves on the largest GPUs
+  if (p.tiles < kTargetBlocks) {
+    const int64_t want = (kTargetBlocks + p.tiles - 1) / p.tiles;
+    const int64_t useful = (n + p.by * 16 - 1) / (p.by * 16);  // >= 16 rows per thread
+    p.splits = want < useful ? want : useful;
+    if (p.splits < 1) p.splits = 1;
+  }
+  return p;
+}
+
+template <class T, class R>
+__global__ void col_tile_kernel(const T* x, typename R::Out* out, typename R::Acc* partial,
+                                int64_t outer, int64_t n, int64_t inner, int64_t tiles_per_outer,
+                                double correction) {
+  using Acc = typename R::Acc;
+  __shared__ Acc sh[kThreads];
+  const int bx = blockDim.x, by = blockDim.y, tx = threadIdx.x, ty = threadIdx.y;
+  const int t = ty * bx + tx;
+  const int64_t splits = gridDim.y, split = blockIdx.y;
+  const int64_t tiles = outer * tiles_per_outer;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t o = tile / tiles_per_outer;
+    const int64_t j = (tile - o * tiles_per_outer) * bx + tx;
+    Acc a = R::init();
+    if (j < inner) {
+      const T* col = x + o * n * inner + j;
+      for (int64_t k = split * by + ty; k < n; k += splits * by) R::step(a, col[k * inner], k);
+    }
+    sh[t] = a;
+    __syncthreads();
+    for (int w = by / 2; w > 0; w >>= 1) {
+      if (ty < w) R::combine(sh[t], sh[t + w * bx]);
+      __syncthreads();
+    }
+    if (ty == 0 && j < inner) {
+      const int64_t e = o * inner + j;
+      if (splits == 1) out[e] = R::finish(sh[tx], n, correction);
+      else partial[e * splits + split] = sh[tx];
+    }
+    __syncthreads();
+  }
+}
+
+// One thread per output combines its splits' partials (in split order).
+template <class T, class R>
+__global__ void finish_each_kernel(typename R::Out* out, const typename R::Acc* partial,
+                                   int64_t outputs, int64_t splits, int64_t n, double correction) {
+  for (int64_t e = global_tid(); e < outputs; e += grid_stride()) {
     auto a = R::init();
-    for (int64_t k = 0; k < n; ++k) R::step(a, base[k * inner], k);
+    for (int64_t b = 0; b < splits; ++b) R::combine(a, partial[e * splits + b]);
     out[e] = R::finish(a, n, correction);
   }
 }
@@ -237,18 +323,27 @@ cudaError_t run(const void* xv, void* outv, int64_t outer, int64_t n, int64_t in
   static_assert(sizeof(typename R::Acc) <= kAccBytes);
   const T* x = static_cast<const T*>(xv);
   auto* out = static_cast<typename R::Out*>(outv);
-  if (inner == 1) {
+  auto* partial = static_cast<typename R::Acc*>(scratch);
+  const auto capped = [](int64_t v) { return static_cast<unsigned>(v < 65535 ? v : 65535); };
+  if (inner == 1 && n <= kWarpRowMax) {
+    warp_row_kernel<T, R><<<capped((outer + kWarpsPerBlock - 1) / kWarpsPerBlock), kThreads, 0,
+                            s>>>(x, out, outer, n, correction);
+  } else if (inner == 1) {
     const int64_t splits = row_splits(outer, n, inner);
-    const dim3 grid(static_cast<unsigned>(splits),
-                    static_cast<unsigned>(outer < 65535 ? outer : 65535));
-    auto* partial = static_cast<typename R::Acc*>(scratch);
+    const dim3 grid(static_cast<unsigned>(splits), capped(outer));
     row_kernel<T, R><<<grid, kThreads, 0, s>>>(x, out, partial, outer, n, correction);
     if (splits > 1)
-      finish_kernel<T, R><<<static_cast<unsigned>(outer < 65535 ? outer : 65535), kThreads, 0,
-                            s>>>(out, partial, outer, splits, n, correction);
+      finish_kernel<T, R><<<capped(outer), kThreads, 0, s>>>(out, partial, outer, splits, n,
+                                                            correction);
   } else {
-    col_kernel<T, R><<<grid_for(outer * inner), kThreads, 0, s>>>(x, out, outer, n, inner,
-                                                                 correction);
+    const ColPlan p = col_plan(outer, n, inner);
+    const dim3 block(static_cast<unsigned>(p.bx), static_cast<unsigned>(p.by));
+    const dim3 grid(capped(p.tiles), static_cast<unsigned>(p.splits));
+    col_tile_kernel<T, R><<<grid, block, 0, s>>>(x, out, partial, outer, n, inner,
+                                                 p.tiles_per_outer, correction);
+    if (p.splits > 1)
+      finish_each_kernel<T, R><<<grid_for(outer * inner), kThreads, 0, s>>>(
+          out, partial, outer * inner, p.splits, n, correction);
   }
   return cudaGetLastError();
 }
@@ -291,8 +386,13 @@ cudaError_t launch_cumsum(int dtype, const void* x, void* out, int64_t outer, in
 }
 
 size_t reduce_scratch_bytes(OpId, int, int64_t outer, int64_t n, int64_t inner) {
-  const int64_t splits = row_splits(outer, n, inner);
-  return splits > 1 ? static_cast<size_t>(outer * splits) * kAccBytes : 0;
+  if (inner == 1) {
+    if (n <= kWarpRowMax) return 0;
+    const int64_t splits = row_splits(outer, n, inner);
+    return splits > 1 ? static_cast<size_t>(outer * splits) * kAccBytes : 0;
+  }
+  const ColPlan p = col_plan(outer, n, inner);
+  return p.splits > 1 ? static_cast<size_t>(outer * inner * p.splits) * kAccBytes : 0;
 }
 
 cudaError_t launch_reduce(OpId op, int dtype, const void* x, void* out, int64_t outer, int64_t n,

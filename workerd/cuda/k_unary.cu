@@ -1,9 +1,10 @@
 // Unary elementwise kernels for every kUnarySame / kUnaryFloat op of ops.def, with the math the
 // CPU kernels use (workerd/kernels/elementwise_math.h), dtype conversion (cast rules of
-// workerd/kernels/convert.h) and clamp (workerd/cpu/fill_clamp.cpp semantics).
+// workerd/kernels/convert.h) and clamp (workerd/cpu/fill_clamp.cpp semantics), all on the
+// shared vectorized loop (elementwise_loop.cuh).
 //   kUnarySame   same dtype, computed in compute_t
 //   kUnaryFloat  float32 math; the output keeps a floating input's dtype, else float32
-#include "workerd/cuda/cuda_common.cuh"
+#include "workerd/cuda/elementwise_loop.cuh"
 #include "workerd/kernels/elementwise_math.h"
 #include "workerd/kernels/op_traits.h"
 
@@ -11,37 +12,36 @@ namespace gt::worker::cuda {
 namespace {
 
 template <OpId kOp, class T, class O>
-__global__ void unary_kernel(const T* a, O* o, int64_t n) {
+struct UnaryF {
   // kUnarySame computes in compute_t<T>, kUnaryFloat in math_t<T> (float32; float64 for double).
   using C = std::conditional_t<unary_keeps_dtype(kOp), compute_t<T>, math_t<T>>;
-  for (int64_t i = global_tid(); i < n; i += grid_stride())
-    o[i] = cvt<O>(UnaryFn<kOp>::f(cvt<C>(a[i])));
-}
+  __device__ O operator()(T a) const { return cvt<O>(UnaryFn<kOp>::f(cvt<C>(a))); }
+};
 
 template <OpId kOp>
 cudaError_t run_unary(int dtype, const void* in, void* out, int64_t n, cudaStream_t s) {
   return dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     using O = std::conditional_t<unary_keeps_dtype(kOp) || is_float_like_v<T>, T, float>;
-    unary_kernel<kOp, T, O><<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(in),
-                                                             static_cast<O*>(out), n);
-    return cudaGetLastError();
+    return map_contiguous(s, n, UnaryF<kOp, T, O>{}, static_cast<O*>(out),
+                          static_cast<const T*>(in));
   });
 }
 
 template <class S, class D>
-__global__ void convert_kernel(const S* a, D* o, int64_t n) {
-  for (int64_t i = global_tid(); i < n; i += grid_stride()) o[i] = cvt<D>(a[i]);
-}
+struct ConvertF {
+  __device__ D operator()(S a) const { return cvt<D>(a); }
+};
 
 template <class T>
-__global__ void clamp_kernel(const T* x, T* y, int64_t n, bool has_lo, compute_t<T> lo,
-                             bool has_hi, compute_t<T> hi) {
+struct ClampF {
   using C = compute_t<T>;
-  const bool lo_nan = is_nan(lo), hi_nan = is_nan(hi);
-  for (int64_t i = global_tid(); i < n; i += grid_stride())
-    y[i] = cvt<T>(clamp_value(cvt<C>(x[i]), has_lo, lo, lo_nan, has_hi, hi, hi_nan));
-}
+  bool has_lo, has_hi, lo_nan, hi_nan;
+  C lo, hi;
+  __device__ T operator()(T x) const {
+    return cvt<T>(clamp_value(cvt<C>(x), has_lo, lo, lo_nan, has_hi, hi, hi_nan));
+  }
+};
 
 }  // namespace
 
@@ -65,9 +65,8 @@ cudaError_t launch_convert(const void* in, int in_dtype, void* out, int out_dtyp
     using S = decltype(st);
     return dispatch_dtype(out_dtype, [&](auto dt) {
       using D = decltype(dt);
-      convert_kernel<S, D><<<grid_for(n), kThreads, 0, s>>>(static_cast<const S*>(in),
-                                                            static_cast<D*>(out), n);
-      return cudaGetLastError();
+      return map_contiguous(s, n, ConvertF<S, D>{}, static_cast<D*>(out),
+                            static_cast<const S*>(in));
     });
   });
 }
@@ -84,9 +83,8 @@ cudaError_t launch_clamp(const void* x, void* out, int dtype, int64_t n, bool ha
       l = lo_exact;
       h = hi_exact;
     }
-    clamp_kernel<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(x), static_cast<T*>(out),
-                                                     n, has_lo, l, has_hi, h);
-    return cudaGetLastError();
+    const ClampF<T> f{has_lo, has_hi, is_nan(l), is_nan(h), l, h};
+    return map_contiguous(s, n, f, static_cast<T*>(out), static_cast<const T*>(x));
   });
 }
 

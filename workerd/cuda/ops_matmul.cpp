@@ -7,7 +7,7 @@
 // (the instruction's attribute) or the worker's allow_tf32 allows TF32 / bfloat16,
 // float16/bfloat16 with float32 accumulation. The batch becomes, best first: one
 // GEMM with the batch folded into M (b shared, a dense), one strided-batched GEMM (each operand
-// dense or broadcast), or one GEMM per batch entry. int32/int64 use a wrapping integer kernel.
+// dense or broadcast), or one pointer-array batched GEMM (irregular broadcast). int32/int64 use a wrapping integer kernel.
 #include <algorithm>
 #include <climits>
 #include <vector>
@@ -85,7 +85,29 @@ Status gemm_float(const MatmulPlan& p, DType dt, MatmulPrecision precision, cons
         static_cast<int>(batches), compute, CUBLAS_GEMM_DEFAULT));
     return Status::ok();
   }
-  for (int64_t i = 0; i < batches; ++i)
+  if (fits_int(batches) && fits_int(p.m) && fits_int(p.n) && fits_int(p.k)) {
+    // Irregular broadcast (e.g. [2,1,3] x [1,4,3] batch dims): one batched GEMM over pointer
+    // arrays. They go up by cudaMemcpyAsync from pageable memory, which stages the bytes before
+    // returning, so the host vector may die with this scope.
+    std::vector<void*> ptrs(static_cast<size_t>(3 * batches));
+    for (int64_t i = 0; i < batches; ++i) {
+      ptrs[static_cast<size_t>(i)] = const_cast<unsigned char*>(byte_at(b, p.b_off[i]));
+      ptrs[static_cast<size_t>(batches + i)] = const_cast<unsigned char*>(byte_at(a, p.a_off[i]));
+      ptrs[static_cast<size_t>(2 * batches + i)] =
+          const_cast<unsigned char*>(byte_at(c, i * p.m * p.n));
+    }
+    GT_ASSIGN_OR_RETURN(DeviceTemp dptrs, ctx.temp(ptrs.size() * sizeof(void*)));
+    GT_CUDA_CHECK(cudaMemcpyAsync(dptrs.get(), ptrs.data(), ptrs.size() * sizeof(void*),
+                                  cudaMemcpyHostToDevice, ctx.stream));
+    auto* const* dev = static_cast<void* const*>(dptrs.get());
+    GT_CUBLAS_CHECK(cublasGemmBatchedEx(
+        ctx.blas, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(p.n), static_cast<int>(p.m),
+        static_cast<int>(p.k), alpha, dev, ty, static_cast<int>(p.n), dev + batches, ty,
+        static_cast<int>(p.k), beta, dev + 2 * batches, ty,
+        static_cast<int>(p.n), static_cast<int>(batches), compute, CUBLAS_GEMM_DEFAULT));
+    return Status::ok();
+  }
+  for (int64_t i = 0; i < batches; ++i)  // dimensions beyond cuBLAS's int: block by block
     GT_RETURN_IF_ERROR(gemm(byte_at(a, p.a_off[i]), byte_at(b, p.b_off[i]),
                             const_cast<unsigned char*>(byte_at(c, i * p.m * p.n)), p.m));
   return Status::ok();
