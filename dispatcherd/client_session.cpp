@@ -26,7 +26,9 @@ ClientSession::ClientSession(uint64_t id, std::shared_ptr<Conn> conn, std::strin
       log_(shared.log),
       pool_(shared.pool),
       host_(shared.host),
-      signals_(&shared.opts.signal_configs) {
+      signals_(&shared.opts.signal_configs),
+      hot_(HotPathOptions{shared.opts.hot_paths, shared.opts.hot_path_min_repeats,
+                          shared.opts.hot_path_cache, shared.opts.hot_path_max_length}) {
   if (!user_.window) user_.window = opts_.user_window;
 }
 
@@ -52,6 +54,7 @@ void ClientSession::run_batch(v1::ClientBatch& batch) {
     process_instr(*batch.mutable_instrs(i));
   }
   while (next_free < n_free) process_free(batch.frees(next_free++));
+  if (batch.requests_size() > 0) end_stretch();
   for (const auto& r : batch.requests()) process_request(r);
   pool_.flush();
   update_flow_control();
@@ -64,7 +67,19 @@ void ClientSession::free_deferred() {
   deferred_frees_.clear();
 }
 
+void ClientSession::end_stretch() {
+  if (!hot_.enabled()) return;
+  const HotPathDetector::Cut c = hot_.cut();
+  if (!log_->enabled()) return;
+  const std::string source = source_of(*conn_);
+  if (c.evicted != 0) log_->write("HOT_EVICT", source, "-", 0, fmt::format("path={}", c.evicted));
+  if (c.outcome != HotPathDetector::Outcome::kNone)
+    log_->write(hot_outcome_event(c.outcome), source, "-", 0,
+                fmt::format("path={} instrs={}", c.path, c.instructions));
+}
+
 void ClientSession::poison(uint64_t out, const std::string& op, const Status& why) {
+  hot_.taint();  // a stretch with a refused or failed instruction is not replayed
   const std::string& message = why.message();
   auto err = std::make_shared<v1::ErrorInfo>();
   err->set_op(op);
@@ -92,6 +107,7 @@ void ClientSession::process_instr(v1::Instr& in) {
                 : in.has_config() ? signals_.register_config(in.config())
                                   : invalid_argument("empty instruction");
     if (!st.is_ok()) poison(0, in.has_config() ? "config" : "signal", st);
+    end_stretch();  // a signal boundary (or a config that changes how later scopes plan)
     if (log_->enabled() && in.has_signal())
       log_->write("SIGNAL", source_of(*conn_), v1::SignalEvent::Kind_Name(in.signal().kind()), 0,
                   fmt::format("name={}{}", in.signal().name(), in.signal().backward_pass() ? " backward" : ""));
@@ -144,6 +160,7 @@ void ClientSession::process_instr(v1::Instr& in) {
       one_worker = false;
   }
   if (inherited) {  // dependents inherit the poison without a new report
+    hot_.taint();
     if (in_place) {
       entries[0]->poison = inherited;
     } else {
@@ -159,6 +176,7 @@ void ClientSession::process_instr(v1::Instr& in) {
     return;
   }
   auto scope = signals_.current();
+  hot_.instr(in, entries, out, scope ? std::string_view(scope->first) : std::string_view());
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
     run_planned(in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);
@@ -213,6 +231,7 @@ void ClientSession::process_free(uint64_t id) {
   auto it = tensors_.find(id);
   if (it == tensors_.end()) return;  // freeing an unknown id is harmless
   TensorEntry& e = it->second;
+  hot_.free(id, e);
   free_handles(e);
   charge(e, -e.charged);
   tensors_.erase(it);

@@ -20,6 +20,7 @@
 
 #include "dispatcherd/conn.h"
 #include "dispatcherd/error_ledger.h"
+#include "dispatcherd/hot_paths.h"
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/placement.h"
 #include "dispatcherd/planner.h"
@@ -62,6 +63,7 @@ class ClientSession {
   std::chrono::steady_clock::time_point started_at() const { return started_at_; }
   const RateWindow& instruction_rate() const { return instruction_rate_; }
   const LatencyHistogram& sync_latency() const { return sync_latency_; }
+  const HotPathDetector::Stats& hot_path_stats() const { return hot_.stats(); }
   // The status tick (1 Hz): rates over the last window.
   void sample_rates(std::chrono::steady_clock::time_point now) {
     instruction_rate_.sample(instrs_received_, now);
@@ -105,6 +107,8 @@ class ClientSession {
   bool charge_new(uint64_t out, const char* name, int64_t bytes);
   void free_handles(const TensorEntry& e);
   void free_deferred();  // deferred_frees_, emitted now
+  // A sync point or signal boundary: the stretch since the last one is looked up as a hot path.
+  void end_stretch();
 
   // session_replies.cpp
   void process_request(const v1::Request& r);
@@ -154,6 +158,7 @@ class ClientSession {
   RateWindow instruction_rate_ = RateWindow::from_zero();
   LatencyHistogram sync_latency_;  // SYNC / FETCH, received to answered
   SignalState signals_;
+  HotPathDetector hot_;
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
   std::map<uint32_t, std::vector<uint64_t>> deferred_frees_;
   // Reused by process_instr for each instruction's inputs.

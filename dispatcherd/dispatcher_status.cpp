@@ -126,6 +126,10 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     session->instruction_rate().history(ss->mutable_ops_per_s_history());
     ss->set_instructions_queued(session->instructions_outstanding());
     ss->set_age_s(Seconds(now - session->started_at()).count());
+    const HotPathDetector::Stats& hot = session->hot_path_stats();
+    ss->set_hot_paths(hot.defined);
+    ss->set_hot_path_hits(hot.hits);
+    ss->set_hot_path_misses(hot.misses);
     session->sync_latency().fill(ss->mutable_sync_latency());
     for (const auto& [id, e] : session->tensors()) {
       if (!e.live()) continue;

@@ -156,6 +156,12 @@ std::string format_prometheus(const v1::StatusReport& s) {
            ss, session_labels, [](const S& x) { return fmt::format("{:.1f}", x.ops_per_s()); });
   per_item(m, "gt_session_errors_total", "counter", "Errors raised to the session's results.", ss,
            session_labels, [](const S& x) { return x.errors(); });
+  per_item(m, "gt_session_hot_paths_total", "counter",
+           "Instruction stretches of the session that became hot paths.", ss, session_labels,
+           [](const S& x) { return x.hot_paths(); });
+  per_item(m, "gt_session_hot_path_hits_total", "counter",
+           "Repetitions of the session's hot paths.", ss, session_labels,
+           [](const S& x) { return x.hot_path_hits(); });
   histogram(m, "gt_session_sync_latency_seconds",
             "SYNC and FETCH requests: received to answered, in the dispatcher.", s, ss,
             session_labels, [](const S& x) -> const v1::LatencyHistogram& { return x.sync_latency(); });

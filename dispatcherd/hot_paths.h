@@ -1,0 +1,94 @@
+// Hot-path detection (ARCHITECTURE §7, issue 11 step 1). A session's instruction stream is cut
+// into stretches at its sync points (a frame carrying a SYNC or FETCH) and at signal
+// boundaries. A stretch's signature is everything its plan depends on:
+//   - each instruction's op and attributes (shape, dtype, ints, reals; an upload's size, not
+//     its bytes, which are the stretch's input),
+//   - its dataflow: each input is "the result of instruction p of this stretch" or "outside
+//     tensor k" (numbered by first use, so the same outside tensor read twice is one slot),
+//     and each free names what it drops the same way,
+//   - every outside tensor's shape, dtype and placement, at its first use,
+//   - the signal scope the stretch runs under.
+// Op names alone are never a key: two stretches with the same ops wired differently differ.
+// A signature seen `min_repeats` times becomes a hot path (HOT_DEFINE in the instruction log),
+// each later repetition is a hit (HOT_RUN), and a stretch that is not the hot path its
+// predecessor was is a miss (HOT_MISS: a shape changed mid-loop, say). Signatures live in a
+// bounded LRU cache per session (HOT_EVICT when a hot path falls out), freed with the session.
+//
+// This step detects and reports; replaying a hot path by reference (HotDefine / HotRun to the
+// workers, the cached plan) builds on it.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "dispatcherd/placement.h"
+#include "proto/gt.pb.h"
+
+namespace gt::dispatcher {
+
+struct HotPathOptions {
+  bool enabled = true;
+  uint32_t min_repeats = 2;
+  size_t cache_entries = 64;
+  size_t max_instructions = 4096;  // a longer stretch is not a candidate
+};
+
+class HotPathDetector {
+ public:
+  enum class Outcome { kNone, kDefined, kHit, kMiss };
+  struct Cut {
+    Outcome outcome = Outcome::kNone;
+    uint64_t path = 0;         // kDefined / kHit: the hot path's id (per session, from 1)
+    size_t instructions = 0;   // the stretch's instructions
+    uint64_t evicted = 0;      // a hot path that fell out of the cache to make room (0: none)
+  };
+  struct Stats {
+    uint64_t defined = 0, hits = 0, misses = 0, evictions = 0;
+    size_t cached = 0;  // signatures held (candidates and hot paths)
+  };
+
+  explicit HotPathDetector(HotPathOptions o) : opts_(o) {}
+
+  bool enabled() const { return opts_.enabled; }
+  // A valid instruction about to be emitted: `inputs` are its client ids and `entries` their
+  // records (same order), `out` its result id (0: in place), `scope` the signal scope in effect.
+  void instr(const v1::Instr& in, std::span<TensorEntry* const> entries, uint64_t out,
+             std::string_view scope);
+  // The client freed `id` (a tensor of the session), `e` its record.
+  void free(uint64_t id, const TensorEntry& e);
+  // The stretch cannot be a hot path (an instruction was refused or poisoned).
+  void taint() { tainted_ = true; }
+  // Ends the current stretch and looks it up.
+  Cut cut();
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Entry {
+    uint64_t path = 0;  // 0 until defined
+    uint32_t count = 0;
+    std::list<const std::string*>::iterator lru;
+  };
+  // The reference of client id `id` in the signature (local result or outside slot).
+  void put_ref(uint64_t id, const TensorEntry& e);
+  void reset();
+
+  HotPathOptions opts_;
+  std::string sig_;                              // the current stretch's signature
+  std::unordered_map<uint64_t, uint64_t> refs_;  // client id -> its tag in the signature
+  size_t instructions_ = 0;
+  uint64_t outside_ = 0;  // outside tensors numbered so far
+  bool tainted_ = false;
+  bool last_hot_ = false;  // the previous stretch was a hot path
+  std::unordered_map<std::string, Entry> cache_;
+  std::list<const std::string*> lru_;  // most recent first; points at cache_'s keys
+  uint64_t next_path_ = 1;
+  Stats stats_;
+};
+
+const char* hot_outcome_event(HotPathDetector::Outcome o);  // "HOT_DEFINE", ... ("" for kNone)
+
+}  // namespace gt::dispatcher

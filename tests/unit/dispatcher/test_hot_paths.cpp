@@ -1,0 +1,216 @@
+// Hot-path detection (dispatcherd/hot_paths.h) as pure logic: a stream of instructions and frees
+// cut at sync points, fed the way ClientSession feeds it. What makes two stretches the same
+// path is their whole signature (ops, attributes, metas, placements, dataflow), never op
+// names alone.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <vector>
+
+#include "dispatcherd/hot_paths.h"
+#include "gt/core/ops.h"
+
+using namespace gt;
+using namespace gt::dispatcher;
+using Outcome = HotPathDetector::Outcome;
+
+namespace {
+
+// A session's tensors as the detector sees them, and a little stream builder over them.
+struct Stream {
+  HotPathDetector det;
+  std::map<uint64_t, TensorEntry> tensors;
+  uint64_t next_id = 1;
+
+  explicit Stream(HotPathOptions o = {}) : det(o) {}
+
+  uint64_t leaf(Shape s, uint32_t worker = 0) {  // made before any stretch we look at
+    TensorEntry e;
+    e.meta = TensorMeta{s, DType::kFloat32};
+    e.placement = Placement::single(worker);
+    tensors[next_id] = e;
+    return next_id++;
+  }
+  // op(inputs...) -> a new id whose meta is the first input's (enough for the detector).
+  uint64_t op(OpId op, std::vector<uint64_t> inputs, std::vector<int64_t> ints = {}) {
+    v1::Instr in;
+    in.set_op(static_cast<uint32_t>(op));
+    std::vector<TensorEntry*> entries;
+    for (uint64_t id : inputs) {
+      in.add_inputs(id);
+      entries.push_back(&tensors.at(id));
+    }
+    for (int64_t v : ints) in.add_ints(v);
+    const uint64_t out = next_id++;
+    in.set_out(out);
+    det.instr(in, entries, out, "");
+    tensors[out] = *entries.at(0);
+    return out;
+  }
+  void free(uint64_t id) {
+    det.free(id, tensors.at(id));
+    tensors.erase(id);
+  }
+  // One step of a small MLP-like loop: y = relu(x @ w + b); loss = sum(y); temporaries freed.
+  HotPathDetector::Cut step(uint64_t x, uint64_t w, uint64_t b) {
+    const uint64_t h = op(OpId::k_matmul, {x, w});
+    const uint64_t z = op(OpId::k_add, {h, b});
+    const uint64_t y = op(OpId::k_relu, {z});
+    const uint64_t loss = op(OpId::k_sum, {y}, {-1});
+    free(h);
+    free(z);
+    free(y);
+    (void)loss;  // what the step hands back (read at the sync point)
+    return det.cut();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("hot paths: a repeated stretch becomes a hot path on its second sight, then hits") {
+  Stream s;
+  const uint64_t x = s.leaf(Shape{4, 8}), w = s.leaf(Shape{8, 8}), b = s.leaf(Shape{8});
+  auto c1 = s.step(x, w, b);
+  CHECK(c1.outcome == Outcome::kNone);
+  CHECK(c1.instructions == 4);
+  auto c2 = s.step(x, w, b);
+  CHECK(c2.outcome == Outcome::kDefined);
+  CHECK(c2.path == 1);
+  for (int i = 0; i < 3; ++i) {
+    auto c = s.step(x, w, b);
+    CHECK(c.outcome == Outcome::kHit);
+    CHECK(c.path == 1);
+  }
+  CHECK(s.det.stats().defined == 1);
+  CHECK(s.det.stats().hits == 3);
+  CHECK(s.det.stats().misses == 0);
+}
+
+TEST_CASE("hot paths: the same op names with a different dataflow are a different path") {
+  Stream s;
+  const uint64_t a = s.leaf(Shape{16}), b = s.leaf(Shape{16});
+  // (a + b) * a  vs  (a + b) * b: same ops, same shapes, a different input feeds the multiply.
+  auto run = [&](bool second_reads_b) {
+    const uint64_t t = s.op(OpId::k_add, {a, b});
+    s.op(OpId::k_mul, {t, second_reads_b ? b : a});
+    return s.det.cut();
+  };
+  CHECK(run(false).outcome == Outcome::kNone);
+  CHECK(run(false).outcome == Outcome::kDefined);
+  const auto other = run(true);
+  CHECK(other.outcome == Outcome::kMiss);  // not the hot path, and its predecessor was
+  CHECK(other.path == 0);
+  CHECK(run(true).outcome == Outcome::kDefined);  // a path of its own on its second sight
+  CHECK(run(false).outcome == Outcome::kHit);
+  CHECK(s.det.stats().defined == 2);
+
+  // A result reading its own stretch's result vs an outside tensor of the same meta differ too.
+  Stream u;
+  const uint64_t p = u.leaf(Shape{16});
+  auto chain = [&](bool from_local) {
+    const uint64_t t = u.op(OpId::k_neg, {p});
+    u.op(OpId::k_neg, {from_local ? t : p});
+    return u.det.cut();
+  };
+  chain(true);
+  CHECK(chain(true).outcome == Outcome::kDefined);
+  CHECK(chain(false).outcome == Outcome::kMiss);
+}
+
+TEST_CASE("hot paths: attributes, shapes and placements are part of the key") {
+  Stream s;
+  const uint64_t x = s.leaf(Shape{4, 8}), y = s.leaf(Shape{5, 8}), z = s.leaf(Shape{4, 8}, 1);
+  auto sum = [&](uint64_t in, int64_t dim) {
+    s.op(OpId::k_sum, {in}, {dim});
+    return s.det.cut();
+  };
+  sum(x, 0);
+  CHECK(sum(x, 0).outcome == Outcome::kDefined);
+  CHECK(sum(x, 1).outcome == Outcome::kMiss);  // another dim
+  CHECK(sum(x, 0).outcome == Outcome::kHit);
+  CHECK(sum(y, 0).outcome == Outcome::kMiss);  // a shape change mid-loop
+  CHECK(sum(y, 0).outcome == Outcome::kDefined);  // ... detected again
+  CHECK(sum(z, 0).outcome == Outcome::kMiss);  // the same meta on another worker
+  // An outside tensor read twice is one slot; two distinct outside tensors are two.
+  Stream t;
+  const uint64_t a = t.leaf(Shape{3}), b = t.leaf(Shape{3});
+  auto add = [&](uint64_t l, uint64_t r) {
+    t.op(OpId::k_add, {l, r});
+    return t.det.cut();
+  };
+  add(a, a);
+  CHECK(add(a, a).outcome == Outcome::kDefined);
+  CHECK(add(a, b).outcome == Outcome::kMiss);
+}
+
+TEST_CASE("hot paths: frees are part of the stretch; tainted and overlong stretches are not") {
+  Stream s;
+  const uint64_t x = s.leaf(Shape{8});
+  auto body = [&](bool free_tmp) {
+    const uint64_t t = s.op(OpId::k_exp, {x});
+    s.op(OpId::k_neg, {t});
+    if (free_tmp) s.free(t);
+    return s.det.cut();
+  };
+  body(true);
+  CHECK(body(true).outcome == Outcome::kDefined);
+  CHECK(body(false).outcome == Outcome::kMiss);  // the free is part of what the path does
+  CHECK(body(true).outcome == Outcome::kHit);
+  s.op(OpId::k_exp, {x});
+  s.op(OpId::k_neg, {x});
+  s.det.taint();  // e.g. an instruction was refused
+  CHECK(s.det.cut().outcome == Outcome::kMiss);
+  CHECK(s.det.cut().outcome == Outcome::kNone);  // an empty stretch is nothing
+
+  Stream shortcap(HotPathOptions{true, 2, 64, 3});
+  const uint64_t y = shortcap.leaf(Shape{2});
+  for (int rep = 0; rep < 3; ++rep) {
+    for (int i = 0; i < 4; ++i) shortcap.op(OpId::k_neg, {y});
+    CHECK(shortcap.det.cut().outcome == Outcome::kNone);
+  }
+  CHECK(shortcap.det.stats().cached == 0);
+}
+
+TEST_CASE("hot paths: the cache is bounded, least recently seen first out") {
+  Stream s(HotPathOptions{true, 2, 2, 4096});
+  const uint64_t x = s.leaf(Shape{8});
+  auto one = [&](int64_t dim) {
+    s.op(OpId::k_sum, {x}, {dim});
+    return s.det.cut();
+  };
+  one(0);
+  CHECK(one(0).outcome == Outcome::kDefined);  // path 1
+  one(1);                                      // a candidate: the cache is full (2)
+  const auto c = one(2);                       // evicts the least recent: path 1
+  CHECK(c.evicted == 1);
+  CHECK(s.det.stats().evictions == 1);
+  CHECK(s.det.stats().cached == 2);
+  CHECK(one(0).outcome == Outcome::kNone);     // forgotten: a candidate again
+  CHECK(one(0).outcome == Outcome::kDefined);
+  CHECK(one(0).path == 2);
+}
+
+TEST_CASE("hot paths: min_repeats and disabling") {
+  Stream now(HotPathOptions{true, 1, 64, 4096});
+  const uint64_t x = now.leaf(Shape{8});
+  now.op(OpId::k_neg, {x});
+  CHECK(now.det.cut().outcome == Outcome::kDefined);  // compile at first sight
+
+  Stream three(HotPathOptions{true, 3, 64, 4096});
+  const uint64_t y = three.leaf(Shape{8});
+  std::vector<Outcome> seen;
+  for (int i = 0; i < 4; ++i) {
+    three.op(OpId::k_neg, {y});
+    seen.push_back(three.det.cut().outcome);
+  }
+  CHECK(seen == std::vector<Outcome>{Outcome::kNone, Outcome::kNone, Outcome::kDefined,
+                                     Outcome::kHit});
+
+  Stream off(HotPathOptions{false, 2, 64, 4096});
+  const uint64_t z = off.leaf(Shape{8});
+  for (int i = 0; i < 3; ++i) {
+    off.op(OpId::k_neg, {z});
+    CHECK(off.det.cut().outcome == Outcome::kNone);
+  }
+  CHECK(off.det.stats().cached == 0);
+}
