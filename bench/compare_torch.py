@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""The MLP training step of gt-bench-mlp in PyTorch CPU, reported beside GT's figure.
+"""The MLP training step of gt-bench-mlp in PyTorch (CPU, or --device cuda), beside GT's figure.
 
 Same step: 64x784 -> 256 -> 10 (ReLU), cross entropy, SGD(lr=0.01), loss.item() every step.
 Uses Debian's python3-torch (apt-get install python3-torch); run with /usr/bin/python3.
 
   /usr/bin/python3 bench/compare_torch.py [--steps N] [--gt-bench build/bin/gt-bench-mlp]
+                                          [--device cuda]
 
 With --gt-bench, runs that program first (GT_ADDRESS or the embedded default) and prints both
 medians side by side with the GT / torch ratio.
@@ -24,11 +25,12 @@ except ImportError:
     sys.exit(0)
 
 
-def torch_step_ms(steps, warmup, lr):
+def torch_step_ms(steps, warmup, lr, device):
     torch.manual_seed(1)
-    x = torch.randn(64, 784)
-    y = torch.randint(0, 10, (64,))
-    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    x = torch.randn(64, 784).to(device)
+    y = torch.randint(0, 10, (64,)).to(device)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 10)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=lr)
 
     def step():
@@ -54,7 +56,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--gt-bench", help="path of gt-bench-mlp, to report GT beside torch")
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (GT's workers on that GPU too)")
     a = ap.parse_args()
+    if a.device != "cpu" and not torch.cuda.is_available():
+        print(f"compare_torch.py: PyTorch {torch.__version__} has no CUDA device")
+        sys.exit(1)
 
     gt_ms = None
     if a.gt_bench:
@@ -67,9 +73,10 @@ def main():
         else:
             print("compare_torch.py: could not read GT's figure:", out.stderr.strip())
 
-    t_ms = torch_step_ms(a.steps, a.warmup, a.lr)
-    print(f"PyTorch {torch.__version__} CPU ({torch.get_num_threads()} threads), same step: "
-          f"median {t_ms:.3f} ms/step")
+    t_ms = torch_step_ms(a.steps, a.warmup, a.lr, a.device)
+    where = (f"CPU ({torch.get_num_threads()} threads)" if a.device == "cpu"
+             else torch.cuda.get_device_name(0))
+    print(f"PyTorch {torch.__version__} {where}, same step: median {t_ms:.3f} ms/step")
     if gt_ms is not None:
         print(f"GT {gt_ms:.3f} ms/step vs PyTorch {t_ms:.3f} ms/step: GT / torch = {gt_ms / t_ms:.2f}x "
               "(the original GT was 44-75x)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the CUDA binaries on this (GPU-less) machine and packs them for a GPU machine:
-# gt-dispatcherd, gt-workerd, test_cuda_parity, test_nccl_link, gt-bench-gpu and gt-bench-dp
-# (debug info stripped) plus every shared library they load that a GPU machine cannot be
+# the daemons, the [.gpu] test programs and the benchmarks device-check.sh runs (BINS below;
+# debug info stripped) plus every shared library they load that a GPU machine cannot be
 # assumed to have -- everything `ldd` lists except glibc, libstdc++/libgcc_s and the CUDA/driver libraries (the GPU machine brings
 # its own CUDA 13 runtime and cuBLAS; NCCL, which gt-workerd loads at run time, is not shipped:
 # libnccl.so.2 is ~200 MB). scripts/device-check.sh runs the result there.
@@ -18,7 +18,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${GT_CUDA_BUILD_DIR:-$ROOT/build-cuda}
 OUT=${GT_BUNDLE_DIR:-$ROOT/device-bundle}
 JOBS=${GT_JOBS:-$(nproc)}
-BINS=(gt-dispatcherd gt-workerd test_cuda_parity test_nccl_link gt-bench-gpu gt-bench-dp)
+BINS=(gt-dispatcherd gt-workerd test_cuda_parity test_cuda_daemons test_nccl_link gt-bench-gpu
+      gt-bench-kernels gt-bench gt-bench-mlp gt-bench-dp)
 
 echo "device-bundle: configuring $BUILD (GT_CUDA=ON)"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DGT_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

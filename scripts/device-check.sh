@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # One command on a machine with an NVIDIA GPU (issues 4, 10): records the machine (nvidia-smi,
-# driver, the libraries resolved), runs each GPU-tagged test case (test_cuda_parity '[.gpu]') in its
-# own process, failures again with CUDA_LAUNCH_BLOCKING=1, the GPU benchmarks (gt-bench-gpu, then its TF32 GEMM pass), two
-# CUDA workers data parallel on GPU 0 (staged TCP) and, with two GPUs, over NCCL (issue 5),
-# and prints one summary table. Budget: under 8 minutes on an H200 (the timeouts below add up
-# to 7.9 minutes with two GPUs, 6.6 with one; a healthy run takes a few).
+# driver, the libraries resolved), runs each GPU-tagged test case ([.gpu] of test_cuda_parity and
+# test_cuda_daemons) in its own process, failures again with CUDA_LAUNCH_BLOCKING=1, the kernel
+# table (gt-bench-kernels: each kernel vs D2D copy, results checked), the service benchmarks
+# (gt-bench-gpu, then its TF32 GEMM pass), gt-bench and gt-bench-mlp through a CUDA worker beside
+# PyTorch on the same GPU (when a Python with CUDA torch is found), two CUDA workers data parallel
+# on GPU 0 with peer_transport auto (must fall back to the staged link and say so) and, with two
+# GPUs, over NCCL (issue 5), and prints one summary table. A healthy run takes a few minutes on an
+# H200; the timeouts below bound it at about 10 (two GPUs), so give the device tool 600 s.
 #
 # Binaries come from, first found:
 #   $GT_BUNDLE, or device-bundle/gt-device-bundle.tar.xz  (made by scripts/device-bundle.sh on
@@ -37,8 +40,8 @@ elif [[ -n "${GT_BIN_DIR:-}" ]]; then
 else
   echo "device-check: no bundle: building into build-device/"
   cmake -S "$ROOT" -B "$ROOT/build-device" -G Ninja -DGT_CUDA=ON >"$LOGS/build.log" 2>&1 &&
-    ninja -C "$ROOT/build-device" gt-dispatcherd gt-workerd test_cuda_parity gt-bench-gpu \
-      gt-bench-dp test_nccl_link \
+    ninja -C "$ROOT/build-device" gt-dispatcherd gt-workerd test_cuda_parity test_cuda_daemons \
+      gt-bench-gpu gt-bench-kernels gt-bench gt-bench-mlp gt-bench-dp test_nccl_link \
       >>"$LOGS/build.log" 2>&1 || { echo "device-check: build failed (see $LOGS/build.log)"; exit 1; }
   BIN=$ROOT/build-device/bin
   LIB=""
@@ -58,7 +61,8 @@ export LD_LIBRARY_PATH="${LIB}${CUDA_LIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export GT_BIN_DIR=$BIN
 
 nvidia-smi -L 2>/dev/null || echo "device-check: nvidia-smi not available"
-missing=$(ldd "$BIN/gt-workerd" "$BIN/test_cuda_parity" "$BIN/gt-bench-gpu" "$BIN/test_nccl_link" 2>/dev/null | grep 'not found' | sort -u)
+missing=$(ldd "$BIN/gt-workerd" "$BIN/test_cuda_parity" "$BIN/test_cuda_daemons" "$BIN/gt-bench-gpu" \
+  "$BIN/gt-bench-kernels" "$BIN/test_nccl_link" 2>/dev/null | grep 'not found' | sort -u)
 if [[ -n "$missing" ]]; then
   echo "device-check: unresolved libraries:"; echo "$missing"; exit 1
 fi
@@ -73,53 +77,64 @@ fi
   ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null
 } >"$LOGS/machine.log" 2>&1
 
-# 1. Parity and runtime tests (Catch2 v2: hidden tag selected explicitly), each test case in its
-# own process: a sticky CUDA error in one (an illegal address) cannot fail the cases after it.
-# A failing case runs again with CUDA_LAUNCH_BLOCKING=1, so the error points at its launch.
+# 1. Parity, runtime and worker-process tests (Catch2 v2: hidden tag selected explicitly), each
+# test case in its own process: a sticky CUDA error in one (an illegal address) cannot fail the
+# cases after it. A failing case runs again with CUDA_LAUNCH_BLOCKING=1, so the error points at
+# its launch.
 echo "device-check: tests ([.gpu]), one process per case"
 # GT_GPU_TESTS_REQUIRE_DEVICE: without a visible GPU the cases fail instead of skipping.
 export GT_GPU_TESTS_REQUIRE_DEVICE=1
 mkdir -p "$LOGS/tests"
-"$BIN/test_cuda_parity" '[.gpu]' --list-test-names-only 2>/dev/null | sed '/^$/d' >"$LOGS/tests/cases.txt"
 TEST_RC=0
 TESTS_RUN=0
 TESTS_FAILED=()
 TEST_DEADLINE=$(( $(date +%s) + 180 ))
-while IFS= read -r name; do
-  (( $(date +%s) > TEST_DEADLINE )) && { echo "device-check: test time is up"; TEST_RC=1; break; }
-  TESTS_RUN=$((TESTS_RUN + 1))
-  log="$LOGS/tests/case-$TESTS_RUN.log"
-  # Catch2 takes a name as a test spec: commas and brackets are escaped (else a list or a tag),
-  # and -w NoTests makes a name that matched nothing a failure, not a silent pass.
-  spec=$(printf '%s' "$name" | sed 's/\([],[]\)/\\\1/g')
-  if ! timeout 60 "$BIN/test_cuda_parity" "$spec" -w NoTests -r compact --durations yes \
-      >"$log" 2>&1; then
-    TESTS_FAILED+=("$name")
-    TEST_RC=1
-    CUDA_LAUNCH_BLOCKING=1 timeout 60 "$BIN/test_cuda_parity" "$spec" -r compact       >"$LOGS/tests/case-$TESTS_RUN-blocking.log" 2>&1
-    echo "FAILED: $name ($log; with CUDA_LAUNCH_BLOCKING=1: ${log%.log}-blocking.log)"
-    grep -E 'failed|FAILED|elements differ|CUDA error' "$log" | head -8
-  fi
-done <"$LOGS/tests/cases.txt"
+run_cases() {  # run_cases EXECUTABLE PER_CASE_TIMEOUT_S
+  local exe=$1 limit=$2 name spec log
+  "$BIN/$exe" '[.gpu]' --list-test-names-only 2>/dev/null | sed '/^$/d' >"$LOGS/tests/$exe.txt"
+  while IFS= read -r name; do
+    (( $(date +%s) > TEST_DEADLINE )) && { echo "device-check: test time is up"; TEST_RC=1; return; }
+    TESTS_RUN=$((TESTS_RUN + 1))
+    log="$LOGS/tests/case-$TESTS_RUN.log"
+    # Catch2 takes a name as a test spec: commas and brackets are escaped (else a list or a tag),
+    # and -w NoTests makes a name that matched nothing a failure, not a silent pass.
+    spec=$(printf '%s' "$name" | sed 's/\([],[]\)/\\\1/g')
+    if ! timeout "$limit" "$BIN/$exe" "$spec" -w NoTests -r compact --durations yes \
+        >"$log" 2>&1; then
+      TESTS_FAILED+=("$name")
+      TEST_RC=1
+      CUDA_LAUNCH_BLOCKING=1 timeout "$limit" "$BIN/$exe" "$spec" -r compact \
+        >"$LOGS/tests/case-$TESTS_RUN-blocking.log" 2>&1
+      echo "FAILED: $name ($log; with CUDA_LAUNCH_BLOCKING=1: ${log%.log}-blocking.log)"
+      grep -E 'failed|FAILED|elements differ|CUDA error' "$log" | head -8
+    fi
+  done <"$LOGS/tests/$exe.txt"
+}
+run_cases test_cuda_parity 60
+run_cases test_cuda_daemons 40
 TEST_LINE="$((TESTS_RUN - ${#TESTS_FAILED[@]}))/$TESTS_RUN cases pass"
 echo "device-check: tests rc=$TEST_RC: $TEST_LINE"
 
 # 2. Benchmarks (TF32 only in the second pass: gt-bench-gpu --tf32 starts its worker with
 # --allow-tf32).
+echo "device-check: kernel table (gt-bench-kernels)"
+timeout 60 "$BIN/gt-bench-kernels" $QUICK >"$LOGS/kernels.log" 2>&1
+KERNELS_RC=$?
+grep -v '^SUMMARY' "$LOGS/kernels.log"
 echo "device-check: benchmarks"
-timeout 120 "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
+timeout 100 "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
 BENCH_RC=$?
 cat "$LOGS/bench.log" | grep -v '^SUMMARY'
 timeout 40 "$BIN/gt-bench-gpu" --tf32 $QUICK >"$LOGS/bench_tf32.log" 2>&1
 TF32_RC=$?
 grep -v '^SUMMARY' "$LOGS/bench_tf32.log"
 
-# 3. Sharding across two CUDA workers on GPU 0 over the TCP peer link (host-staged; issue 5):
-# gt-bench-dp trains the same MLP on 1 worker and data parallel on 2, exits non-zero when the
-# losses differ, and reports the bytes the workers exchanged per step. The workers run the
-# default peer_transport (auto): with NCCL loadable, its header exchange sees one GPU shared
-# and falls back to the staged TCP link, so this also covers that fallback.
-echo "device-check: two CUDA workers on GPU 0, data parallel over the staged TCP link"
+# 3. Sharding across two CUDA workers on GPU 0 (issue 5): gt-bench-dp trains the same MLP on 1
+# worker and data parallel on 2, exits non-zero when the losses differ, and reports the bytes the
+# workers exchanged per step. The workers run the default peer_transport (auto): with NCCL
+# loadable, its header exchange sees one GPU shared and falls back to the staged TCP link; without
+# NCCL they use the staged link from the start. Either way a worker must say so in its log.
+echo "device-check: two CUDA workers on GPU 0, data parallel, peer_transport auto"
 DP_RC=1
 DPORT_FILE=$LOGS/dp-port
 # Workers register over the dispatcher's Unix socket (no worker secret: TCP workers are refused).
@@ -131,9 +146,9 @@ DPID=$!
 for _ in $(seq 100); do [[ -s "$DPORT_FILE" ]] && break; sleep 0.1; done
 if [[ -s "$DPORT_FILE" ]]; then
   DADDR=127.0.0.1:$(cat "$DPORT_FILE")
-  "$BIN/gt-workerd" --dispatcher "unix:$DSOCK" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker0.log" 2>&1 &
+  "$BIN/gt-workerd" --dispatcher "unix:$DSOCK" --device 0 --log-level info >"$LOGS/dp-worker0.log" 2>&1 &
   W0=$!
-  "$BIN/gt-workerd" --dispatcher "unix:$DSOCK" --device 0 --peer-transport tcp --log-level warn >"$LOGS/dp-worker1.log" 2>&1 &
+  "$BIN/gt-workerd" --dispatcher "unix:$DSOCK" --device 0 --log-level info >"$LOGS/dp-worker1.log" 2>&1 &
   W1=$!
   GT_ADDRESS=$DADDR timeout 55 "$BIN/gt-bench-dp" 30 >"$LOGS/dp.log" 2>&1
   DP_RC=$?
@@ -145,6 +160,50 @@ wait "$DPID" 2>/dev/null
 rm -rf "$DSOCK_DIR"
 cat "$LOGS/dp.log"
 DP_LINE=$(grep -o 'ratio [0-9.]*x of 1 worker' "$LOGS/dp.log" | head -1)
+DP_FALLBACK=$(grep -hoE 'share a GPU, which NCCL cannot serve|no NCCL \(|staging cuda tensors through host buffers' \
+  "$LOGS/dp-worker0.log" "$LOGS/dp-worker1.log" | head -1)
+echo "device-check: staged fallback said: ${DP_FALLBACK:-nothing}"
+[[ -n "$DP_FALLBACK" ]] || DP_RC=1
+
+# 3b. The service with a CUDA worker: gt-bench (small-op stream, fetch round trip, matmul +
+# fetch) and gt-bench-mlp, and the same MLP step in PyTorch on the same GPU when a Python with
+# CUDA torch is found (the bundle's Python module is built for Debian's Python, so the Python
+# client's own benchmark does not run here).
+echo "device-check: gt-bench and gt-bench-mlp through a CUDA worker"
+SVC_DIR=$(mktemp -d /tmp/gt-svc-XXXXXX)
+"$BIN/gt-dispatcherd" --port 0 --port-file "$SVC_DIR/port" --unix-socket "$SVC_DIR/d.sock" \
+  --log-level warn >"$LOGS/svc-dispatcher.log" 2>&1 &
+SPID=$!
+for _ in $(seq 100); do [[ -s "$SVC_DIR/port" ]] && break; sleep 0.1; done
+"$BIN/gt-workerd" --dispatcher "unix:$SVC_DIR/d.sock" --device 0 --log-level warn \
+  >"$LOGS/svc-worker.log" 2>&1 &
+SWID=$!
+sleep 2
+SADDR=127.0.0.1:$(cat "$SVC_DIR/port" 2>/dev/null)
+GT_ADDRESS=$SADDR timeout 45 "$BIN/gt-bench" >"$LOGS/svc-gt-bench.log" 2>&1
+SVC_RC=$?
+cat "$LOGS/svc-gt-bench.log"
+TORCH_PY=""
+for py in /opt/torch/.venv/bin/python3 python3; do
+  if command -v "$py" >/dev/null 2>&1 && \
+     timeout 60 "$py" -c 'import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    TORCH_PY=$py; break
+  fi
+done
+if [[ -n "$TORCH_PY" ]]; then
+  GT_ADDRESS=$SADDR timeout 60 "$TORCH_PY" "$ROOT/bench/compare_torch.py" --device cuda \
+    --gt-bench "$BIN/gt-bench-mlp" >"$LOGS/svc-mlp.log" 2>&1 || SVC_RC=1
+else
+  GT_ADDRESS=$SADDR timeout 60 "$BIN/gt-bench-mlp" >"$LOGS/svc-mlp.log" 2>&1 || SVC_RC=1
+  echo "(no Python with CUDA torch here: GT's MLP step alone)" >>"$LOGS/svc-mlp.log"
+fi
+cat "$LOGS/svc-mlp.log"
+kill "$SWID" "$SPID" 2>/dev/null
+wait "$SWID" "$SPID" 2>/dev/null
+rm -rf "$SVC_DIR"
+MLP_LINE=$(grep -oE 'GT / torch = [0-9.]+x' "$LOGS/svc-mlp.log" | head -1)
+[[ -n "$MLP_LINE" ]] || MLP_LINE=$(grep -oE 'median [0-9.]+ ms/step' "$LOGS/svc-mlp.log" | head -1)
+SMALL_LINE=$(grep -oE 'median [0-9]+ ops/s' "$LOGS/svc-gt-bench.log" | head -1)
 
 # 4. The NCCL peer link: two CUDA workers on GPUs 0 and 1 (peer_transport nccl), data parallel
 # like step 3 (test_nccl_link '[.gpu]'). Needs two GPUs and libnccl.so.2 on the library path.
@@ -166,12 +225,18 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' metric GT baseline ratio target result
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "[.gpu] tests (rc $TEST_RC)" "${TEST_LINE:0:18}" - - - \
   "$([[ $TEST_RC == 0 ]] && echo PASS || echo FAIL)"
-grep -h '^SUMMARY' "$LOGS/bench.log" "$LOGS/bench_tf32.log" | sed 's/^SUMMARY //'
-printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, staged TCP" "${DP_LINE:0:18}" \
-  "1 worker" - "same loss" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL)"
+grep -h '^SUMMARY' "$LOGS/kernels.log" "$LOGS/bench.log" "$LOGS/bench_tf32.log" | sed 's/^SUMMARY //'
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "gt-bench: small-op stream" "${SMALL_LINE:0:18}" \
+  - - ">=150k/s" "$([[ $SVC_RC == 0 ]] && echo ran || echo FAIL)"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP step, CUDA worker" "${MLP_LINE:0:18}" \
+  "PyTorch, same GPU" - "<=1.5x" "$([[ $SVC_RC == 0 ]] && echo ran || echo FAIL)"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, 1 GPU, auto" "${DP_LINE:0:18}" \
+  "1 worker" - "same loss" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL) (${DP_FALLBACK:-no fallback message})"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, NCCL (rc $NCCL_RC)" - \
   "1 worker" - "same loss" "$NCCL_RESULT"
 [[ $BENCH_RC == 0 ]] || echo "| gt-bench-gpu exited $BENCH_RC (see $LOGS/bench.log)"
 [[ $TF32_RC == 0 ]] || echo "| gt-bench-gpu --tf32 exited $TF32_RC (see $LOGS/bench_tf32.log)"
+[[ $KERNELS_RC == 0 ]] || echo "| gt-bench-kernels exited $KERNELS_RC (a WRONG RESULT row, or see $LOGS/kernels.log)"
 echo "logs: $LOGS"
-[[ $TEST_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 && $DP_RC == 0 && $NCCL_RC == 0 ]]
+[[ $TEST_RC == 0 && $KERNELS_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 && $DP_RC == 0 && \
+   $SVC_RC == 0 && $NCCL_RC == 0 ]]

@@ -47,6 +47,41 @@ TEST_CASE("cuda backend: uploaded bool bytes are stored as 0/1", "[.gpu]") {
   CHECK(std::vector<int>(raw, raw + 5) == std::vector<int>{0, 1, 1, 0, 1});
 }
 
+// An upload returns before its copy runs when the stream is busy: the backend must own the bytes
+// by then (pinned staging), since the caller may overwrite or free its buffer at once.
+TEST_CASE("cuda backend: an upload's host buffer may be overwritten as soon as it returns",
+          "[.gpu]") {
+  GT_REQUIRE_GPU();
+  CudaBackend& g = *be->gpu;
+  const uint64_t session = 303;
+  std::mt19937 rng(33);
+  // Keep the stream busy for a while (~50 ms on an H200): GEMMs queued ahead of the upload,
+  // on the GPU only (the harness's CPU twin would let the GPU drain meanwhile).
+  const Pair a = random_pair(Shape{4096, 4096}, DType::kFloat32, rng, -0.02, 0.02, session);
+  const TensorMeta sq = a.meta();
+  auto prod = g.alloc(static_cast<size_t>(sq.nbytes()));
+  GT_REQUIRE_OK(prod);
+  Tensor p{sq, *prod, nullptr};
+  for (int i = 0; i < 16; ++i) {
+    const Tensor* ins[] = {&a.g, &a.g};
+    GT_REQUIRE_OK(g.run(KernelArgs{OpId::k_matmul, OpAttrs{}, ins, p, session}));
+  }
+  const size_t n = 1 << 20;
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000) * 0.5f;
+  const std::vector<float> want = host;
+  auto st = g.alloc(n * sizeof(float));
+  GT_REQUIRE_OK(st);
+  Tensor t{TensorMeta{Shape{static_cast<int64_t>(n)}, DType::kFloat32}, *st, nullptr};
+  GT_REQUIRE_OK(g.copy_from_host(t, 0, host.data(), n * sizeof(float), session));
+  std::fill(host.begin(), host.end(), -7.0f);  // the caller reuses its buffer at once
+  std::vector<float> back(n);
+  GT_REQUIRE_OK(g.copy_to_host(t, 0, back.data(), n * sizeof(float), session));
+  CHECK(back == want);
+  GT_REQUIRE_OK(g.synchronize(session));
+  g.end_session(session);
+}
+
 TEST_CASE("cuda backend: caching allocator reuses blocks and keeps stats", "[.gpu]") {
   GT_REQUIRE_GPU();
   CudaBackend& g = *be->gpu;

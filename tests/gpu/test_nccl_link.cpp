@@ -23,13 +23,9 @@
 
 namespace {
 
+using gt::testing::bin_path;
 using gt::testing::spawn_process;
 using gt::testing::wait_process;
-
-std::string bin(const std::string& name) {
-  const char* dir = std::getenv("GT_BIN_DIR");
-  return (dir && *dir ? std::string(dir) : std::string(GT_TEST_BIN_DIR)) + "/" + name;
-}
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -61,7 +57,7 @@ TEST_CASE("nccl peer link: two CUDA workers on two GPUs train data parallel like
   Procs procs;
   // Workers register over the Unix socket (no worker secret: TCP workers are refused).
   const std::string sock = dir + "/dispatcher.sock";
-  procs.pids.push_back(spawn_process(bin("gt-dispatcherd"),
+  procs.pids.push_back(spawn_process(bin_path("gt-dispatcherd"),
                                      {"--port", "0", "--port-file", port_file, "--unix-socket",
                                       sock, "--min-workers", "2", "--log-level", "warn"},
                                      dir + "/dispatcher.log"));
@@ -74,14 +70,14 @@ TEST_CASE("nccl peer link: two CUDA workers on two GPUs train data parallel like
   REQUIRE_FALSE(port.empty());
   const std::string address = "127.0.0.1:" + port;
   for (const char* dev : {"0", "1"})
-    procs.pids.push_back(spawn_process(bin("gt-workerd"),
+    procs.pids.push_back(spawn_process(bin_path("gt-workerd"),
                                        {"--dispatcher", "unix:" + sock, "--device", dev,
                                         "--peer-transport", "nccl", "--log-level", "info"},
                                        dir + "/worker" + dev + ".log"));
 
   const std::string log = dir + "/dp.log";
   ::setenv("GT_ADDRESS", address.c_str(), 1);
-  pid_t p = spawn_process(bin("gt-bench-dp"), {"10"}, log);
+  pid_t p = spawn_process(bin_path("gt-bench-dp"), {"10"}, log);
   ::unsetenv("GT_ADDRESS");
   const int rc = wait_process(p, 70000);  // under device-check.sh's 80 s for this step
   const std::string out = slurp(log);
@@ -101,7 +97,7 @@ TEST_CASE("nccl peer link: gt-workerd offers --peer-transport", "[nccl]") {
   char tmpl[] = "/tmp/gt-nccl-help-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   const std::string log = std::string(tmpl) + "/help.log";
-  CHECK(wait_process(spawn_process(bin("gt-workerd"), {"--help"}, log), 10000) == 0);
+  CHECK(wait_process(spawn_process(bin_path("gt-workerd"), {"--help"}, log), 10000) == 0);
   CHECK(slurp(log).find("--peer-transport") != std::string::npos);
   std::remove(log.c_str());
   ::rmdir(tmpl);

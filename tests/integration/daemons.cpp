@@ -17,7 +17,12 @@
 
 namespace gt::testing {
 
-std::string bin_path(const std::string& name) { return std::string(GT_TEST_BIN_DIR) + "/" + name; }
+// $GT_BIN_DIR when set (scripts/device-check.sh points it at the device bundle's bin/), else
+// this build's bin/.
+std::string bin_path(const std::string& name) {
+  const char* dir = std::getenv("GT_BIN_DIR");
+  return (dir && *dir ? std::string(dir) : std::string(GT_TEST_BIN_DIR)) + "/" + name;
+}
 
 pid_t spawn_process(const std::string& exe, const std::vector<std::string>& args,
                     const std::string& log) {

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -191,6 +193,7 @@ struct NcclPeerLink::Impl {
   bool has_self = false;
   uint32_t self = 0;
   std::map<std::vector<uint32_t>, Comm> comms;  // by sorted member ids
+  std::set<std::vector<uint32_t>> staged_sets;  // member sets found sharing a GPU (logged once)
   std::atomic<uint64_t> reset_gen{0};
   std::atomic<uint64_t> sent{0}, received{0};
 
@@ -506,6 +509,10 @@ Status NcclPeerLink::Impl::run(CommId c, const CommGroup& g, const Tensor* input
       return failed_precondition(
           "{}: two members of [{}] run on one GPU, which NCCL cannot serve (peer_transport: "
           "use auto or tcp)", name, join_ids(key));
+    // Operators (and device-check.sh) must be able to see that NCCL was not used, and why.
+    if (staged_sets.insert(key).second)
+      spdlog::info("NCCL: workers [{}] share a GPU, which NCCL cannot serve; they exchange "
+                   "through host buffers (staged TCP)", join_ids(key));
     return staged.run(c, g, input, out, session);
   }
   const bool rebuild = !same_print || held == comms.end() ||
