@@ -176,7 +176,7 @@ void ClientSession::process_instr(v1::Instr& in) {
     return;
   }
   auto scope = signals_.current();
-  hot_.instr(in, entries, out, scope ? std::string_view(scope->first) : std::string_view());
+  if (hot_.enabled()) hot_.instr(in, entries, out, signals_.innermost(), signals_.compile_requested());
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
     run_planned(in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);

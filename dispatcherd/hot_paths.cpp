@@ -72,7 +72,7 @@ void HotPathDetector::put_ref(uint64_t id, const TensorEntry& e) {
 }
 
 void HotPathDetector::instr(const v1::Instr& in, std::span<TensorEntry* const> entries,
-                            uint64_t out, std::string_view scope) {
+                            uint64_t out, std::string_view scope, bool compile_now) {
   if (!opts_.enabled || tainted_) return;
   if (instructions_ >= opts_.max_instructions) {
     taint();  // too long to be a candidate; stop paying for the signature
@@ -82,6 +82,7 @@ void HotPathDetector::instr(const v1::Instr& in, std::span<TensorEntry* const> e
     sig_.push_back(kScope);
     put_bytes(sig_, scope);
   }
+  compile_now_ = compile_now_ || compile_now;
   sig_.push_back(kInstr);
   put_varint(sig_, in.op());
   put_varint(sig_, static_cast<uint64_t>(in.shape_size()));
@@ -117,6 +118,7 @@ void HotPathDetector::reset() {
   instructions_ = 0;
   outside_ = 0;
   tainted_ = false;
+  compile_now_ = false;
 }
 
 HotPathDetector::Cut HotPathDetector::cut() {
@@ -156,7 +158,7 @@ HotPathDetector::Cut HotPathDetector::cut() {
   }
   Entry& e = it->second;
   ++e.count;
-  if (e.path == 0 && e.count >= opts_.min_repeats) {
+  if (e.path == 0 && (compile_now_ || e.count >= opts_.min_repeats)) {
     e.path = next_path_++;
     c.outcome = Outcome::kDefined;
     ++stats_.defined;

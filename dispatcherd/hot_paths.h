@@ -9,7 +9,8 @@
 //   - every outside tensor's shape, dtype and placement, at its first use,
 //   - the signal scope the stretch runs under.
 // Op names alone are never a key: two stretches with the same ops wired differently differ.
-// A signature seen `min_repeats` times becomes a hot path (HOT_DEFINE in the instruction log),
+// A signature seen `min_repeats` times (once under a signal whose config says `compile: true`)
+// becomes a hot path (HOT_DEFINE in the instruction log),
 // each later repetition is a hit (HOT_RUN), and a stretch that is not the hot path its
 // predecessor was is a miss (HOT_MISS: a shape changed mid-loop, say). Signatures live in a
 // bounded LRU cache per session (HOT_EVICT when a hot path falls out), freed with the session.
@@ -54,10 +55,12 @@ class HotPathDetector {
   explicit HotPathDetector(HotPathOptions o) : opts_(o) {}
 
   bool enabled() const { return opts_.enabled; }
-  // A valid instruction about to be emitted: `inputs` are its client ids and `entries` their
-  // records (same order), `out` its result id (0: in place), `scope` the signal scope in effect.
+  // A valid instruction about to be emitted: `entries` are the records of its inputs (in.inputs'
+  // order), `out` its result id (0: in place), `scope` the signal scope in effect and
+  // `compile_now` whether that scope's config says `compile: true` (the stretch is then a hot
+  // path at first sight, not after min_repeats).
   void instr(const v1::Instr& in, std::span<TensorEntry* const> entries, uint64_t out,
-             std::string_view scope);
+             std::string_view scope, bool compile_now = false);
   // The client freed `id` (a tensor of the session), `e` its record.
   void free(uint64_t id, const TensorEntry& e);
   // The stretch cannot be a hot path (an instruction was refused or poisoned).
@@ -82,6 +85,7 @@ class HotPathDetector {
   size_t instructions_ = 0;
   uint64_t outside_ = 0;  // outside tensors numbered so far
   bool tainted_ = false;
+  bool compile_now_ = false;  // the stretch runs under a `compile: true` signal
   bool last_hot_ = false;  // the previous stretch was a hot path
   std::unordered_map<std::string, Entry> cache_;
   std::list<const std::string*> lru_;  // most recent first; points at cache_'s keys

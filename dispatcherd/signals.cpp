@@ -63,4 +63,14 @@ std::optional<std::pair<std::string, SignalSpec>> SignalState::current() const {
   return std::nullopt;
 }
 
+std::string SignalState::innermost() const {
+  return stack_.empty() ? std::string() : effective_name(stack_.back());
+}
+
+bool SignalState::compile_requested() const {
+  for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
+    if (const SignalSpec* c = find(effective_name(*it))) return c->compile;
+  return false;
+}
+
 }  // namespace gt::dispatcher

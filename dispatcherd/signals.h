@@ -22,6 +22,10 @@ class SignalState {
   // that scope's effective name; nullopt outside any configured scope.
   std::optional<std::pair<std::string, SignalSpec>> current() const;
   size_t depth() const { return stack_.size(); }
+  // Hot paths (dispatcherd/hot_paths.h): the innermost entered scope's effective name ("" at
+  // top level), and whether the innermost scope with a config asks for `compile: true`.
+  std::string innermost() const;
+  bool compile_requested() const;
 
  private:
   struct Frame {

@@ -171,3 +171,43 @@ TEST_CASE("hot paths: --hot-paths=false detects nothing", "[hot][log]") {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
 }
+
+TEST_CASE("hot paths: a stretch under a `compile: true` signal is a hot path at first sight",
+          "[hot][log]") {
+  char tmpl[] = "/tmp/gt-hot-test-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl, log_path = dir + "/instructions.log";
+  uint64_t session = 0;
+  {
+    Daemons d(DaemonOptions{1, {"--instruction-log", log_path}});
+    Loop a(d.address());
+    session = a.session;
+    v1::ClientMessage m;
+    v1::Instr cfg;
+    cfg.mutable_config()->set_name("step");
+    cfg.mutable_config()->set_compile(true);
+    *m.mutable_batch()->add_instrs() = cfg;
+    v1::Instr enter;
+    enter.mutable_signal()->set_kind(v1::SignalEvent::ENTER);
+    enter.mutable_signal()->set_name("step");
+    *m.mutable_batch()->add_instrs() = enter;
+    *m.mutable_batch()->add_instrs() = make_instr(OpId::k_relu, 50, {1});
+    *m.mutable_batch()->add_instrs() = make_instr(OpId::k_neg, 51, {50});
+    v1::Instr exit = enter;
+    exit.mutable_signal()->set_kind(v1::SignalEvent::EXIT);
+    *m.mutable_batch()->add_instrs() = exit;
+    a.c.send(m);
+    v1::Reply r = a.c.request(v1::Request::FETCH, 51);
+    REQUIRE(r.errors_size() == 0);
+    std::vector<float> want(a.x.size());
+    for (size_t i = 0; i < want.size(); ++i) want[i] = -std::max(0.0f, a.x[i]);
+    CHECK(floats_of(r) == want);
+  }
+  const std::string log = slurp(log_path);
+  INFO(log);
+  auto ev = hot_events(log);
+  CHECK(kinds(ev["CLIENT:" + std::to_string(session)]) ==
+        std::vector<std::string>{"HOT_DEFINE path=1 instrs=2"});
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}

@@ -32,7 +32,8 @@ struct Stream {
     return next_id++;
   }
   // op(inputs...) -> a new id whose meta is the first input's (enough for the detector).
-  uint64_t op(OpId op, std::vector<uint64_t> inputs, std::vector<int64_t> ints = {}) {
+  uint64_t op(OpId op, std::vector<uint64_t> inputs, std::vector<int64_t> ints = {},
+             bool compile_now = false) {
     v1::Instr in;
     in.set_op(static_cast<uint32_t>(op));
     std::vector<TensorEntry*> entries;
@@ -43,7 +44,7 @@ struct Stream {
     for (int64_t v : ints) in.add_ints(v);
     const uint64_t out = next_id++;
     in.set_out(out);
-    det.instr(in, entries, out, "");
+    det.instr(in, entries, out, "", compile_now);
     tensors[out] = *entries.at(0);
     return out;
   }
@@ -190,11 +191,23 @@ TEST_CASE("hot paths: the cache is bounded, least recently seen first out") {
   CHECK(one(0).path == 2);
 }
 
-TEST_CASE("hot paths: min_repeats and disabling") {
+TEST_CASE("hot paths: min_repeats, compile: true scopes, and disabling") {
   Stream now(HotPathOptions{true, 1, 64, 4096});
   const uint64_t x = now.leaf(Shape{8});
   now.op(OpId::k_neg, {x});
   CHECK(now.det.cut().outcome == Outcome::kDefined);  // compile at first sight
+
+  // A `compile: true` signal scope: its stretch is a hot path at first sight, whatever
+  // min_repeats says; other stretches still need their repeats.
+  Stream scoped;
+  const uint64_t v = scoped.leaf(Shape{8});
+  scoped.op(OpId::k_exp, {v}, {}, true);
+  const auto first = scoped.det.cut();
+  CHECK(first.outcome == Outcome::kDefined);
+  scoped.op(OpId::k_exp, {v}, {}, true);
+  CHECK(scoped.det.cut().outcome == Outcome::kHit);
+  scoped.op(OpId::k_neg, {v});
+  CHECK(scoped.det.cut().outcome == Outcome::kMiss);  // not compiled: a candidate
 
   Stream three(HotPathOptions{true, 3, 64, 4096});
   const uint64_t y = three.leaf(Shape{8});
