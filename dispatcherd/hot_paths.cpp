@@ -104,12 +104,19 @@ void HotPathDetector::instr(const v1::Instr& in, std::span<TensorEntry* const> e
   ++instructions_;
 }
 
-void HotPathDetector::free(uint64_t id, const TensorEntry& e) {
+void HotPathDetector::free(uint64_t id, const TensorEntry&) {
   if (!opts_.enabled || tainted_) return;
-  // (A stretch may start with frees: the previous one's temporaries.)
-  sig_.push_back(kFree);
-  put_ref(id, e);
-  refs_.erase(id);  // the id may name a new tensor later
+  auto it = refs_.find(id);
+  // A tensor made before the stretch is not part of what the stretch computes: when its free
+  // arrives depends on the client's flushes and garbage collection (the previous step's loss
+  // may come with this frame or the last), so it stays out of the signature.
+  if (it == refs_.end() || (it->second & 1)) {
+    if (it != refs_.end()) refs_.erase(it);
+    return;
+  }
+  sig_.push_back(kFree);  // a temporary of this stretch: where it dies is part of the path
+  put_varint(sig_, it->second >> 1);
+  refs_.erase(it);  // the id may name a new tensor later
 }
 
 void HotPathDetector::reset() {

@@ -5,7 +5,8 @@
 //     its bytes, which are the stretch's input),
 //   - its dataflow: each input is "the result of instruction p of this stretch" or "outside
 //     tensor k" (numbered by first use, so the same outside tensor read twice is one slot),
-//     and each free names what it drops the same way,
+//     and where each of its own results is freed (frees of tensors made before it are not
+//     part of it: when they arrive depends on the client's flushes),
 //   - every outside tensor's shape, dtype and placement, at its first use,
 //   - the signal scope the stretch runs under.
 // Op names alone are never a key: two stretches with the same ops wired differently differ.

@@ -157,6 +157,16 @@ TEST_CASE("hot paths: frees are part of the stretch; tainted and overlong stretc
   CHECK(body(true).outcome == Outcome::kDefined);
   CHECK(body(false).outcome == Outcome::kMiss);  // the free is part of what the path does
   CHECK(body(true).outcome == Outcome::kHit);
+  // Frees of tensors made before the stretch (the last step's loss, freed with this frame or
+  // the one before) do not change it.
+  const uint64_t old1 = s.leaf(Shape{1}), old2 = s.leaf(Shape{5});
+  s.free(old1);
+  CHECK(body(true).outcome == Outcome::kHit);
+  const uint64_t t = s.op(OpId::k_exp, {x});
+  s.free(old2);
+  s.op(OpId::k_neg, {t});
+  s.free(t);
+  CHECK(s.det.cut().outcome == Outcome::kHit);
   s.op(OpId::k_exp, {x});
   s.op(OpId::k_neg, {x});
   s.det.taint();  // e.g. an instruction was refused
