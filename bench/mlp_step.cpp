@@ -4,8 +4,14 @@
 // reshapes as views like the worker's executor). Reports medians and their ratio from one run,
 // and checks that both give the same losses. Uses GT_ADDRESS when set, else the embedded default.
 //
-// Usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR]
+// Also reports the CPU time per GT step of the client, the dispatcher and the worker(s) (every
+// thread, /proc schedstat): the daemons are found as this process's descendants (the embedded
+// default) or given with --daemon-pids P,P,... (daemons started by hand).
+//
+// Usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR] [--daemon-pids P,P,...]
 #include <gt/gt.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +23,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "proc_cpu.h"
 #include "libgtcore/shape_rules.h"
 #include "workerd/cpu/cpu_backend.h"
 
@@ -31,6 +38,7 @@ struct Args {
   int steps = 30;
   int warmup = 5;
   double lr = 0.01;
+  std::vector<pid_t> daemon_pids;
 };
 
 Args parse(int argc, char** argv) {
@@ -40,8 +48,15 @@ Args parse(int argc, char** argv) {
     if (s == "--steps" && i + 1 < argc) a.steps = std::atoi(argv[++i]);
     else if (s == "--warmup" && i + 1 < argc) a.warmup = std::atoi(argv[++i]);
     else if (s == "--lr" && i + 1 < argc) a.lr = std::atof(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR]\n");
+    else if (s == "--daemon-pids" && i + 1 < argc) {
+      for (const char* p = argv[++i]; *p;) {
+        a.daemon_pids.push_back(static_cast<pid_t>(std::strtol(p, const_cast<char**>(&p), 10)));
+        if (*p == ',') ++p;
+        else if (*p) break;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR] [--daemon-pids P,...]\n");
       std::exit(2);
     }
   }
@@ -241,6 +256,22 @@ int main(int argc, char** argv) {
     gt_losses.push_back(gt_step());
     ref_losses.push_back(ref.step(local));
   }
+  // Where GT's CPU time goes: this process, the dispatcher, the worker(s).
+  std::vector<pid_t> daemons = args.daemon_pids;
+  if (daemons.empty() && !addr) daemons = gt::bench::descendants(::getpid());
+  pid_t dispatcher_pid = 0;
+  std::vector<pid_t> worker_pids;
+  for (pid_t p : daemons) {
+    const std::string name = gt::bench::process_name(p);
+    if (name == "gt-dispatcherd") dispatcher_pid = p;
+    else if (name == "gt-workerd") worker_pids.push_back(p);
+  }
+  uint64_t cpu_client = 0, cpu_dispatcher = 0, cpu_workers = 0;
+  auto workers_cpu = [&] {
+    uint64_t t = 0;
+    for (pid_t p : worker_pids) t += gt::bench::process_cpu_ns(p);
+    return t;
+  };
   // Alternating blocks of steps, so both see the same load on a shared machine (blocks rather
   // than single steps: one side's BLAS threads still spinning would slow the other's).
   const int block = 10;
@@ -249,11 +280,17 @@ int main(int argc, char** argv) {
   for (int done = 0; done < args.steps; done += block) {
     const int n = std::min(block, args.steps - done);
     const uint64_t ops0 = ops_now();
+    const uint64_t c0 = gt::bench::process_cpu_ns(::getpid()),
+                   d0 = dispatcher_pid ? gt::bench::process_cpu_ns(dispatcher_pid) : 0,
+                   w0 = workers_cpu();
     for (int i = 0; i < n; ++i) {
       double t0 = now_s();
       gt_losses.push_back(gt_step());
       gt_t.push_back(now_s() - t0);
     }
+    cpu_client += gt::bench::process_cpu_ns(::getpid()) - c0;
+    if (dispatcher_pid) cpu_dispatcher += gt::bench::process_cpu_ns(dispatcher_pid) - d0;
+    cpu_workers += workers_cpu() - w0;
     gt_ops_total += ops_now() - ops0;
     for (int i = 0; i < n; ++i) {
       double t0 = now_s();
@@ -274,5 +311,15 @@ int main(int argc, char** argv) {
   std::printf("  in-process CpuBackend, same ops: median %.3f ms/step, %.1f ops/step\n", l * 1e3, ref_ops);
   std::printf("  ratio %.2fx (target <= 1.3x); loss %.4f -> %.4f, max |GT - in-process| loss diff %.2e\n",
               g / l, gt_losses.front(), gt_losses.back(), max_diff);
+  const double per_step_us = 1e-3 / args.steps;
+  if (dispatcher_pid || !worker_pids.empty())
+    std::printf("  CPU per GT step (mean, all threads): client %.0f us, dispatcher %.0f us, "
+                "worker%s %.0f us\n",
+                static_cast<double>(cpu_client) * per_step_us,
+                static_cast<double>(cpu_dispatcher) * per_step_us,
+                worker_pids.size() > 1 ? "s" : "", static_cast<double>(cpu_workers) * per_step_us);
+  else
+    std::printf("  CPU per GT step: client %.0f us (daemons unknown: pass --daemon-pids)\n",
+                static_cast<double>(cpu_client) * per_step_us);
   return max_diff < 1e-3 ? 0 : 1;
 }

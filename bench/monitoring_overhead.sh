@@ -7,27 +7,11 @@
 #
 #   bench/monitoring_overhead.sh [--rounds N] [--json]      (from the repository root, after a build)
 set -uo pipefail
+USAGE=bench/monitoring_overhead.sh
 ROUNDS=5
-JSON=0
-while (( $# )); do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --json) JSON=1; shift ;;
-    *) echo "usage: bench/monitoring_overhead.sh [--rounds N] [--json]" >&2; exit 2 ;;
-  esac
-done
-B=${GT_BIN_DIR:-build/bin}
-D=$(mktemp -d /tmp/gt-monitoring-bench-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
-start() {  # name, dispatcher flags...
-  local name=$1; shift
-  "$B/gt-dispatcherd" --port 0 --port-file "$D/$name.port" --unix-socket "$D/$name.sock" \
-    --log-level warn "$@" >"$D/$name.dispatcher.log" 2>&1 &
-  for _ in $(seq 100); do [[ -s $D/$name.port ]] && break; sleep 0.05; done
-  "$B/gt-workerd" --dispatcher "unix:$D/$name.sock" --log-level warn >"$D/$name.worker.log" 2>&1 &
-}
-start off
-start on --http-port 0 --http-port-file "$D/on.http"
+source "$(dirname "$0")/overhead_common.sh" "$@"
+start_pair off
+start_pair on --http-port 0 --http-port-file "$D/on.http"
 for _ in $(seq 100); do [[ -s $D/on.http ]] && break; sleep 0.05; done
 HTTP=$(cat "$D/on.http")
 scrape() {  # one GET over bash's /dev/tcp, the body read and dropped
@@ -46,7 +30,6 @@ for _ in $(seq "$ROUNDS"); do
     RTT[$name]+="$(sed -n 's/^(b) fetch round trip[^:]*: median \([0-9.]*\) us;.*/\1/p' <<<"$out") "
   done
 done
-median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 off_ops=$(median "${OPS[off]}"); on_ops=$(median "${OPS[on]}")
 off_rtt=$(median "${RTT[off]}"); on_rtt=$(median "${RTT[on]}")
 ops_ratio=$(awk -v a="$on_ops" -v b="$off_ops" 'BEGIN {printf "%.3f", a / b}')

@@ -7,27 +7,11 @@
 #
 #   bench/sim_overhead.sh [--rounds N] [--json]      (from the repository root, after a build)
 set -uo pipefail
+USAGE=bench/sim_overhead.sh
 ROUNDS=3
-JSON=0
-while (( $# )); do
-  case $1 in
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --json) JSON=1; shift ;;
-    *) echo "usage: bench/sim_overhead.sh [--rounds N] [--json]" >&2; exit 2 ;;
-  esac
-done
-B=${GT_BIN_DIR:-build/bin}
-D=$(mktemp -d /tmp/gt-sim-bench-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
-start() {  # name, worker flags...
-  local name=$1; shift
-  "$B/gt-dispatcherd" --port 0 --port-file "$D/$name.port" --unix-socket "$D/$name.sock" \
-    --log-level warn >"$D/$name.dispatcher.log" 2>&1 &
-  for _ in $(seq 100); do [[ -s $D/$name.port ]] && break; sleep 0.05; done
-  "$B/gt-workerd" --dispatcher "unix:$D/$name.sock" --log-level warn "$@" >"$D/$name.worker.log" 2>&1 &
-}
-start cpu --device cpu
-start sim --device sim --sim-launch-us 0 --sim-gbps 0
+source "$(dirname "$0")/overhead_common.sh" "$@"
+start_pair cpu -- --device cpu
+start_pair sim -- --device sim --sim-launch-us 0 --sim-gbps 0
 sleep 1
 declare -A OPS RTT
 for r in $(seq "$ROUNDS"); do
@@ -37,7 +21,6 @@ for r in $(seq "$ROUNDS"); do
     RTT[$name]+="$(sed -n 's/^(b) fetch round trip[^:]*: median \([0-9.]*\) us;.*/\1/p' <<<"$out") "
   done
 done
-median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 cpu_ops=$(median "${OPS[cpu]}"); sim_ops=$(median "${OPS[sim]}")
 cpu_rtt=$(median "${RTT[cpu]}"); sim_rtt=$(median "${RTT[sim]}")
 ops_ratio=$(awk -v a="$sim_ops" -v b="$cpu_ops" 'BEGIN {printf "%.2f", a / b}')

@@ -1,0 +1,33 @@
+# Shared by the bench/*_overhead.sh scripts (sourced, not run): their options, a temporary folder
+# removed on exit with everything started, a dispatcher + worker pair per variant, and medians.
+#
+#   USAGE="bench/x_overhead.sh"; ROUNDS=5; source "$(dirname "$0")/overhead_common.sh" "$@"
+#   start_pair NAME [dispatcher flags...] [-- worker flags...]   # PAIR_PIDS[NAME]="dpid,wpid"
+#   median "1 3 2"                                               # 2
+JSON=0
+while (( $# )); do
+  case $1 in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --json) JSON=1; shift ;;
+    *) echo "usage: $USAGE [--rounds N] [--json]" >&2; exit 2 ;;
+  esac
+done
+B=${GT_BIN_DIR:-build/bin}
+D=$(mktemp -d /tmp/gt-overhead-bench-XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
+declare -A PAIR_PIDS
+start_pair() {
+  local name=$1; shift
+  local dflags=() wflags=()
+  while (( $# )) && [[ $1 != -- ]]; do dflags+=("$1"); shift; done
+  (( $# )) && shift
+  wflags=("$@")
+  "$B/gt-dispatcherd" --port 0 --port-file "$D/$name.port" --unix-socket "$D/$name.sock" \
+    --log-level warn "${dflags[@]}" >"$D/$name.dispatcher.log" 2>&1 &
+  local dp=$!
+  for _ in $(seq 100); do [[ -s $D/$name.port ]] && break; sleep 0.05; done
+  "$B/gt-workerd" --dispatcher "unix:$D/$name.sock" --log-level warn "${wflags[@]}" \
+    >"$D/$name.worker.log" 2>&1 &
+  PAIR_PIDS[$name]="$dp,$!"
+}
+median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
