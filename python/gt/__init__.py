@@ -55,6 +55,7 @@ from . import client  # noqa: E402 (the original GT's layout: gt.client.tensor, 
 from . import utils
 from ._serialization import load, save
 from .config import ShardConfig, SignalConfig, get_config, load_config, register_config
+from .compile import compile  # noqa: A001 (torch.compile's name)
 
 # gt.exp, gt.add, gt.sum, ... (the free forms of the tensor methods; gt/tensor_api.def).
 globals().update({_n: getattr(_tensor, _n) for _n in _tensor.FREE_FUNCTIONS})

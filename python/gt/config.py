@@ -82,7 +82,7 @@ class ShardConfig:
 class SignalConfig:
     """What a signal means: its ``shard`` placement (a ShardConfig, or None: the scope only
     groups ops), the signal its gradient ops run under (``backward_signal``; None: the same
-    signal) and ``compile`` (a hint, recorded by the dispatcher)."""
+    signal) and ``compile`` (True: what runs in the scope is a hot path at first sight)."""
 
     __slots__ = ("shard", "backward_signal", "compile")
 

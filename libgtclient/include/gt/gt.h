@@ -6,6 +6,7 @@
 #include "gt/dtype.h"
 #include "gt/error.h"
 #include "gt/indexing.h"
+#include "gt/compile.h"
 #include "gt/signal.h"
 #include "gt/status.h"
 #include "gt/tensor.h"

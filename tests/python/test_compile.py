@@ -1,0 +1,80 @@
+"""gt.compile (python/gt/compile.py, issue 11): a compiled function gives the plain function's
+results, and its instructions are a hot path at its first call (HOT_DEFINE in the dispatcher's
+instruction log) where the plain function's need two repetitions."""
+import os
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+import gt
+from conftest import run_python
+
+
+def test_compiled_results_equal_the_plain_function():
+    x = gt.tensor(np.array([[-2.0, -1.0, 0.0], [1.0, 2.0, 3.0]], dtype=np.float32))
+
+    def body(t, scale=3.0):
+        return ((t * 2 + 1).relu() * scale).sum(1)
+
+    step = gt.compile(body)
+    assert step.__name__ == "body"  # functools.wraps
+    assert step.signal_name.startswith("gt.compile#")
+    for _ in range(3):
+        np.testing.assert_array_equal(step(x).numpy(), [3.0, 45.0])
+    np.testing.assert_array_equal(step(x, scale=1.0).numpy(), [1.0, 15.0])
+
+    @gt.compile
+    def decorated(t):
+        return t.exp()
+
+    np.testing.assert_allclose(decorated(x).numpy(), np.exp(x.numpy()), rtol=1e-6)
+
+    @gt.compile(enabled=False)
+    def plain(t):
+        return -t
+
+    assert not hasattr(plain, "signal_name")  # the function itself
+    np.testing.assert_array_equal(plain(x).numpy(), -x.numpy())
+    assert gt.compile(body, enabled=False) is body
+    with pytest.raises(TypeError, match="expected a function"):
+        gt.compile(3)
+
+
+_PROGRAM = """
+import numpy as np, gt
+x = gt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+def body(t):
+    return (t * 2 + 1).relu().sum()
+step = gt.compile(body)
+for _ in range(3):
+    assert step(x).item() == 36.0  # sum of 2t + 1 over 0..5
+body(x).item()               # the plain function: a candidate (a miss after a hot run)
+"""
+
+
+def _hot_lines(path, deadline_s=10):
+    """HOT_* events of the log, once the embedded dispatcher has exited and flushed it."""
+    end = time.time() + deadline_s
+    while True:
+        text = open(path).read() if os.path.exists(path) else ""
+        if "DISCONNECT" in text or time.time() > end:
+            break
+        time.sleep(0.1)
+    events = []
+    for line in text.splitlines():
+        cols = [c.strip() for c in line.split(" | ")]
+        if len(cols) >= 7 and cols[2].startswith("HOT_"):
+            events.append(f"{cols[2]} {cols[6]}")
+    return events
+
+
+def test_compiled_function_is_a_hot_path_at_first_call():
+    with tempfile.TemporaryDirectory() as d:
+        log = os.path.join(d, "instructions.log")
+        r = run_python(_PROGRAM, env={"GT_INSTRUCTION_LOG": log, "GT_ADDRESS": ""})
+        assert r.returncode == 0, r.stderr
+        events = _hot_lines(log)
+        assert events == ["HOT_DEFINE path=1 instrs=4", "HOT_RUN path=1 instrs=4",
+                          "HOT_RUN path=1 instrs=4", "HOT_MISS path=0 instrs=4"], events
