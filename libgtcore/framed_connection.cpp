@@ -161,8 +161,30 @@ Status FramedConnection::send(const google::protobuf::MessageLite& msg) {
   const size_t before = out_.size();
   GT_RETURN_IF_ERROR(append_frame(&out_, msg, 0xffffffffull));
   if (backlog_) *backlog_ += out_.size() - before;
-  if (!writing_active_) do_write();
+  schedule_write();
   return Status::ok();
+}
+
+Status FramedConnection::send_parts(std::string_view header, std::string_view payload) {
+  if (closed_ || abort_pending_) return unavailable("connection closed");
+  if (header.size() < kFrameHeaderBytes) return invalid_argument("send_parts: no frame header");
+  out_.reserve(out_.size() + header.size() + payload.size());
+  out_.append(header);
+  out_.append(payload);
+  if (backlog_) *backlog_ += header.size() + payload.size();
+  schedule_write();
+  return Status::ok();
+}
+
+void FramedConnection::schedule_write() {
+  // Posted, not started here: a handler that sends several frames (replies to one client, a
+  // batch per worker) gives each connection one write syscall and one wake-up of its peer.
+  if (writing_active_ || write_posted_) return;
+  write_posted_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->write_posted_ = false;
+    if (!self->writing_active_) self->do_write();
+  });
 }
 
 void FramedConnection::do_write() {
