@@ -114,6 +114,7 @@ void RemoteSession::handshake(const std::string& address) {
   boost::system::error_code ec;
   fd_ = sock->release(ec);
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  enlarge_socket_buffers(fd_);
   v1::ClientMessage hello;
   auto* h = hello.mutable_hello();
   h->set_proto_major(kProtoMajor);

@@ -1,8 +1,12 @@
 #include "libgtcore/framed_connection.h"
 
+#include "libgtcore/socket_io.h"
+
 #include <spdlog/spdlog.h>
 
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <chrono>
 #include <thread>
@@ -36,6 +40,7 @@ FramedConnection::FramedConnection(StreamSocket socket, uint64_t max_frame_bytes
     : socket_(std::move(socket)), decoder_(max_frame_bytes) {
   decoder_.set_retain_bytes(0);  // memory follows the traffic (owners of few, busy links raise it)
   peer_ = describe_peer(socket_);
+  if (socket_.is_open()) enlarge_socket_buffers(socket_.native_handle());
 }
 
 FramedConnection::~FramedConnection() = default;
@@ -168,7 +173,26 @@ Status FramedConnection::send(const google::protobuf::MessageLite& msg) {
 Status FramedConnection::send_parts(std::string_view header, std::string_view payload) {
   if (closed_ || abort_pending_) return unavailable("connection closed");
   if (header.size() < kFrameHeaderBytes) return invalid_argument("send_parts: no frame header");
-  out_.reserve(out_.size() + header.size() + payload.size());
+  if (payload.size() >= kWriteNowBytes && out_.empty() && !writing_active_) {
+    // Nothing is queued before it: the socket takes what it can now, straight from the caller's
+    // buffer (a relayed fetch chunk is then never copied here); only the rest is queued.
+    iovec iov[2] = {{const_cast<char*>(header.data()), header.size()},
+                    {const_cast<char*>(payload.data()), payload.size()}};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 2;
+    const ssize_t n = ::sendmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {  // errors and EAGAIN: all of it is queued; the write reports a broken socket
+      auto done = static_cast<size_t>(n);
+      bytes_out_ += done;
+      const size_t from_header = std::min(done, header.size());
+      header.remove_prefix(from_header);
+      payload.remove_prefix(done - from_header);
+      if (payload.empty()) return Status::ok();
+    }
+  }
+  // No reserve(): it would size the queue exactly, and a queue of several large chunks would be
+  // reallocated and copied at every one; append grows it geometrically.
   out_.append(header);
   out_.append(payload);
   if (backlog_) *backlog_ += header.size() + payload.size();

@@ -52,7 +52,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // (if none is in flight), so every frame queued in one turn leaves in one write.
   Status send(const google::protobuf::MessageLite& msg);
   // Appends one frame given as its parts (a header that starts with the frame length, then the
-  // payload: libgtcore/reply_payload.h), copied as bytes, never parsed or re-serialized.
+  // payload: libgtcore/reply_payload.h), never parsed or re-serialized. A large payload with
+  // nothing queued before it goes to the socket at once from the caller's memory; what the
+  // socket does not take is copied into the queue.
   Status send_parts(std::string_view header, std::string_view payload);
   // Bytes queued but not yet written: callers bound their queues with it.
   size_t pending_bytes() const { return out_.size() + writing_.size(); }
@@ -72,6 +74,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   size_t read_buffer_bytes() const { return decoder_.capacity(); }
   size_t read_size() const { return read_size_; }
 
+  // send_parts writes a payload at least this large at once when nothing is queued before it.
+  static constexpr size_t kWriteNowBytes = 64 * 1024;
   static constexpr size_t kMinReadBytes = 4 * 1024;
   static constexpr size_t kMaxReadBytes = 256 * 1024;
   static constexpr int kHangupPollMs = 200;

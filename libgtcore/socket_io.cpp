@@ -29,6 +29,12 @@ Status send_all(int fd, std::string_view data) {
   return Status::ok();
 }
 
+void enlarge_socket_buffers(int fd) {
+  const int bytes = kSocketBufferBytes;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
 Status send_all_parts(int fd, std::initializer_list<std::string_view> parts) {
   constexpr size_t kMaxParts = 8;
   iovec iov[kMaxParts];
