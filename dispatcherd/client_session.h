@@ -89,7 +89,8 @@ class ClientSession {
 
   // session_replies.cpp: what comes back from workers.
   void worker_error(const WorkerState& w, const v1::ErrorReport& rep);
-  void relay_fetch(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply, bool last);
+  void relay_fetch(const WorkerState& w, const PendingRequest& pr, v1::Reply& head,
+                   const v1::TensorData* meta, std::string_view payload, bool last);
   // Every worker has answered `pr`: the reply goes to the client.
   void complete_request(PendingRequest& pr);
   // Worker `worker` is gone: tensors with a piece there are poisoned with `err` (the other

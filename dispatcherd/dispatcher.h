@@ -137,11 +137,17 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   void batch_done(uint64_t session, uint64_t count) override;
   void worker_progressed() override;
   void worker_error(const WorkerState& w, const v1::ErrorReport& rep) override;
-  void fetch_reply(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply,
-                   bool last) override;
+  void fetch_reply(const WorkerState& w, const PendingRequest& pr, v1::Reply& head,
+                   const v1::TensorData* meta, std::string_view payload, bool last) override;
   void request_done(PendingRequest& pr) override;
   void worker_lost(uint32_t worker, const std::shared_ptr<const v1::ErrorInfo>& err) override;
   void send_reply(ClientSession& s, v1::ServerMessage& m) override;
+  void send_fetch_chunk(ClientSession& s, const v1::Reply& head, const v1::TensorData& meta,
+                        std::string_view payload) override;
+  // Whether s's client may be sent more (false: it is closing, or was just refused for unread
+  // replies), and the bound on all clients' unread replies, enforced after a send.
+  bool may_reply(ClientSession& s);
+  void bound_total_backlog();
   void fill_own_stats(const ClientSession& s, v1::Reply* r) const override;
   void fill_dispatcher_stats(v1::DispatcherStats* d) const override;
   void fill_status(const ClientSession& s, v1::StatusReport* r) const override;
@@ -179,6 +185,7 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   uint32_t pending_conns_ = 0;
   std::unordered_map<std::string, uint32_t> pending_by_peer_;
   std::shared_ptr<uint64_t> client_backlog_ = std::make_shared<uint64_t>(0);  // all clients' unread replies
+  std::string chunk_header_;  // send_fetch_chunk's, reused (no allocation per reply)
   LogLimiter refuse_log_{std::chrono::seconds(5), 10};
   LogLimiter backlog_log_{std::chrono::seconds(5), 1};
 };

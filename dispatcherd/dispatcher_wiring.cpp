@@ -8,6 +8,7 @@
 
 #include "dispatcherd/client_session.h"
 #include "dispatcherd/dispatcher.h"
+#include "libgtcore/reply_payload.h"
 
 namespace gt::dispatcher {
 
@@ -36,9 +37,9 @@ void Dispatcher::worker_error(const WorkerState& w, const v1::ErrorReport& rep) 
   if (ClientSession* s = find_session(rep.session())) s->worker_error(w, rep);
 }
 
-void Dispatcher::fetch_reply(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply,
-                             bool last) {
-  if (ClientSession* s = find_session(pr.session)) s->relay_fetch(w, pr, reply, last);
+void Dispatcher::fetch_reply(const WorkerState& w, const PendingRequest& pr, v1::Reply& head,
+                             const v1::TensorData* meta, std::string_view payload, bool last) {
+  if (ClientSession* s = find_session(pr.session)) s->relay_fetch(w, pr, head, meta, payload, last);
 }
 
 void Dispatcher::request_done(PendingRequest& pr) {
@@ -50,15 +51,35 @@ void Dispatcher::worker_lost(uint32_t worker, const std::shared_ptr<const v1::Er
 }
 
 void Dispatcher::send_reply(ClientSession& s, v1::ServerMessage& m) {
+  if (!may_reply(s)) return;
+  (void)s.conn()->io->send(m);
+  bound_total_backlog();
+}
+
+void Dispatcher::send_fetch_chunk(ClientSession& s, const v1::Reply& head,
+                                  const v1::TensorData& meta, std::string_view payload) {
+  if (!may_reply(s)) return;
+  // A small header of our own, then the worker's payload bytes as they came (reply_payload.h).
+  chunk_header_.clear();
+  Status st = append_reply_header(&chunk_header_, kServerReplyField, head, meta, payload.size());
+  if (st.is_ok()) st = s.conn()->io->send_parts(chunk_header_, payload);
+  if (!st.is_ok()) spdlog::warn("session {}: cannot relay a fetch reply: {}", s.id(), st.message());
+  bound_total_backlog();
+}
+
+bool Dispatcher::may_reply(ClientSession& s) {
   FramedConnection& io = *s.conn()->io;
-  if (io.closing()) return;  // refused or dropped already: nothing more goes out (or is logged)
+  if (io.closing()) return false;  // refused or dropped already: nothing more goes out (or is logged)
   if (io.pending_bytes() > opts_.max_client_backlog_bytes) {
     // A client that does not read its replies must not grow our memory without bound.
     refuse(s.conn(), resource_exhausted("more than {} bytes of replies unread",
                                         opts_.max_client_backlog_bytes));
-    return;
+    return false;
   }
-  (void)io.send(m);
+  return true;
+}
+
+void Dispatcher::bound_total_backlog() {
   const uint64_t limit = opts_.max_total_client_backlog_bytes;
   if (*client_backlog_ <= limit) return;
   // All clients' unread replies together are over the dispatcher-wide bound: drop the clients

@@ -19,6 +19,7 @@
 #include "dispatcherd/users.h"
 #include "libgtcore/config_table.h"
 #include "libgtcore/logging.h"
+#include "libgtcore/malloc_tuning.h"
 #include "libgtcore/secret_file.h"
 #include "libgtcore/signal_config.h"
 
@@ -37,6 +38,8 @@ const gt::DaemonCommand kCommand = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread starts: large request buffers are reused, not faulted in afresh each time.
+  gt::tune_malloc_for_large_buffers();
   // `--add-user NAME` is an action, not an option: it prints a new token once and exits.
   std::string add_user_name;
   std::vector<char*> args;

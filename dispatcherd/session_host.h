@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "proto/gt.pb.h"
 
@@ -17,6 +18,10 @@ class SessionHost {
   // Sends `m` to s's client, within the bounds on unread replies (past them, clients that do
   // not read are dropped).
   virtual void send_reply(ClientSession& s, v1::ServerMessage& m) = 0;
+  // The same for one fetch chunk: `head` (the Reply's other fields) and `meta` (the tensor's,
+  // without data) become a small header, and `payload` goes after it uncopied into a message.
+  virtual void send_fetch_chunk(ClientSession& s, const v1::Reply& head,
+                                const v1::TensorData& meta, std::string_view payload) = 0;
   // STATS for a non-admin: every worker, counting only the tensors of s's user.
   virtual void fill_own_stats(const ClientSession& s, v1::Reply* r) const = 0;
   // STATS for an admin: the dispatcher's own counters.

@@ -145,24 +145,27 @@ void ClientSession::worker_error(const WorkerState& w, const v1::ErrorReport& re
     log_->write("ERROR", source_of(*w.conn), rep.error().op(), 0, rep.error().message());
 }
 
-void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply,
-                                bool last) {
+void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, v1::Reply& head,
+                                const v1::TensorData* meta, std::string_view payload, bool last) {
   // A poison raised by this fetch is not raised again at the next SYNC, and the tensor is
   // poisoned here from now on (a later fetch of it needs no guess).
-  for (auto& e : *reply.mutable_errors()) {
+  for (auto& e : *head.mutable_errors()) {
     if (!error_ledger_.identify_fetched(e, w.id, pr.fetch_handle, pr.fetch_age)) continue;
     consume_fetched_error(pr.seq, e.id());
     poison_failed_result(tensors_, w.id, pr.fetch_handle, std::make_shared<v1::ErrorInfo>(e));
   }
-  v1::ServerMessage m;
-  v1::Reply* r = m.mutable_reply();
-  r->Swap(&reply);
-  r->set_request_id(pr.client_request_id);
-  r->set_last(last);
+  head.set_request_id(pr.client_request_id);
+  head.set_last(last);
   if (last) observe_latency(pr);
   if (last && log_->enabled())
-    log_->write("REPLY", source_of(*conn_), "FETCH", r->tensor().total_bytes(),
-                fmt::format("request={} errors={}", pr.client_request_id, r->errors_size()));
+    log_->write("REPLY", source_of(*conn_), "FETCH", meta ? meta->total_bytes() : 0,
+                fmt::format("request={} errors={}", pr.client_request_id, head.errors_size()));
+  if (meta) {
+    host_.send_fetch_chunk(*this, head, *meta, payload);  // the payload is not copied into a message
+    return;
+  }
+  v1::ServerMessage m;
+  m.mutable_reply()->Swap(&head);
   host_.send_reply(*this, m);
 }
 

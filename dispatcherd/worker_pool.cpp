@@ -157,6 +157,13 @@ void WorkerPool::drop_requests(uint64_t session) {
 }
 
 void WorkerPool::on_frame(WorkerState& w, std::string_view body) {
+  // A fetch reply's payload is relayed as it came, never parsed (libgtcore/reply_payload.h).
+  // Anything else, or bytes that are not a valid message, takes the whole parse below.
+  if (auto scan = scan_reply_payload(body, body.size(), kWorkerReplyField);
+      scan.is_ok() && scan->state == ReplyScan::kFound) {
+    on_payload_reply(w, body, scan->layout);
+    return;
+  }
   Status st = parse_frame(body, &worker_msg_);
   if (!st.is_ok()) {
     spdlog::error("worker {}: {}; dropping it", w.id, st.message());
@@ -178,15 +185,74 @@ void WorkerPool::on_frame(WorkerState& w, std::string_view body) {
   worker_msg_.Clear();
 }
 
+void WorkerPool::on_payload_reply(WorkerState& w, std::string_view body,
+                                  const ReplyPayloadLayout& layout) {
+  v1::Reply& head = *worker_msg_.mutable_reply();
+  Status st = parse_reply_header(body, layout, &head, &payload_meta_);
+  if (!st.is_ok()) {
+    spdlog::error("worker {}: {}; dropping it", w.id, st.message());
+    worker_msg_.Clear();
+    w.conn->io->close(st);
+    return;
+  }
+  w.last_heard = w.progress_at = std::chrono::steady_clock::now();  // a Reply is progress
+  const std::string_view payload = body.substr(layout.payload_begin, layout.payload_bytes);
+  auto it = requests_.find(head.request_id());
+  if (it != requests_.end()) {
+    std::shared_ptr<PendingRequest> pr = it->second.request;
+    if (pr->kind == v1::Request::FETCH)
+      relay_fetch_chunk(w, head.request_id(), *pr, head, &payload_meta_, payload);
+    else
+      on_reply(w, head);  // a tensor nobody asked for: the rest of the reply counts, not it
+  }
+  worker_msg_.Clear();
+  payload_meta_.Clear();
+}
+
+void WorkerPool::relay_fetch_chunk(WorkerState& w, uint64_t rid, PendingRequest& pr,
+                                   v1::Reply& head, const v1::TensorData* meta,
+                                   std::string_view payload) {
+  // Relayed chunk by chunk as it arrives (no reassembly here); errors end the request. A worker
+  // is not trusted with the client's memory: a chunk that does not fit the tensor it describes,
+  // or comes out of order, or a last chunk short of the whole, fails this fetch with a clear
+  // error; the worker's other work and every other session go on.
+  bool last = head.last() || head.errors_size() > 0;
+  Status bad;
+  if (head.errors_size() == 0) {
+    if (meta) bad = check_fetch_chunk(*meta, payload.size(), static_cast<int64_t>(pr.fetch_relayed));
+    if (bad.is_ok() && meta) pr.fetch_relayed += payload.size();
+    if (bad.is_ok() && last && (!meta || pr.fetch_relayed != meta->total_bytes()))
+      bad = data_loss("fetch reply: the reply ended after {} bytes of {}", pr.fetch_relayed,
+                      meta ? meta->total_bytes() : 0);
+  }
+  if (!bad.is_ok()) {
+    spdlog::warn("worker {}: malformed answer to a fetch of session {}: {}", w.id, pr.session,
+                 bad.message());
+    v1::Reply err;
+    err.set_request_id(head.request_id());
+    v1::ErrorInfo* e = err.add_errors();
+    e->set_op("fetch");
+    e->set_message(fmt::format("worker {} sent a malformed reply: {}", w.id, bad.message()));
+    e->set_origin(fmt::format("worker {}", w.id));
+    e->set_code(static_cast<uint32_t>(Code::kDataLoss));
+    events_.fetch_reply(w, pr, err, nullptr, {}, true);
+    requests_.erase(rid);
+    return;
+  }
+  events_.fetch_reply(w, pr, head, meta, payload, last);
+  if (last) requests_.erase(rid);
+}
+
 void WorkerPool::on_reply(WorkerState& w, v1::Reply& reply) {
   auto it = requests_.find(reply.request_id());
   if (it == requests_.end()) return;
   std::shared_ptr<PendingRequest> pr = it->second.request;
   if (pr->kind == v1::Request::FETCH) {
-    // Relayed chunk by chunk as it arrives (no reassembly here); errors end the request.
-    bool last = reply.last() || reply.errors_size() > 0;
-    events_.fetch_reply(w, *pr, reply, last);
-    if (last) requests_.erase(it);
+    // An ordinary message (errors, or a device that sent its chunk whole): the same checks.
+    std::unique_ptr<v1::TensorData> meta(reply.has_tensor() ? reply.release_tensor() : nullptr);
+    std::string data;
+    if (meta) data.swap(*meta->mutable_data());
+    relay_fetch_chunk(w, reply.request_id(), *pr, reply, meta.get(), data);
     return;
   }
   v1::Reply* acc = pr->reply.mutable_reply();

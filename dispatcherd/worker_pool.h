@@ -20,6 +20,7 @@
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/scheduler.h"
 #include "dispatcherd/status_counters.h"
+#include "libgtcore/reply_payload.h"
 #include "proto/gt.pb.h"
 
 namespace gt::dispatcher {
@@ -72,6 +73,7 @@ struct PendingRequest {
   int remaining = 0;
   uint64_t fetch_handle = 0;  // FETCH: the worker handle read (to identify a poison's error)
   uint64_t fetch_age = 0;     // FETCH: its handle, or later when written in place (ErrorLedger)
+  uint64_t fetch_relayed = 0;  // FETCH: bytes relayed so far (chunks must come in order)
   uint64_t seq = 0;           // order among the session's requests (ClientSession::requests_)
   std::chrono::steady_clock::time_point received_at = std::chrono::steady_clock::now();
   v1::ServerMessage reply;  // accumulated errors / stats
@@ -93,8 +95,11 @@ class WorkerPool {
     virtual void worker_progressed() = 0;
     // A worker reported a failed instruction of rep.session().
     virtual void worker_error(const WorkerState& w, const v1::ErrorReport& rep) = 0;
-    // A chunk (or the errors) of the answer to a FETCH; `last` ends the request.
-    virtual void fetch_reply(const WorkerState& w, const PendingRequest& pr, v1::Reply& reply,
+    // A chunk (or the errors) of the answer to a FETCH; `last` ends the request. `head` holds
+    // the Reply's fields but the tensor; `meta` (null: no tensor) the tensor's but its bytes,
+    // which are `payload` (checked against meta already: check_fetch_chunk).
+    virtual void fetch_reply(const WorkerState& w, const PendingRequest& pr, v1::Reply& head,
+                             const v1::TensorData* meta, std::string_view payload,
                              bool last) = 0;
     // Every worker `pr` waited on has answered (or is gone).
     virtual void request_done(PendingRequest& pr) = 0;
@@ -167,6 +172,13 @@ class WorkerPool {
   void log_timings(WorkerState& w, const v1::Ack& ack);
   void retire(WorkerState& w, std::map<uint64_t, WorkerState::InFlight>::iterator it);
   void on_reply(WorkerState& w, v1::Reply& reply);
+  // A reply frame in the header + payload layout (libgtcore/reply_payload.h): the payload is
+  // relayed without being parsed or copied into a message.
+  void on_payload_reply(WorkerState& w, std::string_view body, const ReplyPayloadLayout& layout);
+  // One chunk (or the errors) of a FETCH's answer, checked, then relayed to its session.
+  // `pr` is request `rid`'s (kept alive by the caller); the route is dropped when it ends.
+  void relay_fetch_chunk(WorkerState& w, uint64_t rid, PendingRequest& pr, v1::Reply& head,
+                         const v1::TensorData* meta, std::string_view payload);
   void on_gone(WorkerState& w, const std::string& why, bool expected);
   void broadcast_peer_table();
   void finish_if_answered(PendingRequest& pr) {
@@ -188,6 +200,7 @@ class WorkerPool {
   uint64_t next_comm_tag_ = 1;
   uint64_t heartbeat_nonce_ = 0;
   v1::WorkerMessage worker_msg_;  // reused across frames
+  v1::TensorData payload_meta_;   // the same, for replies in the payload layout
 };
 
 }  // namespace gt::dispatcher

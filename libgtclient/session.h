@@ -48,6 +48,10 @@ class Session {
 
   // Sync points. They throw gt::Error naming the failing op and its message.
   virtual HostTensor fetch(uint64_t id) = 0;
+  // fetch() straight into `dst` (meta.nbytes() bytes, where the caller wants the values: a
+  // std::vector, a numpy array), checked against `meta`. A session that can receives the bytes
+  // there directly; this default fetches and copies once.
+  virtual void fetch_into(uint64_t id, const TensorMeta& meta, void* dst);
   virtual void synchronize() = 0;
   virtual std::vector<WorkerStatsInfo> worker_stats() = 0;
   // The dispatcher's live status, a serialized v1::StatusReport (a sync point).

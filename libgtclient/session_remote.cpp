@@ -16,6 +16,7 @@
 #include "libgtcore/asio.h"
 #include "libgtcore/framed_connection.h"
 #include "libgtcore/instr_codec.h"
+#include "libgtcore/reply_payload.h"
 #include "libgtcore/secret_file.h"
 #include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
@@ -29,6 +30,9 @@ constexpr size_t kMaxQueuedInstrs = 65536;  // user threads block beyond this (b
 // the dispatcher's max_frame_bytes (64 MiB by default) however many uploads come back to back.
 constexpr size_t kMaxQueuedPayloadBytes = size_t{16} << 20;
 constexpr int kConnectTimeoutMs = 10000;
+// A fetch chunk at least this large is read from the socket straight into its destination
+// (fetch_into) instead of through the frame decoder and a copy.
+constexpr uint64_t kDirectPayloadMinBytes = 64 * 1024;
 constexpr int kWelcomeTimeoutMs = 60000;    // the dispatcher may wait for a first worker
 // A sync point with no answer from the dispatcher for this long raises instead of hanging
 // (GT_SYNC_TIMEOUT_S / gt::set_sync_timeout change it). Longer than the dispatcher's default
@@ -110,6 +114,7 @@ void RemoteSession::handshake(const std::string& address) {
   boost::system::error_code ec;
   fd_ = sock->release(ec);
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  enlarge_socket_buffers(fd_);
   v1::ClientMessage hello;
   auto* h = hello.mutable_hello();
   h->set_proto_major(kProtoMajor);
@@ -305,12 +310,16 @@ void RemoteSession::free(uint64_t id) {
 }
 
 RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t id) {
+  return request(kind, id, Pending{});
+}
+
+RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t id, Pending init) {
   uint64_t rid;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!lost_.empty()) throw_sync(lost_code_, "gt: session lost: " + lost_);
     rid = next_request_id_++;
-    pending_.emplace(rid, Pending{});
+    pending_.emplace(rid, std::move(init));
     auto* r = queue_.mutable_batch()->add_requests();
     r->set_request_id(rid);
     r->set_kind(kind);
@@ -357,6 +366,7 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
         }
         wait_ms = static_cast<int>(std::min<int64_t>(limit_ms - quiet, 1 << 30));
       }
+      if (receive_payload_direct(lk, wait_ms)) continue;
       lk.unlock();
       Status st = read_some(fd_, &decoder_, wait_ms);
       lk.lock();
@@ -386,6 +396,18 @@ HostTensor RemoteSession::fetch(uint64_t id) {
   if (static_cast<int64_t>(p.tensor.bytes.size()) != p.tensor.meta.nbytes())
     throw_sync(Code::kDataLoss, "gt: fetch returned a truncated tensor");
   return std::move(p.tensor);
+}
+
+void RemoteSession::fetch_into(uint64_t id, const TensorMeta& meta, void* dst) {
+  Pending init;
+  init.into = true;
+  init.dst = static_cast<char*>(dst);
+  init.expect = meta;
+  Pending p = request(v1::Request::FETCH, id, std::move(init));
+  if (!p.errors.empty()) throw_errors(p.errors);
+  if (!p.have_meta) throw_sync(Code::kDataLoss, "gt: fetch returned no data");
+  if (static_cast<int64_t>(p.received) != meta.nbytes())
+    throw_sync(Code::kDataLoss, "gt: fetch returned a truncated tensor");
 }
 
 void RemoteSession::synchronize() {
@@ -422,7 +444,11 @@ void RemoteSession::manual_seed(uint64_t seed) {
 }
 
 void RemoteSession::on_frame_locked(std::string_view body) {
-  v1::ServerMessage m;
+  // Small frames reuse one message (no allocation per reply); a large one gets its own, so its
+  // bytes are not kept after it.
+  v1::ServerMessage large;
+  v1::ServerMessage& m = body.size() > kDirectPayloadMinBytes ? large : rx_msg_;
+  m.Clear();
   if (!parse_frame(body, &m).is_ok()) {
     lost_ = "malformed frame from the dispatcher";
     return;
@@ -444,7 +470,12 @@ void RemoteSession::on_frame_locked(std::string_view body) {
                                       s.reserved_bytes(), s.sessions(), s.peer_bytes_sent(),
                                       s.peer_bytes_received()});
   if (r->has_status()) p.status = r->status().SerializeAsString();
-  if (r->has_tensor()) {
+  if (r->has_tensor() && p.into) {
+    const auto& t = r->tensor();
+    if (!accept_chunk_locked(p, t, t.data().size())) return;
+    if (!t.data().empty()) std::memcpy(p.dst + t.offset(), t.data().data(), t.data().size());
+    p.received += t.data().size();
+  } else if (r->has_tensor()) {
     auto& t = *r->mutable_tensor();
     bool moved = false;
     if (!p.have_meta) {
@@ -479,6 +510,78 @@ void RemoteSession::on_frame_locked(std::string_view body) {
     p.done = true;
     reply_cv_.notify_all();
   }
+}
+
+bool RemoteSession::accept_chunk_locked(Pending& p, const v1::TensorData& t,
+                                        uint64_t payload_bytes) {
+  // The dispatcher checked the chunk against what the worker said; here it is checked against
+  // what this client asked for, before a byte lands in the caller's memory.
+  auto shape = Shape::from({t.shape().data(), static_cast<size_t>(t.shape_size())});
+  if (!shape.is_ok() || !is_valid_dtype(t.dtype())) {
+    lost_ = "malformed fetch reply";
+    return false;
+  }
+  // Its dtype and size must be those asked for (the bytes land in a buffer of that size); the
+  // shape is the dispatcher's business (the same bytes may be labelled [4, 4] or [16]).
+  const TensorMeta got{*shape, static_cast<DType>(t.dtype())};
+  if (got.dtype != p.expect.dtype || got.nbytes() != p.expect.nbytes()) {
+    lost_ = fmt::format("fetch reply is a {} {} tensor where a {} {} was asked for",
+                        dtype_name(got.dtype), got.shape.str(), dtype_name(p.expect.dtype),
+                        p.expect.shape.str());
+    return false;
+  }
+  const auto total = static_cast<uint64_t>(p.expect.nbytes());
+  if (t.total_bytes() != total || t.offset() != p.received || payload_bytes > total - p.received) {
+    lost_ = "fetch reply chunk out of bounds";
+    return false;
+  }
+  p.have_meta = true;
+  return true;
+}
+
+bool RemoteSession::receive_payload_direct(std::unique_lock<std::mutex>& lk, int wait_ms) {
+  const std::string_view buf = decoder_.peek();
+  if (buf.size() < kFrameHeaderBytes) return false;
+  const auto* b = reinterpret_cast<const uint8_t*>(buf.data());
+  const uint64_t len = static_cast<uint64_t>(b[0]) | (static_cast<uint64_t>(b[1]) << 8) |
+                       (static_cast<uint64_t>(b[2]) << 16) | (static_cast<uint64_t>(b[3]) << 24);
+  const std::string_view body = buf.substr(kFrameHeaderBytes);
+  // Small frames, whole frames and oversized ones take the ordinary path (next() reports the
+  // last); only a large frame still arriving is worth reading around the decoder.
+  if (len < kDirectPayloadMinBytes || len > decoder_.max_frame_bytes() || body.size() >= len)
+    return false;
+  auto scan = scan_reply_payload(body, static_cast<size_t>(len), kServerReplyField);
+  if (!scan.is_ok() || scan->state != ReplyScan::kFound) return false;
+  const ReplyPayloadLayout& l = scan->layout;
+  if (!parse_reply_header(body, l, &rx_head_, &rx_meta_).is_ok()) return false;
+  auto it = pending_.find(rx_head_.request_id());
+  if (it == pending_.end() || !it->second.into || rx_head_.errors_size() > 0) return false;
+  Pending& p = it->second;
+  if (!accept_chunk_locked(p, rx_meta_, l.payload_bytes)) return true;  // lost_ says why
+  char* dst = p.dst + rx_meta_.offset();
+  const size_t have = body.size() - l.payload_begin;  // payload bytes read with the header
+  if (have > 0) std::memcpy(dst, body.data() + l.payload_begin, have);
+  decoder_.discard_buffered();  // all of it was this frame's; the rest is read below
+  const bool last = rx_head_.last();
+  lk.unlock();
+  Status st = read_exact(fd_, dst + have, l.payload_bytes - have, wait_ms);
+  lk.lock();
+  if (!st.is_ok()) {
+    // Part of a frame is gone: the stream cannot be resynchronized.
+    if (lost_.empty()) {
+      if (st.code() == Code::kDeadlineExceeded) lost_code_ = Code::kDeadlineExceeded;
+      lost_ = "fetch reply interrupted: " + st.message();
+    }
+    ::shutdown(fd_, SHUT_RDWR);
+    return true;
+  }
+  last_rx_ = std::chrono::steady_clock::now();
+  p.received += l.payload_bytes;
+  if (last) {
+    p.done = true;
+    reply_cv_.notify_all();
+  }
+  return true;
 }
 
 }  // namespace gt::detail

@@ -33,6 +33,7 @@ class RemoteSession : public Session {
   uint64_t emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) override;
   void free(uint64_t id) override;
   HostTensor fetch(uint64_t id) override;
+  void fetch_into(uint64_t id, const TensorMeta& meta, void* dst) override;
   void synchronize() override;
   std::vector<WorkerStatsInfo> worker_stats() override;
   std::string status_report() override;
@@ -53,6 +54,11 @@ class RemoteSession : public Session {
     bool have_meta = false;
     std::vector<WorkerStatsInfo> stats;
     std::string status;  // STATUS: the serialized StatusReport
+    // fetch_into: the values go to `dst` (expect.nbytes() bytes), checked against `expect`.
+    bool into = false;
+    char* dst = nullptr;
+    TensorMeta expect;
+    uint64_t received = 0;  // bytes written to dst
   };
 
   void flusher_loop();
@@ -62,7 +68,15 @@ class RemoteSession : public Session {
   void mark_lost(const std::string& why);
   // Handles one server frame; called with mu_ held.
   void on_frame_locked(std::string_view body);
+  // A fetch_into chunk's metadata against what its request expects (mu_ held); false, with the
+  // session marked lost, when the dispatcher's answer cannot be that tensor's.
+  bool accept_chunk_locked(Pending& p, const v1::TensorData& meta, uint64_t payload_bytes);
+  // With a large fetch_into chunk in progress in decoder_ (its header received), reads its
+  // payload straight into the destination (mu_ held on entry and exit, released while reading).
+  // False when what is buffered is not such a chunk: the ordinary path then.
+  bool receive_payload_direct(std::unique_lock<std::mutex>& lk, int wait_ms);
   Pending request(v1::Request::Kind kind, uint64_t id);
+  Pending request(v1::Request::Kind kind, uint64_t id, Pending init);
   // The sync deadline in ms (0: none): gt::set_sync_timeout, else GT_SYNC_TIMEOUT_S / default.
   int64_t sync_timeout_ms() const;
   void handshake(const std::string& address);
@@ -96,6 +110,10 @@ class RemoteSession : public Session {
   v1::ClientMessage sending_;          // guarded by write_mu_
   std::string wbuf_;                   // guarded by write_mu_
   FrameDecoder decoder_;               // used only by the thread holding the reader role
+  // Reused by the reader for every frame (no allocation per reply).
+  v1::ServerMessage rx_msg_;
+  v1::Reply rx_head_;
+  v1::TensorData rx_meta_;
 };
 
 // "op failed: message (worker 0)" for the first error; with several, says how many.

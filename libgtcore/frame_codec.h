@@ -48,6 +48,14 @@ class FrameDecoder {
   // frame). The view stays valid until the next call to prepare/append/next.
   Result<std::optional<std::string_view>> next();
   size_t buffered() const { return end_ - begin_; }
+  // The bytes buffered and not yet taken (a frame in progress, from its length on): a reader may
+  // look at a large frame's header before the rest arrives, and take the rest itself.
+  std::string_view peek() const { return {buf_.get() + begin_, end_ - begin_}; }
+  // Drops everything buffered (the caller took over the frame in progress: peek()).
+  void discard_buffered() {
+    begin_ = end_ = 0;
+    frame_total_ = 0;
+  }
   // Gives back room beyond `keep_room` (plus what a frame in progress may use next) when the
   // buffer is more than twice that: a connection whose traffic became small shrinks. Never
   // below retain_bytes().

@@ -1,8 +1,12 @@
 #include "libgtcore/framed_connection.h"
 
+#include "libgtcore/socket_io.h"
+
 #include <spdlog/spdlog.h>
 
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <chrono>
 #include <thread>
@@ -36,6 +40,7 @@ FramedConnection::FramedConnection(StreamSocket socket, uint64_t max_frame_bytes
     : socket_(std::move(socket)), decoder_(max_frame_bytes) {
   decoder_.set_retain_bytes(0);  // memory follows the traffic (owners of few, busy links raise it)
   peer_ = describe_peer(socket_);
+  if (socket_.is_open()) enlarge_socket_buffers(socket_.native_handle());
 }
 
 FramedConnection::~FramedConnection() = default;
@@ -161,8 +166,49 @@ Status FramedConnection::send(const google::protobuf::MessageLite& msg) {
   const size_t before = out_.size();
   GT_RETURN_IF_ERROR(append_frame(&out_, msg, 0xffffffffull));
   if (backlog_) *backlog_ += out_.size() - before;
-  if (!writing_active_) do_write();
+  schedule_write();
   return Status::ok();
+}
+
+Status FramedConnection::send_parts(std::string_view header, std::string_view payload) {
+  if (closed_ || abort_pending_) return unavailable("connection closed");
+  if (header.size() < kFrameHeaderBytes) return invalid_argument("send_parts: no frame header");
+  if (payload.size() >= kWriteNowBytes && out_.empty() && !writing_active_) {
+    // Nothing is queued before it: the socket takes what it can now, straight from the caller's
+    // buffer (a relayed fetch chunk is then never copied here); only the rest is queued.
+    iovec iov[2] = {{const_cast<char*>(header.data()), header.size()},
+                    {const_cast<char*>(payload.data()), payload.size()}};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 2;
+    const ssize_t n = ::sendmsg(socket_.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {  // errors and EAGAIN: all of it is queued; the write reports a broken socket
+      auto done = static_cast<size_t>(n);
+      bytes_out_ += done;
+      const size_t from_header = std::min(done, header.size());
+      header.remove_prefix(from_header);
+      payload.remove_prefix(done - from_header);
+      if (payload.empty()) return Status::ok();
+    }
+  }
+  // No reserve(): it would size the queue exactly, and a queue of several large chunks would be
+  // reallocated and copied at every one; append grows it geometrically.
+  out_.append(header);
+  out_.append(payload);
+  if (backlog_) *backlog_ += header.size() + payload.size();
+  schedule_write();
+  return Status::ok();
+}
+
+void FramedConnection::schedule_write() {
+  // Posted, not started here: a handler that sends several frames (replies to one client, a
+  // batch per worker) gives each connection one write syscall and one wake-up of its peer.
+  if (writing_active_ || write_posted_) return;
+  write_posted_ = true;
+  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+    self->write_posted_ = false;
+    if (!self->writing_active_) self->do_write();
+  });
 }
 
 void FramedConnection::do_write() {

@@ -48,8 +48,14 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void resume_reading();
   bool reading_paused() const { return paused_; }
 
-  // Appends one frame holding `msg` and starts a write if none is in flight.
+  // Appends one frame holding `msg`; the write starts at the end of the current event-loop turn
+  // (if none is in flight), so every frame queued in one turn leaves in one write.
   Status send(const google::protobuf::MessageLite& msg);
+  // Appends one frame given as its parts (a header that starts with the frame length, then the
+  // payload: libgtcore/reply_payload.h), never parsed or re-serialized. A large payload with
+  // nothing queued before it goes to the socket at once from the caller's memory; what the
+  // socket does not take is copied into the queue.
+  Status send_parts(std::string_view header, std::string_view payload);
   // Bytes queued but not yet written: callers bound their queues with it.
   size_t pending_bytes() const { return out_.size() + writing_.size(); }
   // Closes after flushing what is queued; a peer that does not read is cut off after 5 s.
@@ -68,6 +74,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   size_t read_buffer_bytes() const { return decoder_.capacity(); }
   size_t read_size() const { return read_size_; }
 
+  // send_parts writes a payload at least this large at once when nothing is queued before it.
+  static constexpr size_t kWriteNowBytes = 64 * 1024;
   static constexpr size_t kMinReadBytes = 4 * 1024;
   static constexpr size_t kMaxReadBytes = 256 * 1024;
   static constexpr int kHangupPollMs = 200;
@@ -82,6 +90,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void do_read();
   void drain_frames();
   void do_write();
+  void schedule_write();  // do_write at the end of this turn, once however many frames queue
   void watch_hangup();
   void adapt_read_size(size_t n);
 
@@ -96,6 +105,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   std::shared_ptr<uint64_t> backlog_;
   std::string out_, writing_;
   bool writing_active_ = false;
+  bool write_posted_ = false;
   bool reading_active_ = false;
   bool paused_ = false;
   bool closed_ = false;

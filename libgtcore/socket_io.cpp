@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +25,67 @@ Status send_all(int fd, std::string_view data) {
       continue;
     }
     return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
+  }
+  return Status::ok();
+}
+
+void enlarge_socket_buffers(int fd) {
+  const int bytes = kSocketBufferBytes;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+Status send_all_parts(int fd, std::initializer_list<std::string_view> parts) {
+  constexpr size_t kMaxParts = 8;
+  iovec iov[kMaxParts];
+  size_t count = 0;
+  for (std::string_view p : parts) {
+    if (p.empty()) continue;
+    if (count == kMaxParts) return invalid_argument("send_all_parts: more than {} parts", kMaxParts);
+    iov[count++] = iovec{const_cast<char*>(p.data()), p.size()};
+  }
+  size_t first = 0;  // the first part not yet written completely
+  while (first < count) {
+    msghdr msg{};
+    msg.msg_iov = iov + first;
+    msg.msg_iovlen = count - first;
+    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    if (n <= 0)
+      return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
+    auto left = static_cast<size_t>(n);
+    while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (first < count) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return Status::ok();
+}
+
+Status read_exact(int fd, char* dst, size_t n, int timeout_ms) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::recv(fd, dst + got, n - got, 0);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0) return unavailable("connection closed by the peer");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      pollfd pf{fd, POLLIN, 0};
+      int pr = ::poll(&pf, 1, timeout_ms);
+      if (pr == 0) return deadline_exceeded("no data within {} ms", timeout_ms);
+      if (pr < 0 && errno != EINTR) return unavailable("poll failed: {}", std::strerror(errno));
+      continue;
+    }
+    return unavailable("recv failed: {}", std::strerror(errno));
   }
   return Status::ok();
 }

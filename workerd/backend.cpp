@@ -81,6 +81,12 @@ Result<bool> Backend::copy_to_host_if_idle(const Tensor& t, size_t offset, void*
   return read_bytes_if_idle(*b, dst, session);
 }
 
+Result<const char*> Backend::host_view(const Tensor& t, size_t offset, size_t n) const {
+  GT_RETURN_IF_ERROR(check_span("host_view", t, offset, n));
+  const void* base = host_address(t.storage->data());
+  return base ? static_cast<const char*>(base) + offset : nullptr;
+}
+
 Status Backend::copy_from_host(Tensor& t, size_t offset, const void* src, size_t n,
                                uint64_t session) {
   GT_RETURN_IF_ERROR(check_span("copy_from_host", t, offset, n));

@@ -186,6 +186,11 @@ class Backend {
   // nothing and returns false (start_copy_to_host then). A synchronous device always copies.
   Result<bool> copy_to_host_if_idle(const Tensor& t, size_t offset, void* dst, size_t n,
                                     uint64_t session);
+  // Bytes [offset, offset + n) of t's contents where the host can read them in place (the CPU:
+  // a fetch reply is then written to the socket straight from the tensor, issue 15), checked
+  // like copy_to_host; nullptr when the device's memory is not host memory (copy_to_host then).
+  // Valid while the storage lives and nothing writes it.
+  Result<const char*> host_view(const Tensor& t, size_t offset, size_t n) const;
   // Ok, or why the device is unusable for good (a sticky CUDA error: the worker must go).
   virtual Status device_lost() const { return Status::ok(); }
   // Where an asynchronous device reports a kernel that failed on the device: (session, result
@@ -234,6 +239,8 @@ class Backend {
     return read_bytes(bytes, dst, session);
   }
   virtual Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) = 0;
+  // Where the host reads a block in place (host_view), or nullptr (the default: device memory).
+  virtual const void* host_address(const void* block) const { return nullptr; }
   virtual Status zero_bytes(const DeviceBytes& bytes, uint64_t session) = 0;
 
  private:

@@ -19,6 +19,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -37,6 +39,9 @@ class Executor {
  public:
   // Called from the executor thread with each outbound message (acks, errors, replies).
   using SendFn = std::function<void(v1::WorkerMessage&&)>;
+  // Called like SendFn with one frame in two parts: `header` (a whole frame up to its payload,
+  // libgtcore/reply_payload.h) and `payload`, written after it (scatter-gather, no copy).
+  using SendPartsFn = std::function<void(std::string_view header, std::string_view payload)>;
 
   // A session that has run for `slice_us` yields to others that have work queued.
   static constexpr int64_t kDefaultSliceUs = 2000;
@@ -64,6 +69,10 @@ class Executor {
   // Where communication instructions (libgtcore/comm.def) go; without one they fail. Set
   // before start(); the link must outlive the executor.
   void set_peer_link(PeerLink* link) { peer_ = link; }
+  // Where fetch replies go as header + payload, straight from tensors in host memory (issue 15).
+  // Without one (tests), or on a device whose memory the host cannot read in place, a fetch is
+  // copied into an ordinary reply and sent through SendFn. Set before start().
+  void set_payload_sender(SendPartsFn fn) { send_parts_ = std::move(fn); }
   // Called once (from the executor or the I/O thread) when the backend reports its device lost
   // (Backend::device_lost: a sticky error). The worker cannot recover: it must go. Set before
   // start().
@@ -102,6 +111,8 @@ class Executor {
   void answer(uint64_t session, const v1::Request& req);
   void answer_fetch(uint64_t session, const v1::Request& req);
   void answer_fetch_async(uint64_t session, const v1::Request& req, const Tensor& t);
+  // Sends t's bytes in chunks straight from `host` (Backend::host_view) through send_parts_.
+  void send_fetch_from_host(const v1::Request& req, const Tensor& t, const char* host);
   static std::string* start_fetch_chunk(v1::Reply* r, uint64_t request_id, const Tensor& t,
                                         uint64_t offset, uint64_t n);
   // Runs `done` once the session's queued device work is done (Backend::when_done), counted so
@@ -114,6 +125,8 @@ class Executor {
 
   Backend& backend_;
   SendFn send_;
+  SendPartsFn send_parts_;
+  std::string header_scratch_;  // reused for fetch headers (no allocation per reply)
   uint64_t max_reply_chunk_;
   uint32_t worker_id_ = 0;
   PeerLink* peer_ = nullptr;

@@ -11,6 +11,7 @@
 #include "libgtcore/asio.h"
 #include "libgtcore/config_table.h"
 #include "libgtcore/logging.h"
+#include "libgtcore/malloc_tuning.h"
 #include "libgtcore/secret_file.h"
 #include "libgtcore/version.h"
 #include "workerd/backend_factory.h"
@@ -36,6 +37,8 @@ const gt::DaemonCommand kCommand = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread starts: large request buffers are reused, not faulted in afresh each time.
+  gt::tune_malloc_for_large_buffers();
   // Every option is a row of worker_options.def; the rows fill `o`.
   gt::worker::WorkerOptions o;
   if (auto done = gt::parse_daemon_command_line(kCommand, gt::worker::worker_option_table(), argc,

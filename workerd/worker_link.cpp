@@ -27,6 +27,8 @@ WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions
       watchdog_(io),
       backoff_ms_(opts_.reconnect_ms) {
   executor_.set_peer_link(peer_);
+  executor_.set_payload_sender(
+      [this](std::string_view header, std::string_view payload) { send_direct_parts(header, payload); });
   // A lost device (a sticky error) cannot recover: leave the dispatcher -- which tells the
   // sessions with tensors here that this worker is gone -- and exit non-zero, so that systemd
   // restarts the worker (ARCHITECTURE §6).
@@ -223,6 +225,13 @@ void WorkerLink::set_out_fd(int fd) {
   std::lock_guard<std::mutex> lk(out_mu_);
   if (out_fd_ >= 0) ::close(out_fd_);
   out_fd_ = fd;
+}
+
+void WorkerLink::send_direct_parts(std::string_view header, std::string_view payload) {
+  std::lock_guard<std::mutex> lk(out_mu_);
+  if (out_fd_ < 0) return;  // no dispatcher: replies for it are moot
+  Status st = send_all_parts(out_fd_, {header, payload});
+  if (!st.is_ok()) spdlog::debug("send to the dispatcher failed: {}", st.message());
 }
 
 void WorkerLink::send_direct(const v1::WorkerMessage& m) {

@@ -55,6 +55,8 @@ class WorkerLink {
   void on_frame(std::string_view body);
   void on_close(const Status& why);
   void send_direct(const v1::WorkerMessage& m);
+  // A frame in two parts (a fetch reply's header and its payload), one gather write.
+  void send_direct_parts(std::string_view header, std::string_view payload);
   void set_out_fd(int fd);  // takes ownership; -1 closes the current one
 
   asio::io_context& io_;

@@ -145,17 +145,21 @@ py::tuple shape_tuple(const gt::Shape& s) {
 py::array to_numpy(const gt::Tensor& t) {
   gt::TensorMeta meta = t.meta();
   gt::Tensor handle = t;  // keeps the tensor alive while the GIL is released
-  std::string bytes = sync_point([&] { return handle.to_bytes(); });
   std::vector<py::ssize_t> shape(meta.shape.begin(), meta.shape.end());
-  if (meta.dtype == gt::DType::kBFloat16) {
+  if (meta.dtype == gt::DType::kBFloat16) {  // numpy has no bfloat16: converted to float32
+    std::string bytes = sync_point([&] { return handle.to_bytes(); });
     std::vector<float> f = gt::decode_bytes<float>(meta, bytes);
     py::array_t<float> out(shape);
     if (!f.empty()) std::memcpy(out.mutable_data(), f.data(), f.size() * sizeof(float));
     return out;
   }
-  auto* owned = new std::string(std::move(bytes));
-  py::capsule owner(owned, [](void* p) { delete static_cast<std::string*>(p); });
-  return py::array(numpy_dtype(meta.dtype), shape, owned->data(), owner);
+  // The array is made first (with the GIL) and the values are received into it: no
+  // intermediate buffer, no copy (issue 15).
+  py::array out(numpy_dtype(meta.dtype), shape);
+  void* dst = out.mutable_data();
+  const auto nbytes = static_cast<size_t>(meta.nbytes());
+  sync_point([&] { gt::detail::fetch_into(handle, dst, nbytes); });
+  return out;
 }
 
 gt::Tensor from_numpy_as(py::handle obj, gt::DType dt) {

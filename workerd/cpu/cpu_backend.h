@@ -58,6 +58,8 @@ class CpuBackend final : public Backend {
   Status run_kernel(const KernelArgs& args) override;
   // Tensors live in host memory: plain copies, done when they return.
   Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
+  // CPU tensors live in host memory: fetches are sent from it directly.
+  const void* host_address(const void* block) const override { return block; }
   Status write_bytes(const DeviceBytes& bytes, const void* src, uint64_t session) override;
   Status zero_bytes(const DeviceBytes& bytes, uint64_t session) override;
 

@@ -52,6 +52,30 @@ To convert_element(From v) {
   }
 }
 
+// Host types whose bytes are a dtype's representation as they are (vector<bool> is packed: no).
+template <typename T>
+inline constexpr bool has_raw_layout_v =
+    !std::is_same_v<T, bool> && (std::is_arithmetic_v<T> || is_half_like_v<T>);
+
+// Whether T's bytes are dtype's elements as they are (float for float32, int64_t for int64...),
+// so conversion is a copy.
+template <typename T>
+constexpr bool is_host_type_of(DType dtype) {
+  if constexpr (std::is_same_v<T, half>) return dtype == kFloat16;
+  else if constexpr (std::is_same_v<T, bfloat16>) return dtype == kBFloat16;
+  else if constexpr (std::is_same_v<T, float>) return dtype == kFloat32;
+  else if constexpr (std::is_same_v<T, double>) return dtype == kFloat64;
+  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if constexpr (sizeof(T) == 8 && std::is_signed_v<T>) return dtype == kInt64;
+    else if constexpr (sizeof(T) == 4 && std::is_signed_v<T>) return dtype == kInt32;
+    else if constexpr (sizeof(T) == 1 && std::is_signed_v<T>) return dtype == kInt8;
+    else if constexpr (sizeof(T) == 1 && std::is_unsigned_v<T>) return dtype == kUInt8;
+    else return false;
+  } else {
+    return false;
+  }
+}
+
 // Reads element i of row-major bytes of element type S.
 template <typename S>
 S load_element(const char* p, size_t i) {
@@ -73,6 +97,13 @@ std::vector<T> decode_elements(const TensorMeta& meta, const std::string& bytes)
     throw Error("to_vector: got " + std::to_string(bytes.size()) + " bytes for " +
                 std::to_string(n) + " elements of " + dtype_name(meta.dtype));
   std::vector<T> out;
+  if constexpr (has_raw_layout_v<T>) {
+    if (is_host_type_of<T>(meta.dtype)) {  // the same representation: one copy
+      out.resize(n);
+      if (n > 0) std::memcpy(out.data(), bytes.data(), n * sizeof(T));
+      return out;
+    }
+  }
   out.reserve(n);
   GT_DISPATCH_DTYPE(meta.dtype, S, [&] {
     for (size_t i = 0; i < n; ++i)

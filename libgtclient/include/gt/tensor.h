@@ -554,6 +554,9 @@ inline constexpr size_t kHostChunkBytes = size_t{4} << 20;
 Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes);
 // Fetches a tensor's bytes (sync point); checks their size against its meta.
 std::string fetch_bytes(const Tensor& t);
+// Fetches a tensor's bytes straight into `dst`, `nbytes` long (its meta's size; checked): the
+// bytes are received there, not copied from an intermediate buffer (issue 15).
+void fetch_into(const Tensor& t, void* dst, size_t nbytes);
 // A Dims as a Shape (throws when the rank exceeds kMaxRank); `what` names the op in errors.
 Shape to_shape(const Dims& dims, const char* what);
 // Normalizes a possibly negative dim against `rank` (Python style); throws naming `what`.
@@ -576,6 +579,16 @@ void move_in_place(const Tensor& t, const Device& device, std::optional<DType> d
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  if constexpr (detail::has_raw_layout_v<T>) {
+    // The host type is the dtype's own representation: the values are received into the
+    // vector itself, with no conversion pass.
+    const TensorMeta m = meta();
+    if (detail::is_host_type_of<T>(m.dtype)) {
+      std::vector<T> out(static_cast<size_t>(m.shape.numel()));
+      detail::fetch_into(*this, out.data(), out.size() * sizeof(T));
+      return out;
+    }
+  }
   std::string bytes = detail::fetch_bytes(*this);
   return detail::decode_elements<T>(meta(), bytes);
 }
