@@ -102,6 +102,7 @@ void HotPathDetector::instr(const v1::Instr& in, std::span<TensorEntry* const> e
   // The result is instruction `instructions_` of the stretch (a reused id takes the new one).
   if (out != 0) refs_[out] = local_tag(instructions_);
   ++instructions_;
+  if (sig_.size() > opts_.cache_bytes / 4) taint();  // too big to keep
 }
 
 void HotPathDetector::free(uint64_t id, const TensorEntry&) {
@@ -128,6 +129,16 @@ void HotPathDetector::reset() {
   compile_now_ = false;
 }
 
+uint64_t HotPathDetector::evict_oldest() {
+  auto victim = cache_.find(*lru_.back());
+  const uint64_t path = victim->second.path;
+  if (path != 0) ++stats_.evictions;
+  stats_.cached_bytes -= victim->first.size();
+  lru_.pop_back();
+  cache_.erase(victim);
+  return path;
+}
+
 HotPathDetector::Cut HotPathDetector::cut() {
   Cut c;
   if (!opts_.enabled) return c;
@@ -148,15 +159,12 @@ HotPathDetector::Cut HotPathDetector::cut() {
   }
   auto it = cache_.find(sig_);
   if (it == cache_.end()) {
-    if (cache_.size() >= opts_.cache_entries && !lru_.empty()) {  // make room: the oldest goes
-      auto victim = cache_.find(*lru_.back());
-      if (victim->second.path != 0) {
-        c.evicted = victim->second.path;
-        ++stats_.evictions;
-      }
-      lru_.pop_back();
-      cache_.erase(victim);
+    // Make room: the least recently seen go (one reported; a rare second one only counted).
+    while (!lru_.empty() && (cache_.size() >= opts_.cache_entries ||
+                             stats_.cached_bytes + sig_.size() > opts_.cache_bytes)) {
+      if (const uint64_t gone = evict_oldest(); gone != 0 && c.evicted == 0) c.evicted = gone;
     }
+    stats_.cached_bytes += sig_.size();
     it = cache_.emplace(std::move(sig_), Entry{}).first;
     lru_.push_front(&it->first);
     it->second.lru = lru_.begin();

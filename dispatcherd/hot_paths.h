@@ -37,6 +37,9 @@ struct HotPathOptions {
   uint32_t min_repeats = 2;
   size_t cache_entries = 64;
   size_t max_instructions = 4096;  // a longer stretch is not a candidate
+  // Signature bytes a session may hold (a client must not grow the dispatcher without bound):
+  // least recently seen signatures go first; one longer than a quarter of it is no candidate.
+  size_t cache_bytes = size_t{4} << 20;
 };
 
 class HotPathDetector {
@@ -50,7 +53,8 @@ class HotPathDetector {
   };
   struct Stats {
     uint64_t defined = 0, hits = 0, misses = 0, evictions = 0;
-    size_t cached = 0;  // signatures held (candidates and hot paths)
+    size_t cached = 0;        // signatures held (candidates and hot paths)
+    size_t cached_bytes = 0;  // their bytes
   };
 
   explicit HotPathDetector(HotPathOptions o) : opts_(o) {}
@@ -78,6 +82,8 @@ class HotPathDetector {
   };
   // The reference of client id `id` in the signature (local result or outside slot).
   void put_ref(uint64_t id, const TensorEntry& e);
+  // Drops the least recently seen signature; returns its hot path id (0: a candidate).
+  uint64_t evict_oldest();
   void reset();
 
   HotPathOptions opts_;

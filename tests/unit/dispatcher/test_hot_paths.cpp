@@ -201,6 +201,25 @@ TEST_CASE("hot paths: the cache is bounded, least recently seen first out") {
   CHECK(one(0).path == 2);
 }
 
+TEST_CASE("hot paths: a session's signatures are bounded in bytes too") {
+  HotPathOptions o;
+  o.cache_bytes = 4096;  // a quarter: 1024 bytes per signature at most
+  Stream s(o);
+  const uint64_t x = s.leaf(Shape{8});
+  auto stretch = [&](int64_t dim, int n) {
+    for (int i = 0; i < n; ++i) s.op(OpId::k_sum, {x}, {dim});
+    return s.det.cut();
+  };
+  for (int64_t dim = 0; dim < 100; ++dim) stretch(dim, 10);  // 100 distinct candidates
+  CHECK(s.det.stats().cached_bytes <= o.cache_bytes);
+  CHECK(s.det.stats().cached < 100);
+  CHECK(s.det.stats().cached > 10);
+  stretch(0, 200);  // a signature over 1024 bytes: never kept
+  stretch(0, 200);
+  CHECK(s.det.stats().defined == 0);
+  CHECK(s.det.stats().cached_bytes <= o.cache_bytes);
+}
+
 TEST_CASE("hot paths: min_repeats, compile: true scopes, and disabling") {
   Stream now(HotPathOptions{true, 1, 64, 4096});
   const uint64_t x = now.leaf(Shape{8});
