@@ -5,6 +5,7 @@
 # any crash; exits non-zero if any target crashed (crash, leak, timeout, out-of-memory).
 #
 #   scripts/fuzz.sh SECONDS [TARGET...]     targets: frame_codec handshake client_batch worker_batch
+#                                                     reply_payload
 #   GT_FUZZ_CPU=1 scripts/fuzz.sh 60        pin each fuzzer to CPU 1 (taskset)
 #   GT_FUZZ_WORK_DIR=/tmp/f scripts/fuzz.sh 60   keep the grown corpora and artifacts there
 #   GT_FUZZ_JOBS=2                          build parallelism (default 2)
@@ -20,7 +21,7 @@ if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
 fi
 SECONDS_EACH=$1
 shift
-ALL_TARGETS=(frame_codec handshake client_batch worker_batch)
+ALL_TARGETS=(frame_codec handshake client_batch worker_batch reply_payload)
 TARGETS=("$@")
 [[ ${#TARGETS[@]} -eq 0 ]] && TARGETS=("${ALL_TARGETS[@]}")
 

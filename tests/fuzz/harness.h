@@ -17,6 +17,8 @@
 //                     worker must hold nothing once the client hung up.
 //   run_worker_batch  a stream of frames, each a gt.v1.WorkerBatch executed in order by one
 //                     Executor on a CpuBackend with a small memory limit.
+//   run_reply_payload byte 0: bit 0 WorkerMessage (else ServerMessage), the rest a prefix cut;
+//                     the rest: a frame body for the fetch-reply header scanner (issue 15).
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,8 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace gt::fuzz {
 
@@ -35,6 +39,10 @@ void run_frame_codec(const uint8_t* data, size_t size);
 void run_handshake(const uint8_t* data, size_t size);
 void run_client_batch(const uint8_t* data, size_t size);
 void run_worker_batch(const uint8_t* data, size_t size);
+void run_reply_payload(const uint8_t* data, size_t size);
+// Valid fetch replies of both envelopes and a few other bodies: (name, input) for
+// corpus/reply_payload/ and the regression test.
+std::vector<std::pair<std::string, std::string>> reply_payload_seeds();
 
 inline void run_frame_codec(std::string_view s) {
   run_frame_codec(reinterpret_cast<const uint8_t*>(s.data()), s.size());
@@ -47,6 +55,9 @@ inline void run_client_batch(std::string_view s) {
 }
 inline void run_worker_batch(std::string_view s) {
   run_worker_batch(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+}
+inline void run_reply_payload(std::string_view s) {
+  run_reply_payload(reinterpret_cast<const uint8_t*>(s.data()), s.size());
 }
 
 // Constants shared with the seed generator and the tests.

@@ -473,6 +473,8 @@ int main(int argc, char** argv) {
     forged.request(v1::Request::FETCH, 0);
     write_seed("worker_batch", "forged_handles", worker_input({forged.worker_batch(5, 0)}));
   }
+  for (const auto& [name, input] : gt::fuzz::reply_payload_seeds())  // fetch replies (issue 15)
+    write_seed("reply_payload", name, input);
   std::printf("wrote %d seeds under %s\n", g_written, g_root.c_str());
   return 0;
 }

@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <map>
+#include <random>
 #include <fstream>
 #include <sstream>
 
 #include "libgtcore/instr_codec.h"
+#include "libgtcore/reply_payload.h"
 #include "tests/fuzz/dispatcher_rig.h"
 #include "tests/fuzz/harness.h"
 
@@ -124,7 +126,8 @@ TEST_CASE("inputs the fuzzers crashed with replay cleanly", "[fuzz]") {
   init();
   const std::filesystem::path root = GT_FUZZ_CORPUS_DIR;
   int replayed = 0;
-  for (const char* target : {"frame_codec", "handshake", "client_batch", "worker_batch"}) {
+  for (const char* target :
+       {"frame_codec", "handshake", "client_batch", "worker_batch", "reply_payload"}) {
     const auto dir = root / target;
     if (!std::filesystem::exists(dir)) continue;
     for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -136,9 +139,41 @@ TEST_CASE("inputs the fuzzers crashed with replay cleanly", "[fuzz]") {
       if (t == "frame_codec") run_frame_codec(input);
       else if (t == "handshake") run_handshake(input);
       else if (t == "client_batch") run_client_batch(input);
+      else if (t == "reply_payload") run_reply_payload(input);
       else run_worker_batch(input);
       ++replayed;
     }
   }
   CHECK(replayed > 0);
+}
+
+TEST_CASE("the reply-payload harness holds on its seeds, every prefix cut and corruptions",
+          "[fuzz]") {
+  // What fuzz_reply_payload checks (tests/fuzz/reply_payload_target.cpp), run here on its seeds
+  // with every byte-0 variant (envelope, prefix cut) and single-byte corruptions, so plain ctest
+  // exercises the harness and the scanner's invariants without clang.
+  init();
+  std::mt19937 rng(15);
+  int runs = 0;
+  int found = 0;
+  for (const auto& [name, seed] : reply_payload_seeds()) {
+    INFO(name);
+    const std::string_view body = std::string_view(seed).substr(1);
+    auto scan = scan_reply_payload(body, body.size(),
+                                   (seed[0] & 1) ? kWorkerReplyField : kServerReplyField);
+    if (scan.is_ok() && scan->state == ReplyScan::kFound) ++found;
+    for (int b0 = 0; b0 < 128; ++b0) {
+      std::string input = seed;
+      input[0] = static_cast<char>((seed[0] & 1) | (b0 << 1));
+      run_reply_payload(input);
+      for (int k = 0; k < 20 && input.size() > 1; ++k) {
+        std::string bad = input;
+        bad[1 + rng() % (bad.size() - 1)] = static_cast<char>(rng());
+        run_reply_payload(bad);
+        ++runs;
+      }
+    }
+  }
+  CHECK(found == 2);  // the two fetch replies reach the deep checks
+  CHECK(runs > 5000);
 }
