@@ -139,7 +139,7 @@ void sessions(Screen& sc, const v1::StatusReport& s) {
       {"OPS/S", false, 95},    {"LAST MINUTE", true, 10}, {"INSTR", false, 35},
       {"QUEUED", false, 80},   {"TENSORS", false, 30}, {"HELD", false, 85},
       {"SYNC P50", false, 45}, {"SYNC P99", false, 75}, {"ERRORS", false, 70},
-      {"AGE", false, 40},
+      {"HOT", false, 15},      {"AGE", false, 40},
   };
   std::vector<std::vector<std::string>> rows;
   for (int i : sorted_sessions(s, sc.o.sort)) {
@@ -158,6 +158,8 @@ void sessions(Screen& sc, const v1::StatusReport& s) {
         latency(h, h.p50_s(), u),
         latency(h, h.p99_s(), u),
         count(x.errors()),
+        // hot paths / their hits (issue 11): "-" for a session with none
+        x.hot_paths() == 0 ? "-" : fmt::format("{}/{}", x.hot_paths(), x.hot_path_hits()),
         format_seconds(x.age_s(), u),
     });
   }

@@ -74,6 +74,8 @@ v1::StatusReport sample() {
     }
   };
   session(101, "alice", "train.py", 2500, kMiB, 3, 0, 0.0012, 0.25);
+  s.mutable_sessions(0)->set_hot_paths(2);  // hot paths / hits (issue 11)
+  s.mutable_sessions(0)->set_hot_path_hits(230);
   session(7, "bob", "eval", 0, 5000, 0, 1, 0.0000152, 0.5);
   // Text from a client that must not move the cursor or clear the screen.
   session(55, "", "evil\x1b[2J\nprog\xc2\x9b", 0, 0, 9, 0, 0, 0);
@@ -271,6 +273,8 @@ TEST_CASE("gt-top renders a status: header, tables, errors", "[gt-top]") {
   CHECK(has(a, "1.2 ms"));
   CHECK(has(a, "250.0 ms"));
   CHECK(has(a, "42.0 s"));
+  CHECK(has(a, " 2/230 "));
+  CHECK(has(section(lines, "Sessions: 3")[0], "HOT"));
   const std::string b = row_of(lines, "Sessions: 3", "7");
   CHECK(has(b, "bob"));
   CHECK(has(b, "4.9 KiB"));
