@@ -68,6 +68,24 @@ Status send_all_parts(int fd, std::initializer_list<std::string_view> parts) {
   return Status::ok();
 }
 
+namespace {
+
+// A recv that returned `r` <= 0: the peer closed, or an error, or nothing yet (then waits up to
+// timeout_ms for data). OK means "try the recv again".
+Status after_failed_recv(int fd, ssize_t r, int timeout_ms) {
+  if (r == 0) return unavailable("connection closed by the peer");
+  if (errno == EINTR) return Status::ok();
+  if (errno != EAGAIN && errno != EWOULDBLOCK)
+    return unavailable("recv failed: {}", std::strerror(errno));
+  pollfd pf{fd, POLLIN, 0};
+  const int pr = ::poll(&pf, 1, timeout_ms);
+  if (pr == 0) return deadline_exceeded("no data within {} ms", timeout_ms);
+  if (pr < 0 && errno != EINTR) return unavailable("poll failed: {}", std::strerror(errno));
+  return Status::ok();
+}
+
+}  // namespace
+
 Status read_exact(int fd, char* dst, size_t n, int timeout_ms) {
   size_t got = 0;
   while (got < n) {
@@ -76,16 +94,7 @@ Status read_exact(int fd, char* dst, size_t n, int timeout_ms) {
       got += static_cast<size_t>(r);
       continue;
     }
-    if (r == 0) return unavailable("connection closed by the peer");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      pollfd pf{fd, POLLIN, 0};
-      int pr = ::poll(&pf, 1, timeout_ms);
-      if (pr == 0) return deadline_exceeded("no data within {} ms", timeout_ms);
-      if (pr < 0 && errno != EINTR) return unavailable("poll failed: {}", std::strerror(errno));
-      continue;
-    }
-    return unavailable("recv failed: {}", std::strerror(errno));
+    GT_RETURN_IF_ERROR(after_failed_recv(fd, r, timeout_ms));
   }
   return Status::ok();
 }
@@ -98,16 +107,7 @@ Status read_some(int fd, FrameDecoder* decoder, int timeout_ms) {
       decoder->commit(static_cast<size_t>(n));
       return Status::ok();
     }
-    if (n == 0) return unavailable("connection closed by the peer");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      pollfd pf{fd, POLLIN, 0};
-      int r = ::poll(&pf, 1, timeout_ms);
-      if (r == 0) return deadline_exceeded("no data within {} ms", timeout_ms);
-      if (r < 0 && errno != EINTR) return unavailable("poll failed: {}", std::strerror(errno));
-      continue;
-    }
-    return unavailable("recv failed: {}", std::strerror(errno));
+    GT_RETURN_IF_ERROR(after_failed_recv(fd, n, timeout_ms));
   }
 }
 

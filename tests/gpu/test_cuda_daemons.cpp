@@ -24,6 +24,7 @@
 #define GT_TEST_HAVE_NCCL_H 1
 #endif
 
+#include "backlog_probe.h"
 #include "daemons.h"
 #include "instr_builder.h"
 #include "libgtcore/op_attrs.h"
@@ -34,10 +35,6 @@ using namespace gt::testing;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-int64_t ms_since(Clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-}
 
 // Without a GPU the case fails under device-check.sh (GT_GPU_TESTS_REQUIRE_DEVICE) and warns
 // elsewhere, as the in-process parity cases do.
@@ -85,18 +82,7 @@ TEST_CASE("cuda worker: a sync behind seconds of GPU work; the worker stays regi
     return std::make_pair(r, ms_since(t0));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  // Another session, meanwhile: its own stream, done in well under a second.
-  RawClient light(d.address());
-  REQUIRE(light.hello().kind_case() == v1::ServerMessage::kWelcome);
-  light.send(batch_of({from_floats(1, {1, 2, 3}, Shape{3}),
-                       make_instr(OpId::k_mul, 2, {1},
-                                  make_binary_scalar(ScalarSide::kRight, 2.0, false))}));
-  const auto t1 = Clock::now();
-  v1::Reply lr = light.request(v1::Request::FETCH, 2);
-  const int64_t light_ms = ms_since(t1);
-  CHECK(light_ms < 1000);
-  REQUIRE(lr.errors_size() == 0);
-  CHECK(floats_of(lr) == std::vector<float>{2, 4, 6});
+  const int64_t light_ms = check_other_session_meanwhile(d);  // its own stream, meanwhile
   CHECK(heavy_fetch.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready);
   auto [hr, took_ms] = heavy_fetch.get();
   INFO(hr.DebugString());
@@ -106,13 +92,7 @@ TEST_CASE("cuda worker: a sync behind seconds of GPU work; the worker stays regi
   // Every entry of (J/n)(J/n) is 1/n, so the sum is n (float32 rounding of the partial sums).
   REQUIRE(floats_of(hr).size() == 1);
   CHECK(floats_of(hr)[0] == Approx(static_cast<double>(kN)).epsilon(1e-4));
-  // Still registered, never declared dead.
-  RawClient probe(d.address());
-  REQUIRE(probe.hello().kind_case() == v1::ServerMessage::kWelcome);
-  CHECK(probe.worker_stats().size() == 1);
-  std::ifstream log(d.dir() + "/dispatcher.log");
-  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  CHECK(text.find("its tensors are lost") == std::string::npos);
+  check_still_registered(d);
 }
 
 TEST_CASE("nccl: libnccl.so.2 loads and a one-rank communicator all-reduces on GPU 0", "[.gpu]") {

@@ -20,18 +20,26 @@
 
 namespace gt::testing {
 
+int connect_unix(const std::string& path) {
+  sockaddr_un sa{};
+  if (path.size() >= sizeof(sa.sun_path)) return -1;
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sa.sun_family = AF_UNIX;
+  std::copy(path.begin(), path.end(), sa.sun_path);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 RawClient::RawClient(const std::string& address) {
   if (address.rfind("unix:", 0) == 0) {
     const std::string path = address.substr(5);
-    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    if (path.size() >= sizeof(sa.sun_path)) throw std::runtime_error("socket path too long");
-    std::copy(path.begin(), path.end(), sa.sun_path);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-      ::close(fd_);
-      throw std::runtime_error("connect failed");
-    }
+    if (path.size() >= sizeof(sockaddr_un{}.sun_path)) throw std::runtime_error("socket path too long");
+    fd_ = connect_unix(path);
+    if (fd_ < 0) throw std::runtime_error("connect failed");
     return;
   }
   auto colon = address.rfind(':');

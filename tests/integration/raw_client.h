@@ -43,6 +43,9 @@ class RawClient {
   uint64_t next_request_ = 1000;
 };
 
+// A connected Unix-socket fd to `path`, or -1 (tests that speak frames on a bare fd).
+int connect_unix(const std::string& path);
+
 // Every worker's statistics, by worker id, asked by a fresh client of `address` (throws when the
 // dispatcher does not welcome it).
 std::vector<v1::WorkerStats> sorted_worker_stats(const std::string& address);

@@ -27,6 +27,7 @@
 #include "libgtcore/frame_codec.h"
 #include "libgtcore/reply_payload.h"
 #include "libgtcore/socket_io.h"
+#include "raw_client.h"
 
 using namespace gt;
 using namespace gt::testing;
@@ -96,18 +97,6 @@ TEST_CASE("fetches of every dtype and size come back byte-exact", "[data_path]")
 }
 
 namespace {
-
-int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // A registered worker that acknowledges every batch and answers SYNC, but answers each FETCH
 // with the next of a list of malformed replies (then, past the list, a correct 4x4 float32).

@@ -10,6 +10,7 @@
 #include <future>
 #include <string>
 
+#include "backlog_probe.h"
 #include "daemons.h"
 #include "instr_builder.h"
 #include "raw_client.h"
@@ -18,11 +19,6 @@ using namespace gt;
 using namespace gt::testing;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-int64_t ms_since(Clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-}
-}  // namespace
 
 TEST_CASE("sim worker: a sync behind 6 s of device work; the worker stays registered and "
           "another session's ops complete", "[sim][integration]") {
@@ -46,21 +42,7 @@ TEST_CASE("sim worker: a sync behind 6 s of device work; the worker stays regist
     return std::make_pair(r, ms_since(t0));
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  // Another session, meanwhile: its own stream, done in well under a second.
-  RawClient light(d.address());
-  REQUIRE(light.hello().kind_case() == v1::ServerMessage::kWelcome);
-  v1::ClientMessage lm;
-  *lm.mutable_batch()->add_instrs() = from_floats(1, {1, 2, 3}, Shape{3});
-  *lm.mutable_batch()->add_instrs() =
-      make_instr(OpId::k_mul, 2, {1}, make_binary_scalar(ScalarSide::kRight, 2.0, false));
-  light.send(lm);
-  const auto t1 = Clock::now();
-  v1::Reply lr = light.request(v1::Request::FETCH, 2);
-  CHECK(ms_since(t1) < 1000);
-  REQUIRE(lr.errors_size() == 0);
-  std::vector<float> lv(3);
-  std::memcpy(lv.data(), lr.tensor().data().data(), 12);
-  CHECK(lv == std::vector<float>{2, 4, 6});
+  check_other_session_meanwhile(d);  // its own stream, done in well under a second
   CHECK(heavy_sync.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready);
   auto [hr, took_ms] = heavy_sync.get();
   INFO(hr.DebugString());
@@ -70,13 +52,7 @@ TEST_CASE("sim worker: a sync behind 6 s of device work; the worker stays regist
   std::memcpy(hv.data(), hr.tensor().data().data(), 64);
   CHECK(hv[0] == 300.0f);
   CHECK(hv[15] == 300.0f);
-  // Still registered, never declared dead.
-  RawClient probe(d.address());
-  REQUIRE(probe.hello().kind_case() == v1::ServerMessage::kWelcome);
-  CHECK(probe.worker_stats().size() == 1);
-  std::ifstream log(d.dir() + "/dispatcher.log");
-  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  CHECK(text.find("its tensors are lost") == std::string::npos);
+  check_still_registered(d);
 }
 
 TEST_CASE("sim worker: a lost device takes the worker out with a non-zero exit; the session is "

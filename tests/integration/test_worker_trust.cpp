@@ -63,18 +63,6 @@ bool wait_for_text(const std::string& path, const std::string& needle,
   return false;
 }
 
-int connect_unix(const std::string& path) {
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path.c_str());
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 v1::WorkerMessage worker_hello(const std::string& secret, const std::string& name) {
   v1::WorkerMessage m;
   fill_worker_hello(m.mutable_hello(), secret, name);
