@@ -10,9 +10,13 @@
       write through an aliasing view into its base), then one fetch -> ms, median
   (e) CNN training step: 32x1x28x28 -> Conv2d(1, 16, 3, padding 1) -> BatchNorm2d -> ReLU ->
       MaxPool2d(2) -> Linear(16*14*14, 10), cross entropy, SGD, loss.item() each step -> ms/step
+  (c) and (f) also run the GT side under gt.compile (a hot path replayed by reference, its
+      elementwise chains fused on the worker; issue 11):
+  (f) fused elementwise chain: ((x*a + b).relu() * c).exp() on 16 M float32 -> ms, median, GT
+      eager vs gt.compile (target >= 2.5x faster) vs torch eager; the two GT results bitwise equal
 
   PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--ops N] [--reps R]
-      [--steps S] [--only abcde] [--json]
+      [--steps S] [--only abcdef] [--json]
 
 GT runs on GT_ADDRESS when set, else on the embedded default (a private dispatcher + one worker).
 Without torch (apt-get install python3-torch) it prints GT's figures and says torch is missing.
@@ -84,8 +88,9 @@ def mlp_data():
             rng.integers(0, 10, 64).astype(np.int64))
 
 
-def mlp_step(m):
-    """One training step of the 64x784 -> 256 -> 10 MLP written against module `m` (gt or torch)."""
+def mlp_step(m, compiled=False):
+    """One training step of the 64x784 -> 256 -> 10 MLP written against module `m` (gt or torch);
+    `compiled`: the step (but its loss.item()) under gt.compile, a hot path replayed by reference."""
     xs, ys = mlp_data()
     x, y = m.from_numpy(xs), m.from_numpy(ys)
     m.manual_seed(1)
@@ -93,14 +98,38 @@ def mlp_step(m):
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
     opt = m.optim.SGD(model.parameters(), lr=0.01)
 
-    def step():
+    def body():
         opt.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return loss.item()
+        return loss
 
-    return step
+    run = m.compile(body) if compiled else body
+    return lambda: run().item()
+
+
+# ---- (f) ------------------------------------------------------------------------------------------
+def chain(t):
+    return ((t * 1.5 + 0.25).relu() * 0.5).exp()
+
+
+def fused_chain(m, n, compiled=False):
+    """y = ((x * a + b).relu() * c).exp() on n float32 (gt: eager, or gt.compile'd: one fused
+    pass on the worker); each call waits for the result to exist (gt.synchronize)."""
+    x = m.from_numpy(np.random.default_rng(3).standard_normal(n).astype(np.float32))
+    fn = m.compile(chain) if compiled else chain
+    state = {}
+
+    def run():
+        state["y"] = None  # the previous result goes first, as in a loop
+        state["y"] = fn(x)
+        if m is gt:
+            gt.synchronize()
+        return 0.0
+
+    run.result = lambda: state["y"]
+    return run
 
 
 # ---- (e) ------------------------------------------------------------------------------------------
@@ -180,7 +209,8 @@ def main():
     ap.add_argument("--ops", type=int, default=200000, help="ops per small-op run")
     ap.add_argument("--reps", type=int, default=5, help="runs of (a), (b)")
     ap.add_argument("--steps", type=int, default=100, help="timed MLP steps (each side)")
-    ap.add_argument("--only", default="abcde")
+    ap.add_argument("--only", default="abcdef")
+    ap.add_argument("--chain-elems", type=int, default=16 << 20, help="elements of (f)")
     ap.add_argument("--json", action="store_true", help="also print one JSON object of figures")
     ap.add_argument("--torch-threads", type=int, default=0,
                     help="torch.set_num_threads(N) first (default: torch's own setting; the GT "
@@ -214,20 +244,47 @@ def main():
                      matmul_torch(n) if torch is not None else None, args.reps, "matmul")
 
     if "c" in args.only:
-        fns = [mlp_step(gt)] + ([mlp_step(torch)] if torch is not None else [])
+        fns = [mlp_step(gt), mlp_step(gt, compiled=True)]
+        fns += [mlp_step(torch)] if torch is not None else []
         res = interleaved(fns, args.steps)
         g, g0, g1 = res[0]
+        h, h0, h1 = res[1]
         FIGURES["mlp_step_gt_ms"] = round(g * 1e3, 3)
+        FIGURES["mlp_step_gt_hot_ms"] = round(h * 1e3, 3)
+        FIGURES["mlp_step_hot_vs_eager"] = round(h / g, 3)
         if torch is not None:
-            FIGURES["mlp_step_torch_ms"] = round(res[1][0] * 1e3, 3)
-            FIGURES["mlp_step_ratio"] = round(g / res[1][0], 3)
+            FIGURES["mlp_step_torch_ms"] = round(res[2][0] * 1e3, 3)
+            FIGURES["mlp_step_ratio"] = round(g / res[2][0], 3)
+            FIGURES["mlp_step_hot_ratio"] = round(h / res[2][0], 3)
         line = (f"(c) MLP step 64x784->256->10, CE, SGD, loss.item() each step: gt median "
-                f"{g * 1e3:.2f} ms/step (loss {g0:.3f} -> {g1:.3f})")
+                f"{g * 1e3:.2f} ms/step (loss {g0:.3f} -> {g1:.3f}); gt.compile median "
+                f"{h * 1e3:.2f} ms/step (loss {h0:.3f} -> {h1:.3f}, {h / g:.2f}x eager)")
         if torch is not None:
-            t, t0, t1 = res[1]
+            t, t0, t1 = res[2]
             line += (f"; torch median {t * 1e3:.2f} ms/step (loss {t0:.3f} -> {t1:.3f}); "
-                     f"ratio {g / t:.2f}x (target <= 1.5x)")
+                     f"ratio {g / t:.2f}x (target <= 1.5x), compiled {h / t:.2f}x")
         print(line, flush=True)
+
+    if "f" in args.only:
+        n = args.chain_elems
+        fns = [fused_chain(gt, n), fused_chain(gt, n, compiled=True)]
+        fns += [fused_chain(torch, n)] if torch is not None else []
+        res = interleaved(fns, args.reps * 4, blocks=args.reps, warmup=2)
+        e, h = res[0][0], res[1][0]
+        same = np.array_equal(fns[0].result().numpy(), fns[1].result().numpy())
+        FIGURES["chain_gt_ms"] = round(e * 1e3, 3)
+        FIGURES["chain_gt_hot_ms"] = round(h * 1e3, 3)
+        FIGURES["chain_hot_speedup"] = round(e / h, 3)
+        line = (f"(f) ((x*a + b).relu() * c).exp() on {n:,} float32: gt eager {e * 1e3:.1f} ms, "
+                f"gt.compile {h * 1e3:.1f} ms ({e / h:.2f}x faster, target >= 2.5x; bitwise "
+                f"{'equal' if same else 'DIFFERENT'})")
+        if torch is not None:
+            t = res[2][0]
+            FIGURES["chain_torch_ms"] = round(t * 1e3, 3)
+            line += f"; torch eager {t * 1e3:.1f} ms"
+        print(line, flush=True)
+        if not same:
+            sys.exit(1)
 
     if "d" in args.only:
         side_by_side("(d) 256 row writes buf[i] = row + fetch", row_writes(gt),

@@ -42,6 +42,8 @@ void ClientSession::run_batch(v1::ClientBatch& batch) {
   const int n_free = batch.frees_size();
   const bool placed = batch.free_at_size() == n_free;
   log_instrs_ = spdlog::should_log(spdlog::level::trace);
+  // A stretch begun in an earlier frame is partly sent already: it runs eagerly.
+  if (span_.started) span_.eligible = false;
   pool_.begin_frame();
   // Temporaries of earlier fetches: freed now, after the requests that read them.
   free_deferred();
@@ -70,6 +72,14 @@ void ClientSession::free_deferred() {
 void ClientSession::end_stretch() {
   if (!hot_.enabled()) return;
   const HotPathDetector::Cut c = hot_.cut();
+  if (!c.forgotten.empty()) forget_hot_paths(c.forgotten);
+  const bool hot = c.outcome == HotPathDetector::Outcome::kDefined ||
+                   c.outcome == HotPathDetector::Outcome::kHit;
+  // Per-instruction records (the instruction log, trace-level lines) need the instructions.
+  if (hot && span_.started && span_.eligible && opts_.hot_path_replay && !log_instrs_ &&
+      !log_->enabled())
+    replay_by_reference(c.path);
+  span_ = StretchSpan{};
   if (!log_->enabled()) return;
   const std::string source = source_of(*conn_);
   if (c.evicted != 0) log_->write("HOT_EVICT", source, "-", 0, fmt::format("path={}", c.evicted));
@@ -113,9 +123,10 @@ void ClientSession::process_instr(v1::Instr& in) {
                   fmt::format("name={}{}", in.signal().name(), in.signal().backward_pass() ? " backward" : ""));
     return;
   }
-  if (in.comm() != 0) {
+  if (in.comm() != 0 || in.has_hot()) {
     poison(in.out(), "instruction",
-           permission_denied("communication instructions are for workers only"));
+           permission_denied("{} instructions are for workers only",
+                             in.comm() != 0 ? "communication" : "hot-path"));
     return;
   }
   auto dec = decode_instr(in);
@@ -179,6 +190,7 @@ void ClientSession::process_instr(v1::Instr& in) {
   if (hot_.enabled()) hot_.instr(in, entries, out, signals_.innermost(), signals_.compile_requested());
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
+    span_.eligible = false;  // planned (sharded, moved): not replayed
     run_planned(in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);
     return;
   }
@@ -197,6 +209,7 @@ void ClientSession::process_instr(v1::Instr& in) {
     log_->write("RECV", source_of(*conn_), name, static_cast<uint64_t>(meta->nbytes()),
                 fmt::format("id={} shape={} dtype={} -> worker{}", out, meta->shape.str(),
                             dtype_name(meta->dtype), w.id));
+  if (hot_.enabled()) note_plain_instr(w);
   for (int i = 0; i < n_in; ++i) in.set_inputs(i, entries[static_cast<size_t>(i)]->handles[0]);
   if (!in_place) {
     if (!charge_new(out, name, meta->nbytes())) return;

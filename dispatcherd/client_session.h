@@ -64,6 +64,7 @@ class ClientSession {
   const RateWindow& instruction_rate() const { return instruction_rate_; }
   const LatencyHistogram& sync_latency() const { return sync_latency_; }
   const HotPathDetector::Stats& hot_path_stats() const { return hot_.stats(); }
+  uint64_t hot_path_replays() const { return hot_replays_; }
   // The status tick (1 Hz): rates over the last window.
   void sample_rates(std::chrono::steady_clock::time_point now) {
     instruction_rate_.sample(instrs_received_, now);
@@ -110,6 +111,24 @@ class ClientSession {
   void free_deferred();  // deferred_frees_, emitted now
   // A sync point or signal boundary: the stretch since the last one is looked up as a hot path.
   void end_stretch();
+
+  // client_session_hot.cpp: hot paths replayed by reference (ARCHITECTURE §7). Where the
+  // current stretch's instructions went: replayable only if every one was emitted as is, in
+  // one frame, into one worker's batch, consecutively.
+  struct StretchSpan {
+    bool started = false;
+    bool eligible = true;
+    uint32_t worker = 0;
+    int first_instr = 0, first_free = 0;  // in that worker's batch
+    uint64_t first_handle = 0;            // the worker's next_handle when it began
+  };
+  // A plain instruction for worker `w`, before its result handle is taken and it is added.
+  void note_plain_instr(WorkerState& w);
+  // The stretch just cut is hot path `path`: its instructions in the worker's batch become one
+  // HotRun (with the HotPath, the first time on that worker), if it qualifies.
+  void replay_by_reference(uint64_t path);
+  // Paths the detector evicted: the workers holding them drop them.
+  void forget_hot_paths(const std::vector<uint64_t>& paths);
 
   // session_replies.cpp
   void process_request(const v1::Request& r);
@@ -160,6 +179,12 @@ class ClientSession {
   LatencyHistogram sync_latency_;  // SYNC / FETCH, received to answered
   SignalState signals_;
   HotPathDetector hot_;
+  StretchSpan span_;
+  std::unordered_map<uint64_t, uint32_t> hot_defined_;  // hot path -> the worker holding it
+  uint64_t hot_replays_ = 0;  // stretches sent as a HotRun
+  // Reused by replay_by_reference.
+  std::vector<uint32_t> scratch_result_instr_;
+  std::unordered_map<uint64_t, uint32_t> scratch_slots_;
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
   std::map<uint32_t, std::vector<uint64_t>> deferred_frees_;
   // Reused by process_instr for each instruction's inputs.

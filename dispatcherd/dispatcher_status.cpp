@@ -111,6 +111,8 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ws->set_peer_bytes_received(w.load.peer_bytes_received());
     ws->set_errors(w.load.errors());
     ws->set_hot_path_hits(w.load.hot_path_hits());
+    ws->set_hot_paths(w.load.hot_paths());
+    ws->set_fused_ops(w.load.fused_ops());
     w.ops_rate.history(ws->mutable_ops_per_s_history());
   }
   for (const auto& [sid, session] : sessions_) {
@@ -130,6 +132,7 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ss->set_hot_paths(hot.defined);
     ss->set_hot_path_hits(hot.hits);
     ss->set_hot_path_misses(hot.misses);
+    ss->set_hot_path_replays(session->hot_path_replays());
     session->sync_latency().fill(ss->mutable_sync_latency());
     for (const auto& [id, e] : session->tensors()) {
       if (!e.live()) continue;

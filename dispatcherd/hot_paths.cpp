@@ -159,10 +159,13 @@ HotPathDetector::Cut HotPathDetector::cut() {
   }
   auto it = cache_.find(sig_);
   if (it == cache_.end()) {
-    // Make room: the least recently seen go (one reported; a rare second one only counted).
+    // Make room: the least recently seen go (the first one logged, every one forgotten).
     while (!lru_.empty() && (cache_.size() >= opts_.cache_entries ||
                              stats_.cached_bytes + sig_.size() > opts_.cache_bytes)) {
-      if (const uint64_t gone = evict_oldest(); gone != 0 && c.evicted == 0) c.evicted = gone;
+      if (const uint64_t gone = evict_oldest(); gone != 0) {
+        if (c.evicted == 0) c.evicted = gone;
+        c.forgotten.push_back(gone);
+      }
     }
     stats_.cached_bytes += sig_.size();
     it = cache_.emplace(std::move(sig_), Entry{}).first;

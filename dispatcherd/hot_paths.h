@@ -16,8 +16,8 @@
 // predecessor was is a miss (HOT_MISS: a shape changed mid-loop, say). Signatures live in a
 // bounded LRU cache per session (HOT_EVICT when a hot path falls out), freed with the session.
 //
-// This step detects and reports; replaying a hot path by reference (HotDefine / HotRun to the
-// workers, the cached plan) builds on it.
+// The session (client_session_hot.cpp) replays a qualifying hot path by reference: HotPath /
+// HotRun to its worker instead of the stretch's instructions.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "dispatcherd/placement.h"
 #include "proto/gt.pb.h"
@@ -50,6 +51,8 @@ class HotPathDetector {
     uint64_t path = 0;         // kDefined / kHit: the hot path's id (per session, from 1)
     size_t instructions = 0;   // the stretch's instructions
     uint64_t evicted = 0;      // a hot path that fell out of the cache to make room (0: none)
+    // Every hot path that fell out (workers holding their definitions must forget them).
+    std::vector<uint64_t> forgotten;
   };
   struct Stats {
     uint64_t defined = 0, hits = 0, misses = 0, evictions = 0;

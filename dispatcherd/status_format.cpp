@@ -138,6 +138,11 @@ std::string format_prometheus(const v1::StatusReport& s) {
            worker_labels, [](const W& w) { return w.errors(); });
   per_item(m, "gt_worker_hot_path_hits_total", "counter", "Hot-path replays on the worker.", ws,
            worker_labels, [](const W& w) { return w.hot_path_hits(); });
+  per_item(m, "gt_worker_hot_paths", "gauge", "Hot paths the worker holds.", ws, worker_labels,
+           [](const W& w) { return w.hot_paths(); });
+  per_item(m, "gt_worker_fused_ops_total", "counter",
+           "Ops the worker ran inside fused elementwise chains.", ws, worker_labels,
+           [](const W& w) { return w.fused_ops(); });
   per_item(m, "gt_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker was heard from.",
            ws, worker_labels, [](const W& w) { return fmt::format("{:.3f}", w.heartbeat_age_s()); });
 
@@ -162,6 +167,9 @@ std::string format_prometheus(const v1::StatusReport& s) {
   per_item(m, "gt_session_hot_path_hits_total", "counter",
            "Repetitions of the session's hot paths.", ss, session_labels,
            [](const S& x) { return x.hot_path_hits(); });
+  per_item(m, "gt_session_hot_path_replays_total", "counter",
+           "Stretches of the session sent to their worker as one hot-path run.", ss,
+           session_labels, [](const S& x) { return x.hot_path_replays(); });
   histogram(m, "gt_session_sync_latency_seconds",
             "SYNC and FETCH requests: received to answered, in the dispatcher.", s, ss,
             session_labels, [](const S& x) -> const v1::LatencyHistogram& { return x.sync_latency(); });

@@ -46,7 +46,9 @@ void WorkerPool::flush_worker(WorkerState& w) {
   if (!w.scratch_used) return;
   w.scratch_used = false;
   v1::WorkerBatch* b = w.scratch.mutable_batch();
-  uint64_t count = static_cast<uint64_t>(b->instrs_size()) + static_cast<uint64_t>(b->frees_size());
+  // A HotRun counts as the instructions and frees it stands for (client_session_hot.cpp).
+  uint64_t count = static_cast<uint64_t>(b->instrs_size()) +
+                   static_cast<uint64_t>(b->frees_size()) + b->hot_extra();
   uint64_t session = b->session();
   const double weight = events_.batch_queued(session, count);
   if (w.scratch_comm) {

@@ -29,6 +29,9 @@ constexpr size_t kMaxQueuedInstrs = 65536;  // user threads block beyond this (b
 // a user thread uploading faster than the socket drains blocks here, and no frame grows past
 // the dispatcher's max_frame_bytes (64 MiB by default) however many uploads come back to back.
 constexpr size_t kMaxQueuedPayloadBytes = size_t{16} << 20;
+// A compiled scope's instructions are held back at most this many (the dispatcher's default
+// hot_path_max_length: a longer stretch is no hot path anyway).
+constexpr size_t kMaxHeldInstrs = 4096;
 constexpr int kConnectTimeoutMs = 10000;
 // A fetch chunk at least this large is read from the socket straight into its destination
 // (fetch_into) instead of through the frame decoder and a copy.
@@ -185,7 +188,7 @@ RemoteSession::~RemoteSession() {
 void RemoteSession::flusher_loop() {
   std::unique_lock<std::mutex> lk(mu_);
   while (true) {
-    while (queue_empty(queue_) && !stopping_) {
+    while ((queue_empty(queue_) || holding_locked()) && !stopping_) {
       flusher_sleeping_ = true;
       flusher_cv_.wait(lk);
     }
@@ -247,20 +250,23 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   in->set_out(id);
   for (uint64_t i : inputs) in->add_inputs(i);
   ++queued_;
-  if (flusher_sleeping_) {
+  wake_flusher_locked();
+  return id;
+}
+
+bool RemoteSession::holding_locked() const { return hold_depth_ > 0 && queued_ < kMaxHeldInstrs; }
+
+void RemoteSession::wake_flusher_locked() {
+  if (flusher_sleeping_ && !holding_locked()) {
     flusher_sleeping_ = false;
     flusher_cv_.notify_one();
   }
-  return id;
 }
 
 v1::Instr* RemoteSession::append_annotation_locked() {
   v1::Instr* in = queue_.mutable_batch()->add_instrs();
   ++queued_;
-  if (flusher_sleeping_) {
-    flusher_sleeping_ = false;
-    flusher_cv_.notify_one();
-  }
+  wake_flusher_locked();
   return in;
 }
 
@@ -268,6 +274,9 @@ void RemoteSession::signal_enter(const std::string& name, const std::string& bac
                                  bool backward_pass) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!lost_.empty()) return;
+  const bool holds = compile_signals_.count(name) != 0;
+  scope_holds_.push_back(holds);
+  if (holds) ++hold_depth_;
   auto* ev = append_annotation_locked()->mutable_signal();
   ev->set_kind(v1::SignalEvent::ENTER);
   ev->set_name(name);
@@ -278,7 +287,11 @@ void RemoteSession::signal_enter(const std::string& name, const std::string& bac
 void RemoteSession::signal_exit(const std::string& name) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!lost_.empty()) return;
-  auto* ev = append_annotation_locked()->mutable_signal();
+  if (!scope_holds_.empty()) {
+    if (scope_holds_.back()) --hold_depth_;
+    scope_holds_.pop_back();
+  }
+  auto* ev = append_annotation_locked()->mutable_signal();  // (wakes the flusher once released)
   ev->set_kind(v1::SignalEvent::EXIT);
   ev->set_name(name);
 }
@@ -294,6 +307,8 @@ void RemoteSession::register_config(const ConfigEntry& c) {
   e->set_replicated(c.replicated);
   e->set_backward(c.backward);
   e->set_compile(c.compile);
+  if (c.compile) compile_signals_.insert(c.name);
+  else compile_signals_.erase(c.name);
 }
 
 void RemoteSession::free(uint64_t id) {
@@ -303,10 +318,7 @@ void RemoteSession::free(uint64_t id) {
   auto* b = queue_.mutable_batch();
   b->add_frees(id);
   b->add_free_at(static_cast<uint32_t>(b->instrs_size()));
-  if (flusher_sleeping_) {  // memory on the worker comes back even if no op follows
-    flusher_sleeping_ = false;
-    flusher_cv_.notify_one();
-  }
+  wake_flusher_locked();  // memory on the worker comes back even if no op follows
 }
 
 RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t id) {

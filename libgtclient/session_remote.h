@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -93,6 +94,15 @@ class RemoteSession : public Session {
   size_t queued_ = 0;
   size_t queued_payload_ = 0;  // host bytes (uploads) in queue_: bounds the frame it becomes
   bool flusher_sleeping_ = false;
+  // Compiled scopes (gt::compile, gt.compile: configs with compile: true). While one is open
+  // the flusher holds the queue, so the scope's instructions reach the dispatcher in one frame
+  // with its exit, and the dispatcher can replay them as one hot path (ARCHITECTURE §7). Held at
+  // most kMaxHeldInstrs instructions (and never past the queue's own bounds).
+  std::unordered_set<std::string> compile_signals_;
+  std::vector<bool> scope_holds_;  // per open scope: whether it is compiled
+  int hold_depth_ = 0;
+  bool holding_locked() const;
+  void wake_flusher_locked();
   bool stopping_ = false;
   bool reader_active_ = false;
   std::string lost_;                   // non-empty once the session is gone

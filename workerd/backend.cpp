@@ -52,6 +52,57 @@ Status Backend::run(const KernelArgs& args) {
   }
 }
 
+namespace {
+
+// A fused chain's tensor is float32 and its storage holds its meta's bytes.
+Status check_fused_tensor(const char* what, const Tensor& t) {
+  if (t.poison || !t.storage) return failed_precondition("fused chain: {} has no value", what);
+  if (t.meta.dtype != DType::kFloat32)
+    return invalid_argument("fused chain: {} is {}, not float32", what, dtype_name(t.meta.dtype));
+  if (t.meta.nbytes() < 0 || static_cast<uint64_t>(t.meta.nbytes()) > t.storage->bytes())
+    return invalid_argument("fused chain: {} overruns its storage", what);
+  return Status::ok();
+}
+
+// `operand` repeats over `out` when its shape, leading ones dropped, is out's trailing dims.
+bool tiles(const Shape& operand, const Shape& out) {
+  int lead = 0;
+  while (lead < operand.rank() && operand[lead] == 1) ++lead;
+  const int r = operand.rank() - lead;
+  if (r > out.rank()) return false;
+  for (int d = 0; d < r; ++d)
+    if (operand[lead + d] != out[out.rank() - r + d]) return false;
+  return true;
+}
+
+}  // namespace
+
+Status Backend::run_fused(const FusedArgs& args) {
+  if (!fuses_chains()) return unimplemented("fused chains: not on {}", device_kind());
+  GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head));
+  GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out));
+  if (args.out.meta.shape != args.head.meta.shape)
+    return invalid_argument("fused chain: result shape {} differs from its head's {}",
+                            args.out.meta.shape.str(), args.head.meta.shape.str());
+  if (args.steps.empty()) return invalid_argument("fused chain: no steps");
+  for (const FusedStep& st : args.steps) {
+    if (!fusable_op(st.op)) return invalid_argument("fused chain: {} is not fusable", op_name(st.op));
+    if (st.arg != FusedArg::kTensor) continue;
+    if (!st.operand) return invalid_argument("fused chain: {} without its operand", op_name(st.op));
+    GT_RETURN_IF_ERROR(check_fused_tensor("an operand", *st.operand));
+    if (!tiles(st.operand->meta.shape, args.out.meta.shape) || st.operand->numel() == 0)
+      return invalid_argument("fused chain: operand {} does not tile {}",
+                              st.operand->meta.shape.str(), args.out.meta.shape.str());
+  }
+  try {
+    return run_fused_kernel(args);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("fused chain: out of memory for temporaries");
+  } catch (const std::exception& e) {
+    return internal_error("fused chain: {}", e.what());
+  }
+}
+
 // The bytes a read of [offset, offset + n) of t into dst names, checked; nullopt: nothing to
 // read (n == 0).
 Result<std::optional<Backend::DeviceBytes>> Backend::read_span(const Tensor& t, size_t offset,

@@ -19,6 +19,7 @@
 #include "gt/core/ops.h"
 #include "libgtcore/shape.h"
 #include "libgtcore/status.h"
+#include "workerd/fusion.h"
 
 namespace gt::worker {
 
@@ -155,6 +156,12 @@ class Backend {
   // touches any byte (kernel_args_check.h).
   bool supports(OpId op) const;
   Status run(const KernelArgs& args);
+  // Fused elementwise chains (workerd/fusion.h), on devices that have the kernel. run_fused()
+  // checks its arguments like run(): float32 head and out of one shape, each storage large
+  // enough, every tensor operand float32 with out's element count, one element (kScalar steps
+  // read it as a scalar), or out's trailing dims; only fusable ops.
+  virtual bool fuses_chains() const { return false; }
+  Status run_fused(const FusedArgs& args);
 
   // Host transfers of `n` bytes at byte `offset` of a tensor's row-major contents, checked
   // against the tensor. copy_from_host stores bool bytes as 0/1 (bool_bytes.h: host bytes may
@@ -220,6 +227,10 @@ class Backend {
   // Runs op's kernel (one set_kernels() named, args checked). May throw (std::bad_alloc for
   // temporaries); run() reports it.
   virtual Status run_kernel(const KernelArgs& args) = 0;
+  // The fused chain's kernel (args checked), for a device whose fuses_chains() is true.
+  virtual Status run_fused_kernel(const FusedArgs& args) {
+    return unimplemented("no fused {} kernel", device_kind());
+  }
   // Byte transfers between the host and `bytes` (checked: inside the tensor's storage, n > 0,
   // host pointers set), ordered after the session's queued work; write_bytes is done with
   // `src` when it returns.

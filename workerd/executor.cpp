@@ -181,6 +181,8 @@ void Executor::loop() {
         reset_requested_ = false;
         lk.unlock();
         tensors_.clear();
+        hot_.clear();
+        note_hot_paths();
         for (uint64_t s : sessions_) backend_.end_session(s);
         sessions_.clear();
         lk.lock();
@@ -239,12 +241,14 @@ bool Executor::run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may
   const Clock::time_point started = tracing_ ? Clock::now() : Clock::time_point{};
   const bool log_instrs = spdlog::should_log(spdlog::level::trace);
   if (n > 0 && *next < n) sessions_.insert(session);  // a stats request leaves no state
+  if (*next == 0 && *next_free == 0 && b.hot_define_size() > 0) define_hot_paths(b);
   while (*next < n) {
     while (placed && *next_free < n_free && b.free_at(*next_free) <= static_cast<uint32_t>(*next))
       free_handle(session, b.frees((*next_free)++));
-    const v1::Instr& in = b.instrs((*next)++);
+    v1::Instr& in = *b.mutable_instrs((*next)++);
     if (log_instrs) log_instr(session, in);
-    run_instr(session, in);
+    if (in.op() == 0 && in.comm() == 0 && in.has_hot()) run_hot(session, in);
+    else run_instr(session, in);
     // Another session waits: take turns once this one has had its slice.
     if (may_yield && *next < n && waiting_.load(std::memory_order_relaxed) > 0 &&
         std::chrono::steady_clock::now() >= yield_at) {
@@ -283,8 +287,11 @@ void Executor::log_instr(uint64_t session, const v1::Instr& in) const {
 
 void Executor::finish_batch(v1::WorkerBatch& b) {
   const uint64_t session = b.session();
+  if (b.hot_forget_size() > 0) forget_hot_paths(b);
   for (const auto& r : b.requests()) answer(session, r);
   if (b.end_session()) {
+    hot_.drop_session(session);
+    note_hot_paths();
     // Whatever the session still holds goes with it, whether or not a free named it.
     size_t left = drop_session_tensors(session);
     if (left > 0) spdlog::debug("session {} ended holding {} tensors", session, left);
@@ -679,6 +686,9 @@ void Executor::fill_load(v1::WorkerLoad* l) const {
   l->set_allocated_bytes(bs.allocated_bytes);
   l->set_reserved_bytes(bs.reserved_bytes);
   l->set_errors(errors_.load(std::memory_order_relaxed));
+  l->set_hot_path_hits(hot_runs_.load(std::memory_order_relaxed));
+  l->set_hot_paths(hot_paths_.load(std::memory_order_relaxed));
+  l->set_fused_ops(fused_ops_.load(std::memory_order_relaxed));
   if (peer_) {
     PeerStats ps = peer_->stats();
     l->set_peer_bytes_sent(ps.bytes_sent);

@@ -30,6 +30,7 @@
 #include "workerd/backend.h"
 #include "workerd/exec_timings.h"
 #include "workerd/fair_queue.h"
+#include "workerd/hot_path_store.h"
 
 namespace gt::worker {
 
@@ -99,6 +100,17 @@ class Executor {
   void complete_locked(uint64_t first_seq, uint64_t count);  // caller holds mu_
   void maybe_ack(bool more_queued);
   void run_instr(uint64_t session, const v1::Instr& in);
+  // executor_hot.cpp: hot paths (ARCHITECTURE §7). A batch's definitions before its first
+  // instruction; one HotRun = its path's instructions with the run's handles, each run as
+  // run_instr would (a fusable chain in one pass when the device can and the tensors allow).
+  void define_hot_paths(v1::WorkerBatch& b);
+  void forget_hot_paths(const v1::WorkerBatch& b);
+  void run_hot(uint64_t session, v1::Instr& in);
+  // The chain's instructions as one fused kernel; false (nothing done) when they must run one
+  // by one instead.
+  bool run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
+                       const v1::HotRun& run);
+  void note_hot_paths() { hot_paths_.store(hot_.size(), std::memory_order_relaxed); }
   void log_instr(uint64_t session, const v1::Instr& in) const;  // trace level
   void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp
   Status unshare_storage(Tensor& dst, OpId op, uint64_t session);
@@ -134,6 +146,7 @@ class Executor {
   std::chrono::microseconds slice_;
 
   std::unordered_map<uint64_t, Tensor> tensors_;  // handle -> tensor (executor thread only)
+  HotPathStore hot_;                              // (executor thread only)
   std::unordered_set<uint64_t> sessions_;
   // Monitoring counters, read by the I/O thread (fill_load). One thread writes at a time (the
   // executor, or the I/O thread running a batch inline while the executor is idle), so counting
@@ -155,6 +168,12 @@ class Executor {
     queue_depth_.store(queue_.instructions(), std::memory_order_relaxed);
   }
   std::atomic<uint64_t> errors_{0};  // also counted by the completion thread
+  std::atomic<uint64_t> hot_runs_{0};   // HotRuns executed
+  std::atomic<uint64_t> hot_paths_{0};  // hot paths held (hot_.size(), published)
+  std::atomic<uint64_t> fused_ops_{0};  // ops run inside fused chains
+  static void bump(std::atomic<uint64_t>& c, uint64_t by = 1) {  // one writer at a time
+    c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -189,6 +208,7 @@ class Executor {
   // Scratch reused across instructions (no allocation per op on the hot path).
   std::vector<const Tensor*> inputs_;
   std::vector<TensorMeta> metas_;
+  std::vector<FusedStep> fused_steps_;
 };
 
 }  // namespace gt::worker

@@ -58,7 +58,9 @@ class FairQueue {
 
   static bool holds_comm(const v1::WorkerBatch& b);
   static uint64_t seq_count(const v1::WorkerBatch& b) {
-    return static_cast<uint64_t>(b.instrs_size()) + static_cast<uint64_t>(b.frees_size());
+    // A HotRun counts as what it stands for (WorkerBatch.hot_extra), as the dispatcher counts.
+    return static_cast<uint64_t>(b.instrs_size()) + static_cast<uint64_t>(b.frees_size()) +
+           b.hot_extra();
   }
   static uint64_t remaining(const Entry& e) {
     return seq_count(*e.batch) - static_cast<uint64_t>(e.next) - static_cast<uint64_t>(e.next_free);

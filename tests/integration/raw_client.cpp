@@ -151,7 +151,10 @@ bool RawClient::closed_by_peer(int timeout_ms) {
 }
 
 v1::Reply RawClient::request(v1::Request::Kind kind, uint64_t id) {
-  v1::ClientMessage m;
+  return request_with(v1::ClientMessage(), kind, id);
+}
+
+v1::Reply RawClient::request_with(v1::ClientMessage m, v1::Request::Kind kind, uint64_t id) {
   auto* r = m.mutable_batch()->add_requests();
   uint64_t rid = next_request_++;
   r->set_request_id(rid);

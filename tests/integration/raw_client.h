@@ -36,6 +36,8 @@ class RawClient {
   // Conveniences built on batches.
   std::vector<v1::WorkerStats> worker_stats();
   v1::Reply request(v1::Request::Kind kind, uint64_t id = 0);
+  // The same request at the end of `m`, so that m's instructions travel in its frame.
+  v1::Reply request_with(v1::ClientMessage m, v1::Request::Kind kind, uint64_t id = 0);
 
  private:
   bool read_exact(char* p, size_t n, int timeout_ms);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "daemons.h"
+#include "hot_loop.h"
 #include "libgtcore/op_attrs.h"
 #include "instr_builder.h"
 #include "raw_client.h"
@@ -48,73 +49,6 @@ std::map<std::string, std::vector<Event>> hot_events(const std::string& log) {
   }
   return out;
 }
-
-std::vector<float> values(size_t n, float scale) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>((i * 7 + 3) % 11) - 5 * scale;
-  return v;
-}
-
-// sum(relu(x @ w + b)) on the host, x [rows, 8], w [8, 8], b [8].
-double reference_loss(const std::vector<float>& x, const std::vector<float>& w,
-                      const std::vector<float>& b) {
-  const size_t rows = x.size() / 8;
-  double total = 0;
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t j = 0; j < 8; ++j) {
-      double s = b[j];
-      for (size_t k = 0; k < 8; ++k) s += static_cast<double>(x[r * 8 + k]) * w[k * 8 + j];
-      total += std::max(0.0, s);
-    }
-  return total;
-}
-
-// The session's tensors: ids 1 (x [4, 8]), 2 (x2 [6, 8]), 3 (w), 4 (b); steps use ids from 100.
-struct Loop {
-  RawClient c;
-  uint64_t session = 0;
-  uint64_t next = 100;
-  uint64_t prev_loss = 0;
-  std::vector<float> x = values(32, 0.5f), x2 = values(48, 0.25f), w = values(64, 0.125f),
-                     b = values(8, 0.1f);
-
-  explicit Loop(const std::string& address) : c(address) {
-    v1::ServerMessage hello = c.hello();
-    REQUIRE(hello.has_welcome());
-    session = hello.welcome().session_id();
-    c.send(batch_of({from_floats(1, x, Shape{4, 8}), from_floats(2, x2, Shape{6, 8}),
-                     from_floats(3, w, Shape{8, 8}), from_floats(4, b, Shape{8})}));
-    REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);
-  }
-
-  // One step on input `xid`; the loss is fetched (the sync point that ends the stretch).
-  void step(uint64_t xid) {
-    const uint64_t h = next++, z = next++, y = next++, loss = next++;
-    v1::ClientMessage m = batch_of({
-        make_instr(OpId::k_matmul, h, {xid, 3}),
-        make_instr(OpId::k_add, z, {h, 4}),
-        make_instr(OpId::k_relu, y, {z}),
-        make_instr(OpId::k_sum, loss, {y}, make_reduce(kAllDims, false)),
-    });
-    v1::ClientBatch& batch = *m.mutable_batch();
-    if (prev_loss != 0) {  // last step's loss, dropped first
-      batch.add_frees(prev_loss);
-      batch.add_free_at(0);
-    }
-    for (uint64_t t : {h, z, y}) {
-      batch.add_frees(t);
-      batch.add_free_at(4);
-    }
-    c.send(m);
-    v1::Reply r = c.request(v1::Request::FETCH, loss);
-    REQUIRE(r.errors_size() == 0);
-    const std::vector<float> got = floats_of(r);
-    REQUIRE(got.size() == 1);
-    const double want = reference_loss(xid == 1 ? x : x2, w, b);
-    CHECK(got[0] == Approx(want).epsilon(1e-5));
-    prev_loss = loss;
-  }
-};
 
 std::vector<std::string> kinds(const std::vector<Event>& es) {
   std::vector<std::string> k;

@@ -34,9 +34,10 @@ def test_signal_sharding():
 
 def test_python_bench_runs():
     r = run_python(script=ROOT / "bench" / "python_bench.py",
-                   args=["--ops", "2000", "--reps", "1", "--steps", "3"], timeout=180)
+                   args=["--ops", "2000", "--reps", "1", "--steps", "3", "--chain-elems", "100000"],
+                   timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
-    for tag in ("(a) small-op stream", "(b) 1000x1000 matmul", "(c) MLP step"):
+    for tag in ("(a) small-op stream", "(b) 1000x1000 matmul", "(c) MLP step", "(f) ((x*a + b)"):
         assert tag in r.stdout
 
 

@@ -68,6 +68,8 @@ void CpuBackend::trim_cache() { allocator_->trim(); }
 
 BackendStats CpuBackend::stats() const { return allocator_->stats(); }
 
+Status CpuBackend::run_fused_kernel(const FusedArgs& args) { return cpu::run_fused_chain(args); }
+
 Status CpuBackend::run_kernel(const KernelArgs& args) {
   return kernels_[static_cast<size_t>(args.op)](args);
 }

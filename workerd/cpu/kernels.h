@@ -42,6 +42,8 @@ void register_indexing(KernelTable& t);     // index_select gather scatter_add i
 void register_fill_clamp(KernelTable& t);   // masked_fill clamp
 void register_reduce_stats(KernelTable& t); // var logsumexp
 void register_sort(KernelTable& t);         // argsort
+// A fused elementwise chain in one blocked pass (fused_chain.cpp; args checked by run_fused).
+Status run_fused_chain(const FusedArgs& args);
 // All of the above: every op's kernel (the CPU backend's table, and the sim device's kernels).
 void register_all(KernelTable& t);
 // (from_host and host_chunk are no kernels: Backend::run() uploads through copy_from_host.)

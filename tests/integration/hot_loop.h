@@ -1,0 +1,112 @@
+// A training-like loop over the raw protocol, for the hot-path tests (test_hot_paths.cpp,
+// test_hot_replay.cpp): x @ w + b, relu, (with `chain`) an elementwise tail the worker can fuse,
+// summed; temporaries freed; the loss fetched each step (the sync point that ends the stretch)
+// and checked against host arithmetic.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "instr_builder.h"
+#include "libgtcore/op_attrs.h"
+#include "raw_client.h"
+
+namespace gt::testing {
+
+inline std::vector<float> values(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>((i * 7 + 3) % 11) - 5 * scale;
+  return v;
+}
+
+// The elementwise tail of a `chain` step, on the host.
+inline double chain_tail(double y) { return std::exp(std::max(0.0, y * 1.5 + 0.25) * 0.5); }
+
+// sum(relu(x @ w + b)) on the host (sum(chain_tail(relu(...))) with `chain`), x [rows, 8],
+// w [8, 8], b [8].
+inline double reference_loss(const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>& b, bool chain = false) {
+  const size_t rows = x.size() / 8;
+  double total = 0;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < 8; ++j) {
+      double s = b[j];
+      for (size_t k = 0; k < 8; ++k) s += static_cast<double>(x[r * 8 + k]) * w[k * 8 + j];
+      total += chain ? chain_tail(std::max(0.0, s)) : std::max(0.0, s);
+    }
+  return total;
+}
+
+// The session's tensors: ids 1 (x [4, 8]), 2 (x2 [6, 8]), 3 (w), 4 (b); steps use ids from 100.
+struct Loop {
+  RawClient c;
+  uint64_t session = 0;
+  uint64_t next = 100;
+  uint64_t prev_loss = 0;
+  bool chain = false;
+  std::vector<float> x = values(32, 0.5f), x2 = values(48, 0.25f), w = values(64, 0.125f),
+                     b = values(8, 0.1f);
+
+  explicit Loop(const std::string& address, bool with_chain = false)
+      : c(address), chain(with_chain) {
+    v1::ServerMessage hello = c.hello();
+    REQUIRE(hello.has_welcome());
+    session = hello.welcome().session_id();
+    c.send(batch_of({from_floats(1, x, Shape{4, 8}), from_floats(2, x2, Shape{6, 8}),
+                     from_floats(3, w, Shape{8, 8}), from_floats(4, b, Shape{8})}));
+    REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);
+  }
+
+  // One step on input `xid`; returns the fetched loss.
+  float step(uint64_t xid) {
+    const uint64_t h = next++, z = next++, y = next++;
+    v1::ClientMessage m = batch_of({
+        make_instr(OpId::k_matmul, h, {xid, 3}),
+        make_instr(OpId::k_add, z, {h, 4}),
+        make_instr(OpId::k_relu, y, {z}),
+    });
+    v1::ClientBatch& batch = *m.mutable_batch();
+    std::vector<uint64_t> temps = {h, z, y};
+    uint64_t last = y;
+    if (chain) {  // ((y * 1.5 + 0.25).relu() * 0.5).exp()
+      const uint64_t a1 = next++, a2 = next++, a3 = next++, a4 = next++, e = next++;
+      *batch.add_instrs() =
+          make_instr(OpId::k_mul, a1, {y}, make_binary_scalar(ScalarSide::kRight, 1.5, false));
+      *batch.add_instrs() =
+          make_instr(OpId::k_add, a2, {a1}, make_binary_scalar(ScalarSide::kRight, 0.25, false));
+      *batch.add_instrs() = make_instr(OpId::k_relu, a3, {a2});
+      *batch.add_instrs() =
+          make_instr(OpId::k_mul, a4, {a3}, make_binary_scalar(ScalarSide::kRight, 0.5, false));
+      *batch.add_instrs() = make_instr(OpId::k_exp, e, {a4});
+      temps.insert(temps.end(), {a1, a2, a3, a4, e});
+      last = e;
+    }
+    const uint64_t loss = next++;
+    *batch.add_instrs() = make_instr(OpId::k_sum, loss, {last}, make_reduce(kAllDims, false));
+    if (prev_loss != 0) {  // last step's loss, dropped first
+      batch.add_frees(prev_loss);
+      batch.add_free_at(0);
+    }
+    for (uint64_t t : temps) {
+      batch.add_frees(t);
+      batch.add_free_at(static_cast<uint32_t>(batch.instrs_size()));
+    }
+    // The fetch travels with the step's instructions (one frame, as a client's flush at a sync
+    // point sends them): the stretch can then be replayed by reference.
+    v1::Reply r = c.request_with(std::move(m), v1::Request::FETCH, loss);
+    REQUIRE(r.errors_size() == 0);
+    const std::vector<float> got = floats_of(r);
+    REQUIRE(got.size() == 1);
+    const double want = reference_loss(xid == 1 ? x : x2, w, b, chain);
+    CHECK(got[0] == Approx(want).epsilon(1e-5));
+    prev_loss = loss;
+    return got[0];
+  }
+};
+
+}  // namespace gt::testing

@@ -1,0 +1,163 @@
+// Hot paths replayed by reference against real daemons (issue 11 step 2, ARCHITECTURE §7): the
+// same training-like loop run with replay and with --hot-path-replay=false gives bitwise the
+// same losses; the session's replays and the worker's fused ops are counted (and are zero with
+// replay off); two sessions running the same loop over different shapes keep separate paths
+// (each checked against host arithmetic); a value-dependent failure inside a replayed path is
+// raised at the next sync naming its op; session end leaves no tensors and no paths.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemons.h"
+#include "hot_loop.h"
+#include "instr_builder.h"
+#include "raw_client.h"
+
+using namespace gt;
+using namespace gt::testing;
+
+namespace {
+
+v1::StatusReport status_of(RawClient& c) { return c.request(v1::Request::STATUS).status(); }
+
+// The worker's figures arrive with its heartbeat answers: waits until `ok` holds for them.
+template <class Ok>
+v1::WorkerStatus worker_when(RawClient& c, Ok ok) {
+  v1::WorkerStatus w;
+  for (int i = 0; i < 100; ++i) {
+    const v1::StatusReport s = status_of(c);
+    if (s.workers_size() == 1) {
+      w = s.workers(0);
+      if (ok(w)) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return w;
+}
+
+struct Run {
+  std::vector<float> losses;
+  uint64_t replays = 0, fused_ops = 0, hits = 0;
+};
+
+// Six steps on x [4, 8], two on x2 [6, 8] (a shape change), one on x again.
+Run run_loop(bool replay) {
+  std::vector<std::string> args;
+  if (!replay) args.push_back("--hot-path-replay=false");
+  Daemons d(DaemonOptions{1, args});
+  Loop a(d.address(), /*chain=*/true);
+  Run r;
+  for (int i = 0; i < 6; ++i) r.losses.push_back(a.step(1));
+  for (int i = 0; i < 2; ++i) r.losses.push_back(a.step(2));
+  r.losses.push_back(a.step(1));
+  const v1::StatusReport s = status_of(a.c);
+  REQUIRE(s.sessions_size() == 1);
+  r.replays = s.sessions(0).hot_path_replays();
+  const uint64_t want_hits = replay ? r.replays : 0;
+  const v1::WorkerStatus w =
+      worker_when(a.c, [&](const v1::WorkerStatus& ws) { return ws.hot_path_hits() >= want_hits; });
+  r.fused_ops = w.fused_ops();
+  r.hits = w.hot_path_hits();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("hot paths replayed by reference: bitwise the eager losses, chains fused",
+          "[hot][replay]") {
+  const Run eager = run_loop(false);
+  const Run hot = run_loop(true);
+  CHECK(hot.losses == eager.losses);  // bitwise, step by step
+  CHECK(eager.replays == 0);
+  CHECK(eager.fused_ops == 0);
+  // Replayed: steps 2-6 on x (defined at the second), step 8 on x2, step 9 back on x.
+  CHECK(hot.replays == 7);
+  CHECK(hot.hits == 7);
+  // Each step's add, relu, mul, add, relu, mul, exp runs as one fused pass.
+  CHECK(hot.fused_ops == 7 * 7);
+}
+
+TEST_CASE("hot paths: two sessions with the same loop keep separate paths", "[hot][replay]") {
+  Daemons d(DaemonOptions{1});
+  Loop a(d.address(), true), b(d.address(), true);
+  // Both sessions' first paths are path 1 on the same worker, over different shapes: each
+  // step checks its loss against the host, so a shared definition would fail here.
+  for (int i = 0; i < 4; ++i) {
+    a.step(1);
+    b.step(2);
+  }
+  const v1::StatusReport s = status_of(a.c);
+  REQUIRE(s.sessions_size() >= 1);
+  CHECK(s.sessions(0).hot_path_replays() == 3);
+  const v1::WorkerStatus w =
+      worker_when(a.c, [](const v1::WorkerStatus& ws) { return ws.hot_path_hits() >= 6; });
+  CHECK(w.hot_path_hits() == 6);
+  CHECK(w.hot_paths() == 2);
+}
+
+TEST_CASE("hot paths: a failure inside a replayed path names its op; session end frees all",
+          "[hot][replay]") {
+  Daemons d(DaemonOptions{1});
+  {
+    RawClient c(d.address());
+    REQUIRE(c.hello().has_welcome());
+    c.send(batch_of({from_floats(1, {1, 2, 3, 4}, Shape{4})}));
+    REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);
+    // Each step: idx = an upload; y = exp(index_select(x, 0, idx) * 2); fetch y. An index out
+    // of range is found by the worker, inside the replayed path.
+    uint64_t id = 100;
+    auto step = [&](int64_t index) {
+      const uint64_t idx = id++, g = id++, m2 = id++, y = id++;
+      std::vector<int64_t> iv = {index, 0};
+      OpAttrs a = make_shape_dtype(Shape{2}, DType::kInt64);
+      std::string bytes(reinterpret_cast<const char*>(iv.data()), iv.size() * sizeof(int64_t));
+      a.data = bytes;
+      v1::ClientMessage m = batch_of({
+          make_instr(OpId::k_from_host, idx, {}, a),
+          make_instr(OpId::k_index_select, g, {1, idx}, make_axis(0)),
+          make_instr(OpId::k_mul, m2, {g}, make_binary_scalar(ScalarSide::kRight, 2.0, false)),
+          make_instr(OpId::k_exp, y, {m2}),
+      });
+      for (uint64_t t : {idx, g, m2}) {
+        m.mutable_batch()->add_frees(t);
+        m.mutable_batch()->add_free_at(4);
+      }
+      return c.request_with(std::move(m), v1::Request::FETCH, y);
+    };
+    for (int64_t i : {1, 2, 3}) {
+      const v1::Reply r = step(i);
+      REQUIRE(r.errors_size() == 0);
+      const std::vector<float> got = floats_of(r);
+      REQUIRE(got.size() == 2);
+      CHECK(got[0] == std::exp(2.0f * static_cast<float>(i + 1)));
+      CHECK(got[1] == std::exp(2.0f));
+    }
+    const v1::Reply bad = step(7);  // out of range
+    REQUIRE(bad.errors_size() == 1);
+    CHECK(bad.errors(0).op() == "index_select");
+    const v1::Reply sync = c.request(v1::Request::SYNC);
+    CHECK(sync.errors_size() == 0);  // the fetch raised it already
+    CHECK(status_of(c).sessions(0).hot_path_replays() == 3);
+    const v1::Reply good = step(0);  // the path still runs after a failure
+    REQUIRE(good.errors_size() == 0);
+    CHECK(floats_of(good)[0] == std::exp(2.0f));
+  }  // the client leaves
+  RawClient watcher(d.address());
+  REQUIRE(watcher.hello().has_welcome());
+  const v1::WorkerStatus w =
+      worker_when(watcher, [](const v1::WorkerStatus& ws) { return ws.hot_paths() == 0; });
+  CHECK(w.hot_paths() == 0);
+  // The worker's own count (STATS), once the end of the session has run there.
+  uint64_t tensors = 1;
+  for (int i = 0; i < 100 && tensors != 0; ++i) {
+    const auto stats = watcher.worker_stats();
+    REQUIRE(stats.size() == 1);
+    tensors = stats[0].tensors();
+    if (tensors != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(tensors == 0);
+}

@@ -1,0 +1,326 @@
+// Hot paths on the executor (workerd/executor_hot.cpp, hot_path_store.h), CPU backend in-process:
+// a HotRun gives bitwise the results, tensors and op counts of the same instructions sent eagerly,
+// with its elementwise chains fused (and falling back to one op at a time where a fused kernel
+// cannot take the tensors); poison inside a path is inherited, not reported again; definitions
+// that do not hold together are refused; paths die with their session.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "executor_test_util.h"
+#include "workerd/cpu/cpu_backend.h"
+#include "workerd/executor.h"
+
+using namespace gt;
+using gt::test::add_request;
+using gt::test::free_here;
+using gt::test::op;
+using gt::test::Outbox;
+using worker::CpuBackend;
+using worker::CpuBackendOptions;
+using worker::Executor;
+
+namespace {
+
+constexpr uint64_t kSession = 7;
+constexpr uint64_t local(uint64_t k) { return k << 1; }
+constexpr uint64_t bound(uint64_t s) { return (s << 1) | 1; }
+
+struct Rig {
+  CpuBackend backend{CpuBackendOptions{0, 1, 0}};
+  Outbox out;
+  Executor ex{backend, [this](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 64 << 20};
+  uint64_t next_request = 1;
+  uint64_t next_seq = 0;
+
+  v1::WorkerBatch batch() {
+    v1::WorkerBatch b;
+    b.set_session(kSession);
+    return b;
+  }
+  // Numbered as the dispatcher numbers batches (a HotRun counts as what it stands for).
+  void run(v1::WorkerBatch b) {
+    b.set_first_seq(next_seq);
+    next_seq += static_cast<uint64_t>(b.instrs_size() + b.frees_size()) + b.hot_extra();
+    ex.execute(b);
+  }
+  // The bytes of `handle`, or the op its poison names ("" when it has a value).
+  std::pair<std::string, std::string> fetch(uint64_t handle) {
+    v1::WorkerBatch b = batch();
+    const uint64_t id = next_request++;
+    add_request(b, id, v1::Request::FETCH, handle);
+    run(std::move(b));
+    std::string bytes, poison;
+    for (const auto& r : out.replies(id)) {
+      bytes += r.tensor().data();
+      if (r.errors_size() > 0) poison = r.errors(0).op();
+    }
+    return {bytes, poison};
+  }
+  v1::WorkerLoad load() {
+    v1::WorkerLoad l;
+    ex.fill_load(&l);
+    return l;
+  }
+};
+
+v1::Instr random(uint64_t out, Shape s, uint64_t seed) {
+  return op(OpId::k_randn, out, {}, make_random(s, DType::kFloat32, seed, 0));
+}
+OpAttrs scalar(ScalarSide side, double v) { return make_binary_scalar(side, v, false); }
+
+// y = exp(w / ((2 - relu(x * 1.5 + 0.25)) * bias)): seven fusable ops, each intermediate freed
+// right after its use. `in(k)` names instruction k's result, `x`, `bias`, `w` the inputs.
+template <class In>
+void chain(v1::WorkerBatch& b, const In& in, uint64_t x, uint64_t bias, uint64_t w,
+           const std::vector<uint64_t>& outs) {
+  *b.add_instrs() = op(OpId::k_mul, outs[0], {x}, scalar(ScalarSide::kRight, 1.5));
+  *b.add_instrs() = op(OpId::k_add, outs[1], {in(0)}, scalar(ScalarSide::kRight, 0.25));
+  free_here(b, {in(0)});
+  *b.add_instrs() = op(OpId::k_relu, outs[2], {in(1)});
+  free_here(b, {in(1)});
+  *b.add_instrs() = op(OpId::k_sub, outs[3], {in(2)}, scalar(ScalarSide::kLeft, 2.0));
+  free_here(b, {in(2)});
+  *b.add_instrs() = op(OpId::k_mul, outs[4], {in(3), bias});
+  free_here(b, {in(3)});
+  *b.add_instrs() = op(OpId::k_div, outs[5], {w, in(4)});
+  free_here(b, {in(4)});
+  *b.add_instrs() = op(OpId::k_exp, outs[6], {in(5)});
+  free_here(b, {in(5)});
+}
+
+// The same chain as a HotPath over bindings (x, bias, w).
+v1::HotPath chain_path(uint64_t id) {
+  v1::WorkerBatch tmp;
+  chain(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), bound(2),
+        {1, 1, 1, 1, 1, 1, 1});
+  v1::HotPath p;
+  p.set_id(id);
+  p.set_bindings(3);
+  *p.mutable_instrs() = tmp.instrs();
+  for (int i = 0; i < tmp.frees_size(); ++i) {
+    p.add_frees(static_cast<uint32_t>(tmp.frees(i) >> 1));
+    p.add_free_at(tmp.free_at(i));
+  }
+  return p;
+}
+
+v1::Instr hot_run(uint64_t path, std::vector<uint64_t> bindings, uint64_t first_out) {
+  v1::Instr in;
+  auto* h = in.mutable_hot();
+  h->set_path(path);
+  for (uint64_t b : bindings) h->add_bindings(b);
+  h->set_first_out(first_out);
+  return in;
+}
+
+// Inputs x [rows, cols] (1), bias [bias_shape] (2), w [rows, cols] (3).
+void make_inputs(Rig& r, Shape bias_shape) {
+  v1::WorkerBatch b = r.batch();
+  *b.add_instrs() = random(1, Shape{64, 300}, 11);
+  *b.add_instrs() = random(2, bias_shape, 12);
+  *b.add_instrs() = random(3, Shape{64, 300}, 13);
+  r.run(std::move(b));
+}
+
+}  // namespace
+
+TEST_CASE("a HotRun gives bitwise the eager results, with its chain fused",
+          "[worker][hot]") {
+  Rig r;
+  make_inputs(r, Shape{300});
+  // Eager: results 200..206, only 206 survives.
+  v1::WorkerBatch eager = r.batch();
+  chain(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205, 206});
+  r.run(std::move(eager));
+  const uint64_t ops_eager = r.load().ops_executed();
+  const size_t tensors_eager = r.ex.tensor_count();
+
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = chain_path(5);
+  *hot.add_instrs() = hot_run(5, {1, 2, 3}, 100);
+  hot.set_hot_extra(7 + 6 - 1);  // seven instructions and six frees in one position
+  const uint64_t seq_before = r.ex.executed_seq();
+  r.run(std::move(hot));
+  CHECK(r.ex.executed_seq() - seq_before == 13);
+  CHECK(r.out.errors().empty());
+  const v1::WorkerLoad l = r.load();
+  CHECK(l.hot_path_hits() == 1);
+  CHECK(l.hot_paths() == 1);
+  CHECK(l.fused_ops() == 7);
+  CHECK(l.ops_executed() - ops_eager == 7);  // the same op count as eagerly
+  CHECK(r.ex.tensor_count() == tensors_eager + 1);  // only the result: no intermediate left
+
+  const auto [a, pa] = r.fetch(206);
+  const auto [b, pb] = r.fetch(106);
+  REQUIRE(a.size() == 64 * 300 * sizeof(float));
+  CHECK(pa.empty());
+  CHECK(pb.empty());
+  CHECK(a == b);  // bitwise
+
+  // Closed form at one element, against the inputs.
+  auto floats = [](const std::string& s) {
+    std::vector<float> v(s.size() / 4);
+    std::memcpy(v.data(), s.data(), s.size());
+    return v;
+  };
+  const auto x = floats(r.fetch(1).first), bias = floats(r.fetch(2).first),
+             w = floats(r.fetch(3).first), y = floats(b);
+  for (int i : {0, 299, 300, 12345, 64 * 300 - 1}) {
+    const float relu = std::max(0.0f, x[i] * 1.5f + 0.25f);
+    const float want = std::exp(w[i] / ((2.0f - relu) * bias[i % 300]));
+    CHECK(y[i] == Approx(want).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("a chain the fused kernel cannot take runs one op at a time, with the same results",
+          "[worker][hot]") {
+  Rig r;
+  make_inputs(r, Shape{64, 1});  // a column: broadcasts, but does not repeat along the rows
+  v1::WorkerBatch eager = r.batch();
+  chain(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205, 206});
+  r.run(std::move(eager));
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = chain_path(5);
+  *hot.add_instrs() = hot_run(5, {1, 2, 3}, 100);
+  r.run(std::move(hot));
+  CHECK(r.out.errors().empty());
+  CHECK(r.load().fused_ops() == 0);
+  CHECK(r.fetch(206).first == r.fetch(106).first);
+}
+
+TEST_CASE("a poisoned input of a hot path is inherited and names the op that failed",
+          "[worker][hot]") {
+  Rig r;
+  make_inputs(r, Shape{300});
+  v1::WorkerBatch bad = r.batch();
+  *bad.add_instrs() = op(OpId::k_neg, 50, {999});  // unknown handle: 50 is poisoned by neg
+  r.run(std::move(bad));
+  REQUIRE(r.out.errors().size() == 1);
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = chain_path(5);
+  *hot.add_instrs() = hot_run(5, {50, 2, 3}, 100);
+  r.run(std::move(hot));
+  CHECK(r.out.errors().size() == 1);  // inherited, not reported again
+  CHECK(r.fetch(106).second == "neg");
+  CHECK(r.load().fused_ops() == 0);
+}
+
+TEST_CASE("an upload inside a hot path takes the run's payload", "[worker][hot]") {
+  Rig r;
+  v1::HotPath p;
+  p.set_id(1);
+  *p.add_instrs() = op(OpId::k_from_host, 1, {}, make_shape_dtype(Shape{3}, DType::kFloat32));
+  *p.add_instrs() = op(OpId::k_neg, 1, {local(0)});
+  p.add_uploads(0);
+  p.add_frees(0);
+  p.add_free_at(2);
+  for (float base : {1.0f, 10.0f}) {
+    v1::WorkerBatch b = r.batch();
+    if (base == 1.0f) *b.add_hot_define() = p;
+    v1::Instr run = hot_run(1, {}, base == 1.0f ? 10 : 20);
+    const float v[3] = {base, base + 1, base + 2};
+    run.mutable_hot()->add_data(std::string(reinterpret_cast<const char*>(v), sizeof v));
+    *b.add_instrs() = std::move(run);
+    r.run(std::move(b));
+  }
+  CHECK(r.out.errors().empty());
+  const float want[3] = {-10, -11, -12};
+  CHECK(r.fetch(21).first == std::string(reinterpret_cast<const char*>(want), sizeof want));
+  CHECK(r.ex.tensor_count() == 2);  // 11 and 21; the uploads were freed inside the path
+}
+
+TEST_CASE("hot path definitions that do not hold together are refused", "[worker][hot]") {
+  Rig r;
+  auto refused = [&](v1::HotPath p) {
+    const size_t before = r.out.errors().size();
+    v1::WorkerBatch b = r.batch();
+    *b.add_hot_define() = std::move(p);
+    r.run(std::move(b));
+    return r.out.errors().size() == before + 1 && r.load().hot_paths() == 0;
+  };
+  auto base = [] {
+    v1::HotPath p;
+    p.set_id(3);
+    p.set_bindings(1);
+    *p.add_instrs() = op(OpId::k_neg, 1, {bound(0)});
+    *p.add_instrs() = op(OpId::k_exp, 1, {local(0)});
+    return p;
+  };
+  v1::HotPath forward = base();
+  forward.mutable_instrs(0)->set_inputs(0, local(1));  // reads a later result
+  CHECK(refused(forward));
+  v1::HotPath unbound = base();
+  unbound.set_bindings(0);
+  CHECK(refused(unbound));
+  v1::HotPath two_outs = base();
+  two_outs.mutable_instrs(1)->set_out(2);
+  CHECK(refused(two_outs));
+  v1::HotPath not_op = base();
+  not_op.mutable_instrs(1)->set_op(0);
+  CHECK(refused(not_op));
+  v1::HotPath early_free = base();
+  early_free.add_frees(1);
+  early_free.add_free_at(1);  // before instruction 1 made it
+  CHECK(refused(early_free));
+  v1::HotPath unpaired = base();
+  unpaired.add_frees(0);
+  CHECK(refused(unpaired));
+  v1::HotPath nested = base();
+  *nested.mutable_instrs(1)->mutable_hot() = v1::HotRun();
+  CHECK(refused(nested));
+  v1::HotPath empty;
+  empty.set_id(4);
+  CHECK(refused(empty));
+
+  // Runs that do not match their path: reported, nothing made, the worker goes on.
+  const size_t before = r.out.errors().size();
+  v1::WorkerBatch b = r.batch();
+  *b.add_instrs() = random(1, Shape{4}, 1);
+  *b.add_hot_define() = base();
+  *b.add_instrs() = hot_run(99, {1}, 10);     // unknown path
+  *b.add_instrs() = hot_run(3, {1, 1}, 20);   // two bindings for one
+  *b.add_instrs() = hot_run(3, {1}, 0);       // no result handles
+  *b.add_instrs() = hot_run(3, {1}, 30);      // fine
+  r.run(std::move(b));
+  CHECK(r.out.errors().size() == before + 3);
+  CHECK(r.ex.tensor_count() == 3);  // 1, and the path's results 30 and 31
+  CHECK(r.fetch(31).second.empty());
+}
+
+TEST_CASE("hot paths are forgotten on request and die with their session", "[worker][hot]") {
+  Rig r;
+  v1::HotPath p;
+  p.set_id(1);
+  *p.add_instrs() = op(OpId::k_zeros, 1, {}, make_shape_dtype(Shape{2}, DType::kFloat32));
+  v1::WorkerBatch b = r.batch();
+  *b.add_hot_define() = p;
+  p.set_id(2);
+  *b.add_hot_define() = p;
+  *b.add_instrs() = hot_run(1, {}, 10);
+  r.run(std::move(b));
+  CHECK(r.load().hot_paths() == 2);
+  v1::WorkerBatch forget = r.batch();
+  forget.add_hot_forget(1);
+  r.run(std::move(forget));
+  CHECK(r.load().hot_paths() == 1);
+  v1::WorkerBatch again = r.batch();
+  *again.add_instrs() = hot_run(1, {}, 20);  // forgotten: reported
+  r.run(std::move(again));
+  CHECK(r.out.errors().size() == 1);
+  // Another session cannot run this session's path.
+  v1::WorkerBatch other;
+  other.set_session(kSession + 1);
+  *other.add_instrs() = hot_run(2, {}, 30);
+  r.ex.execute(other);
+  CHECK(r.out.errors().size() == 2);
+  v1::WorkerBatch end = r.batch();
+  end.set_end_session(true);
+  r.run(std::move(end));
+  CHECK(r.load().hot_paths() == 0);
+  CHECK(r.ex.tensor_count() == 0);
+}

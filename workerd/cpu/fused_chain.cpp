@@ -1,0 +1,121 @@
+// The CPU's fused elementwise chain (workerd/fusion.h): one pass over the data in blocks that stay
+// in cache, every step applied to a block before the next block is read. Each step's loop is the
+// eager kernel's, written with the same math (elementwise_math.h) on float32: the first step
+// reads the head, the later ones update the result block in place, so a chain of k ops reads its
+// head and tensor operands once and writes its result once, where eager execution makes and
+// rereads k full tensors. Results are bitwise the eager ones.
+#include <algorithm>
+#include <array>
+
+#include "workerd/cpu/kernels.h"
+#include "workerd/kernels/elementwise_math.h"
+
+namespace gt::worker::cpu {
+namespace {
+
+// Elements per block: the result block and a tensor operand's block fit in L1 together.
+constexpr int64_t kBlock = 2048;
+// Elements per thread, at least (as the eager transcendental kernels split).
+constexpr int64_t kGrain = 1 << 16;
+
+// One step over len elements: o = f(v) or f(v, s) / f(s, v) or f(v, t) / f(t, v). v may be o.
+struct StepLoops {
+  void (*unary)(float*, const float*, int64_t) = nullptr;
+  void (*scalar)(float*, const float*, float, int64_t) = nullptr;
+  void (*scalar_rev)(float*, const float*, float, int64_t) = nullptr;
+  void (*tensor)(float*, const float*, const float*, int64_t) = nullptr;
+  void (*tensor_rev)(float*, const float*, const float*, int64_t) = nullptr;
+};
+
+template <OpId kOp>
+void unary_loop(float* o, const float* v, int64_t n) {
+  using C = std::conditional_t<unary_keeps_dtype(kOp), compute_t<float>, math_t<float>>;
+  for (int64_t i = 0; i < n; ++i) o[i] = convert_value<float>(UnaryFn<kOp>::f(convert_value<C>(v[i])));
+}
+
+template <OpId kOp, bool kRev>
+void scalar_loop(float* o, const float* v, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = convert_value<float>(kRev ? BinaryFn<kOp>::f(s, v[i]) : BinaryFn<kOp>::f(v[i], s));
+}
+
+template <OpId kOp, bool kRev>
+void tensor_loop(float* o, const float* v, const float* __restrict t, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    o[i] = convert_value<float>(kRev ? BinaryFn<kOp>::f(t[i], v[i]) : BinaryFn<kOp>::f(v[i], t[i]));
+}
+
+const std::array<StepLoops, kNumOps>& step_loops() {
+  static const std::array<StepLoops, kNumOps> table = [] {
+    std::array<StepLoops, kNumOps> t{};
+    for_each_op([&](auto c) {
+      constexpr OpId op = decltype(c)::value;
+      if constexpr (fusable_op(op) && is_unary_elementwise(op)) {
+        t[static_cast<size_t>(op)].unary = unary_loop<op>;
+      } else if constexpr (fusable_op(op)) {
+        t[static_cast<size_t>(op)] = StepLoops{nullptr, scalar_loop<op, false>, scalar_loop<op, true>,
+                                               tensor_loop<op, false>, tensor_loop<op, true>};
+      }
+    });
+    return t;
+  }();
+  return table;
+}
+
+// Step `st` over elements [b, b + len) of the chain: o is the result block, v the value so far.
+void run_step(const FusedStep& st, const StepLoops& f, float* o, const float* v, int64_t b,
+              int64_t len) {
+  switch (st.arg) {
+    case FusedArg::kNone:
+      f.unary(o, v, len);
+      return;
+    case FusedArg::kScalar:
+      (st.value_right ? f.scalar_rev : f.scalar)(o, v, st.scalar, len);
+      return;
+    case FusedArg::kTensor: {
+      const float* t = st.operand->data<float>();
+      const int64_t period = st.operand->numel();
+      if (period == 1) {  // a one-element tensor: the eager kernel's scalar loop, same value
+        (st.value_right ? f.scalar_rev : f.scalar)(o, v, t[0], len);
+        return;
+      }
+      auto loop = st.value_right ? f.tensor_rev : f.tensor;
+      // The operand repeats every `period` elements (out's trailing dims): runs of it.
+      for (int64_t j = 0; j < len;) {
+        const int64_t off = (b + j) % period;
+        const int64_t run = std::min(period - off, len - j);
+        loop(o + j, v + j, t + off, run);
+        j += run;
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+Status run_fused_chain(const FusedArgs& args) {
+  const int64_t n = args.out.numel();
+  const auto& table = step_loops();
+  for (const FusedStep& st : args.steps) {
+    const StepLoops& f = table[static_cast<size_t>(st.op)];
+    if (st.arg == FusedArg::kNone ? !f.unary : !f.scalar)
+      return invalid_argument("fused chain: {} does not take {} operand", op_name(st.op),
+                              st.arg == FusedArg::kNone ? "no" : "a second");
+  }
+  const float* head = args.head.data<float>();
+  float* out = args.out.data<float>();
+  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; b += kBlock) {
+      const int64_t len = std::min(kBlock, end - b);
+      const float* v = head + b;
+      for (const FusedStep& st : args.steps) {
+        run_step(st, table[static_cast<size_t>(st.op)], out + b, v, b, len);
+        v = out + b;
+      }
+    }
+  });
+  return Status::ok();
+}
+
+}  // namespace gt::worker::cpu

@@ -1,0 +1,166 @@
+// The executor's hot paths (ARCHITECTURE §7, issue 11): definitions from the dispatcher, HotRuns
+// expanded into their instructions, and fused elementwise chains.
+//
+// A HotRun's instructions run through run_instr() exactly as the eager batch's would have: same
+// checks, same poison, same errors naming the op, same results. Only a chain the path's
+// definition found fusable (hot_path_store.h) may run differently: as one kernel, when the
+// device has one and the tensors are what a fused kernel takes (else one by one, the same way).
+// Its intermediate results are never made; the path frees them, and freeing a handle that does
+// not exist does nothing.
+#include <spdlog/spdlog.h>
+
+#include <limits>
+
+#include "libgtcore/shape_rules.h"
+#include "workerd/executor.h"
+#include "workerd/kernels/elementwise_plan.h"
+
+namespace gt::worker {
+
+void Executor::define_hot_paths(v1::WorkerBatch& b) {
+  const uint64_t session = b.session();
+  const bool fuse = backend_.fuses_chains();
+  for (const v1::HotPath& p : b.hot_define()) {
+    Status st = hot_.define(session, p, fuse);
+    if (!st.is_ok()) fail(session, 0, "hot path", st);
+    else if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("session {}: hot path {} defined: {} instructions, {} fused chains", session,
+                    p.id(), p.instrs_size(), hot_.find(session, p.id())->chains.size());
+  }
+  b.clear_hot_define();  // a batch resumed after its turn must not define them again
+  note_hot_paths();
+}
+
+void Executor::forget_hot_paths(const v1::WorkerBatch& b) {
+  for (uint64_t id : b.hot_forget()) hot_.forget(b.session(), id);
+  note_hot_paths();
+}
+
+void Executor::run_hot(uint64_t session, v1::Instr& in) {
+  v1::HotRun& run = *in.mutable_hot();
+  HotPathDef* p = hot_.find(session, run.path());
+  if (!p) {
+    fail(session, 0, "hot path",
+         failed_precondition("hot path {} is not defined on this worker", run.path()));
+    return;
+  }
+  if (run.bindings_size() != static_cast<int>(p->bindings) ||
+      run.data_size() != static_cast<int>(p->uploads) || run.first_out() == 0 ||
+      run.first_out() > std::numeric_limits<uint64_t>::max() - p->results) {
+    fail(session, 0, "hot path",
+         invalid_argument("a run of hot path {} does not match it ({} bindings, {} payloads)",
+                          run.path(), run.bindings_size(), run.data_size()));
+    return;
+  }
+  bump(hot_runs_);
+  const uint64_t first_out = run.first_out();
+  auto handle_of = [&](uint64_t ref) {
+    return (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
+                     : first_out + static_cast<uint64_t>(p->result[ref >> 1]);
+  };
+  const bool log_instrs = spdlog::should_log(spdlog::level::trace);
+  const size_t n = p->instrs.size();
+  size_t next_free = 0;
+  for (size_t k = 0; k < n;) {
+    while (next_free < p->frees.size() && p->frees[next_free].at <= k)
+      free_handle(session, first_out + static_cast<uint64_t>(p->result[p->frees[next_free++].instr]));
+    if (!p->chain_at.empty() && p->chain_at[k] >= 0) {
+      const FusedChain& ch = p->chains[static_cast<size_t>(p->chain_at[k])];
+      if (run_fused_chain(session, *p, ch, run)) {
+        k = ch.end;
+        continue;
+      }
+    }
+    v1::Instr& t = p->instrs[k];
+    for (uint32_t i = p->ref_begin[k]; i < p->ref_begin[k + 1]; ++i)
+      t.set_inputs(static_cast<int>(i - p->ref_begin[k]), handle_of(p->refs[i]));
+    t.set_out(p->result[k] >= 0 ? first_out + static_cast<uint64_t>(p->result[k]) : 0);
+    const int upload = p->upload[k];
+    if (upload >= 0) t.mutable_data()->swap(*run.mutable_data(upload));
+    if (log_instrs) log_instr(session, t);
+    run_instr(session, t);
+    if (upload >= 0) t.mutable_data()->swap(*run.mutable_data(upload));  // the path keeps none
+    ++k;
+  }
+  while (next_free < p->frees.size())
+    free_handle(session, first_out + static_cast<uint64_t>(p->result[p->frees[next_free++].instr]));
+}
+
+bool Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
+                               const v1::HotRun& run) {
+  const uint64_t first_out = run.first_out();
+  // A tensor of this session with a value, float32 (anything else: the eager way decides).
+  auto usable = [&](uint64_t ref) -> const Tensor* {
+    const uint64_t h = (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
+                                 : first_out + static_cast<uint64_t>(p.result[ref >> 1]);
+    auto it = tensors_.find(h);
+    if (it == tensors_.end() || it->second.session != session || it->second.poison ||
+        !it->second.storage || it->second.meta.dtype != DType::kFloat32)
+      return nullptr;
+    return &it->second;
+  };
+  std::vector<FusedStep>& steps = fused_steps_;
+  steps.clear();
+  const Tensor* head = nullptr;
+  TensorMeta value;  // the chain's value after each step
+  for (uint32_t k = ch.begin; k < ch.end; ++k) {
+    const DecodedInstr& dec = *p.decoded[k];
+    const uint32_t rb = p.ref_begin[k], arity = p.ref_begin[k + 1] - rb;
+    // Which input is the chain's value: the head's first input, else the previous result.
+    uint32_t vi = 0;
+    if (k > ch.begin) {
+      const uint64_t prev = static_cast<uint64_t>(k - 1) << 1;
+      if (p.refs[rb] != prev) vi = 1;
+    }
+    FusedStep st{dec.op};
+    metas_.clear();
+    if (k == ch.begin) {
+      head = usable(p.refs[rb]);
+      if (!head) return false;
+      value = head->meta;
+    }
+    if (arity == 1) {
+      metas_.push_back(value);
+      if (!is_unary_elementwise(dec.op)) {
+        st.arg = FusedArg::kScalar;
+        st.value_right = dec.attrs.scalar_side() == ScalarSide::kLeft;
+        const OpAttrs& a = dec.attrs;
+        st.scalar = static_cast<float>(
+            scalar_in(DType::kFloat32, a.scalar(), a.scalar_is_integral() ? a.scalar_exact() : std::nullopt)
+                .value);
+      }
+    } else {
+      const Tensor* other = usable(p.refs[rb + (1 - vi)]);
+      if (!other) return false;
+      st.arg = FusedArg::kTensor;
+      st.value_right = vi == 1;
+      st.operand = other;
+      metas_.push_back(vi == 0 ? value : other->meta);
+      metas_.push_back(vi == 0 ? other->meta : value);
+    }
+    auto meta = infer_meta(dec.op, metas_, dec.attrs);
+    // The value keeps the head's shape and stays float32 (no broadcast of the value itself).
+    if (!meta.is_ok() || meta->dtype != DType::kFloat32 || meta->shape != head->meta.shape)
+      return false;
+    value = *meta;
+    steps.push_back(st);
+  }
+  // Every result handle of the chain must be free (else the eager way reports it).
+  for (uint32_t k = ch.begin; k < ch.end; ++k)
+    if (tensors_.count(first_out + static_cast<uint64_t>(p.result[k]))) return false;
+  if (!backend_.supports(p.decoded[ch.end - 1]->op)) return false;
+  const uint64_t out_handle = first_out + static_cast<uint64_t>(p.result[ch.end - 1]);
+  Tensor out;
+  out.meta = value;
+  auto storage = backend_.alloc(static_cast<size_t>(value.nbytes()));
+  if (!storage.is_ok()) return false;  // eager reports the failure, op by op
+  out.storage = std::move(*storage);
+  if (!backend_.run_fused(FusedArgs{*head, steps, out, session}).is_ok()) return false;
+  const uint64_t ops = ch.end - ch.begin;
+  for (uint64_t i = 0; i < ops; ++i) count_op();
+  bump(fused_ops_, ops);
+  put(session, out_handle, std::move(out));
+  return true;
+}
+
+}  // namespace gt::worker

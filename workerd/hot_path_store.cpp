@@ -1,0 +1,148 @@
+// Hot-path definitions on the worker: checking them, and finding their fusable chains.
+#include "workerd/hot_path_store.h"
+
+#include "workerd/kernels/op_traits.h"
+
+namespace gt::worker {
+namespace {
+
+// Chains: consecutive fusable instructions, each (but the first) reading the previous one's
+// result exactly once, that result read by nothing else and freed inside the path.
+void find_chains(HotPathDef& d) {
+  const size_t n = d.instrs.size();
+  std::vector<uint32_t> uses(n, 0);
+  std::vector<bool> freed(n, false);
+  for (uint64_t r : d.refs)
+    if ((r & 1) == 0) ++uses[r >> 1];
+  for (const HotPathDef::Free& f : d.frees) freed[f.instr] = true;
+  d.decoded.assign(n, std::nullopt);
+  auto fusable = [&](size_t k) {
+    const v1::Instr& in = d.instrs[k];
+    if (d.result[k] < 0) return false;
+    auto dec = decode_instr(in);
+    if (!dec.is_ok() || !fusable_op(dec->op)) return false;
+    const uint32_t arity = d.ref_begin[k + 1] - d.ref_begin[k];
+    if (is_unary_elementwise(dec->op) ? arity != 1 : arity != 1 && arity != 2) return false;
+    d.decoded[k] = std::move(*dec);
+    return true;
+  };
+  // k continues the chain ending at k - 1.
+  auto links = [&](size_t k) {
+    const uint64_t prev = static_cast<uint64_t>(k - 1) << 1;
+    if (uses[k - 1] != 1 || !freed[k - 1]) return false;
+    for (uint32_t i = d.ref_begin[k]; i < d.ref_begin[k + 1]; ++i)
+      if (d.refs[i] == prev) return true;
+    return false;
+  };
+  d.chain_at.assign(n, -1);
+  size_t k = 0;
+  while (k < n) {
+    if (!fusable(k)) {
+      ++k;
+      continue;
+    }
+    size_t e = k + 1;
+    while (e < n && links(e) && fusable(e)) ++e;
+    if (e - k >= 2) {
+      d.chain_at[k] = static_cast<int32_t>(d.chains.size());
+      d.chains.push_back(FusedChain{static_cast<uint32_t>(k), static_cast<uint32_t>(e)});
+    }
+    k = e;
+  }
+}
+
+Status check_and_build(const v1::HotPath& p, HotPathDef& d) {
+  const size_t n = static_cast<size_t>(p.instrs_size());
+  if (n == 0) return invalid_argument("hot path {} has no instructions", p.id());
+  d.instrs.assign(p.instrs().begin(), p.instrs().end());
+  d.bindings = p.bindings();
+  d.result.assign(n, -1);
+  d.upload.assign(n, -1);
+  d.ref_begin.assign(1, 0);
+  for (size_t k = 0; k < n; ++k) {
+    v1::Instr& in = d.instrs[k];
+    if (in.op() == 0 || in.comm() != 0 || in.has_signal() || in.has_config() || in.has_hot() ||
+        !in.data().empty() || in.out() > 1)
+      return invalid_argument("hot path {}: instruction {} is not a plain op", p.id(), k);
+    if (in.out() == 1) d.result[k] = d.results++;
+    for (uint64_t r : in.inputs()) {
+      const bool bound = (r & 1) != 0;
+      const uint64_t i = r >> 1;
+      if (bound ? i >= d.bindings : (i >= k || d.result[i] < 0))
+        return invalid_argument("hot path {}: instruction {} reads an undefined reference {}",
+                                p.id(), k, r);
+      d.refs.push_back(r);
+    }
+    d.ref_begin.push_back(static_cast<uint32_t>(d.refs.size()));
+  }
+  for (int u = 0; u < p.uploads_size(); ++u) {
+    const uint32_t k = p.uploads(u);
+    if (k >= n || d.upload[k] >= 0 || (u > 0 && k <= p.uploads(u - 1)))
+      return invalid_argument("hot path {}: bad upload list", p.id());
+    d.upload[k] = u;
+  }
+  d.uploads = static_cast<uint32_t>(p.uploads_size());
+  if (p.frees_size() != p.free_at_size())
+    return invalid_argument("hot path {}: {} frees with {} positions", p.id(), p.frees_size(),
+                            p.free_at_size());
+  std::vector<bool> freed(n, false);
+  for (int i = 0; i < p.frees_size(); ++i) {
+    const uint32_t k = p.frees(i), at = p.free_at(i);
+    // A result is freed once, after the instruction that makes it, in stream order.
+    if (k >= n || d.result[k] < 0 || freed[k] || at <= k || at > n ||
+        (i > 0 && at < p.free_at(i - 1)))
+      return invalid_argument("hot path {}: bad free {} of instruction {} at {}", p.id(), i, k, at);
+    freed[k] = true;
+    d.frees.push_back(HotPathDef::Free{at, k});
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status HotPathStore::define(uint64_t session, const v1::HotPath& p, bool fuse) {
+  SessionPaths& s = sessions_[session];
+  forget(session, p.id());
+  const size_t n = static_cast<size_t>(p.instrs_size());
+  if (s.paths.size() >= kMaxPathsPerSession || s.instructions + n > kMaxInstructionsPerSession)
+    return resource_exhausted("session {} holds too many hot paths ({} paths, {} instructions)",
+                              session, s.paths.size(), s.instructions);
+  HotPathDef d;
+  GT_RETURN_IF_ERROR(check_and_build(p, d));
+  if (fuse) find_chains(d);
+  s.instructions += n;
+  s.paths.emplace(p.id(), std::move(d));
+  ++paths_;
+  return Status::ok();
+}
+
+HotPathDef* HotPathStore::find(uint64_t session, uint64_t id) {
+  auto s = sessions_.find(session);
+  if (s == sessions_.end()) return nullptr;
+  auto it = s->second.paths.find(id);
+  return it == s->second.paths.end() ? nullptr : &it->second;
+}
+
+void HotPathStore::forget(uint64_t session, uint64_t id) {
+  auto s = sessions_.find(session);
+  if (s == sessions_.end()) return;
+  auto it = s->second.paths.find(id);
+  if (it == s->second.paths.end()) return;
+  s->second.instructions -= it->second.instrs.size();
+  s->second.paths.erase(it);
+  --paths_;
+}
+
+void HotPathStore::drop_session(uint64_t session) {
+  auto s = sessions_.find(session);
+  if (s == sessions_.end()) return;
+  paths_ -= s->second.paths.size();
+  sessions_.erase(s);
+}
+
+void HotPathStore::clear() {
+  sessions_.clear();
+  paths_ = 0;
+}
+
+}  // namespace gt::worker

@@ -1,0 +1,71 @@
+// The hot paths a worker holds (ARCHITECTURE §7, issue 11): per session, the paths the dispatcher
+// defined (WorkerBatch.hot_define, v1::HotPath), checked once when defined and then run by the
+// executor for each HotRun (executor_hot.cpp) with the run's handles put in. Nothing the
+// dispatcher sends is trusted: a definition whose references point forward, out of range, or at
+// an instruction without a result is refused, and a session holds a bounded number of paths and
+// instructions. Definitions die with their session (end_session), on hot_forget, and when the
+// dispatcher goes away.
+//
+// At definition the path is also analysed for elementwise chains the device may fuse
+// (workerd/fusion.h): runs of consecutive fusable ops, each consuming the previous one's result,
+// that result read nowhere else and freed inside the path, so it never needs to exist.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "libgtcore/instr_codec.h"
+#include "libgtcore/status.h"
+#include "proto/gt.pb.h"
+#include "workerd/fusion.h"
+
+namespace gt::worker {
+
+struct HotPathDef {
+  // The instructions as defined; inputs and out are rewritten with handles at each run.
+  std::vector<v1::Instr> instrs;
+  std::vector<uint64_t> refs;        // every instruction's input references, in order
+  std::vector<uint32_t> ref_begin;   // instruction k's refs: [ref_begin[k], ref_begin[k + 1])
+  std::vector<int64_t> result;       // instruction k's result number, -1 in place
+  std::vector<int32_t> upload;       // instruction k's payload number in the HotRun, -1 none
+  struct Free {
+    uint32_t at;     // after this many instructions
+    uint32_t instr;  // whose result
+  };
+  std::vector<Free> frees;           // by `at`
+  uint32_t results = 0, bindings = 0, uploads = 0;
+  // Fusable chains (begin ascending) and, per instruction, the chain starting there (-1 none).
+  std::vector<FusedChain> chains;
+  std::vector<int32_t> chain_at;
+  // The decoded ops of the chains' instructions (attrs view the instrs above: stable).
+  std::vector<std::optional<DecodedInstr>> decoded;
+};
+
+class HotPathStore {
+ public:
+  // A session may hold at most this many paths and instructions in them (the dispatcher keeps
+  // far fewer: hot_path_cache entries, 4 MiB of signatures).
+  static constexpr size_t kMaxPathsPerSession = 4096;
+  static constexpr size_t kMaxInstructionsPerSession = size_t{1} << 20;
+
+  // Checks and keeps `p` for `session`; `fuse`: look for chains to fuse. Redefining an id
+  // replaces it.
+  Status define(uint64_t session, const v1::HotPath& p, bool fuse);
+  HotPathDef* find(uint64_t session, uint64_t id);
+  void forget(uint64_t session, uint64_t id);
+  void drop_session(uint64_t session);
+  void clear();
+  size_t size() const { return paths_; }  // paths held, all sessions
+
+ private:
+  struct SessionPaths {
+    std::unordered_map<uint64_t, HotPathDef> paths;
+    size_t instructions = 0;
+  };
+  std::unordered_map<uint64_t, SessionPaths> sessions_;
+  size_t paths_ = 0;
+};
+
+}  // namespace gt::worker
