@@ -8,6 +8,7 @@
 #include <array>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/cpu/wide_simd.h"
 #include "workerd/kernels/elementwise_math.h"
 
 namespace gt::worker::cpu {
@@ -28,34 +29,65 @@ struct StepLoops {
 };
 
 template <OpId kOp>
-void unary_loop(float* o, const float* v, int64_t n) {
+[[gnu::always_inline]] inline void unary_body(float* o, const float* v, int64_t n) {
   using C = std::conditional_t<unary_keeps_dtype(kOp), compute_t<float>, math_t<float>>;
   for (int64_t i = 0; i < n; ++i) o[i] = convert_value<float>(UnaryFn<kOp>::f(convert_value<C>(v[i])));
 }
-
 template <OpId kOp, bool kRev>
-void scalar_loop(float* o, const float* v, float s, int64_t n) {
+[[gnu::always_inline]] inline void scalar_body(float* o, const float* v, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     o[i] = convert_value<float>(kRev ? BinaryFn<kOp>::f(s, v[i]) : BinaryFn<kOp>::f(v[i], s));
 }
-
 template <OpId kOp, bool kRev>
-void tensor_loop(float* o, const float* v, const float* __restrict t, int64_t n) {
+[[gnu::always_inline]] inline void tensor_body(float* o, const float* v, const float* __restrict t,
+                                               int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     o[i] = convert_value<float>(kRev ? BinaryFn<kOp>::f(t[i], v[i]) : BinaryFn<kOp>::f(v[i], t[i]));
+}
+
+// Each loop twice: for the baseline target and for AVX2 + FMA (wide_simd.h). The transcendental
+// ops must take the loop the eager kernel takes on this CPU (FMA contraction inside exp and
+// friends changes last bits); the others are single IEEE operations per element, the same in
+// any vector width, so they take the wide loop whenever the CPU has it.
+#define GT_STEP_LOOPS(SUFFIX, TARGET)                                                          \
+  template <OpId kOp>                                                                          \
+  TARGET void unary_##SUFFIX(float* o, const float* v, int64_t n) {                            \
+    unary_body<kOp>(o, v, n);                                                                  \
+  }                                                                                            \
+  template <OpId kOp, bool kRev>                                                               \
+  TARGET void scalar_##SUFFIX(float* o, const float* v, float s, int64_t n) {                  \
+    scalar_body<kOp, kRev>(o, v, s, n);                                                        \
+  }                                                                                            \
+  template <OpId kOp, bool kRev>                                                               \
+  TARGET void tensor_##SUFFIX(float* o, const float* v, const float* __restrict t, int64_t n) { \
+    tensor_body<kOp, kRev>(o, v, t, n);                                                        \
+  }
+GT_STEP_LOOPS(base, )
+GT_STEP_LOOPS(wide, GT_WIDE_SIMD_TARGET)
+#undef GT_STEP_LOOPS
+
+template <OpId kOp, bool kWide>
+StepLoops loops_of() {
+  if constexpr (is_unary_elementwise(kOp)) {
+    return StepLoops{kWide ? unary_wide<kOp> : unary_base<kOp>};
+  } else {
+    if constexpr (kWide)
+      return StepLoops{nullptr, scalar_wide<kOp, false>, scalar_wide<kOp, true>,
+                       tensor_wide<kOp, false>, tensor_wide<kOp, true>};
+    else
+      return StepLoops{nullptr, scalar_base<kOp, false>, scalar_base<kOp, true>,
+                       tensor_base<kOp, false>, tensor_base<kOp, true>};
+  }
 }
 
 const std::array<StepLoops, kNumOps>& step_loops() {
   static const std::array<StepLoops, kNumOps> table = [] {
     std::array<StepLoops, kNumOps> t{};
+    const bool wide = wide_simd();
     for_each_op([&](auto c) {
       constexpr OpId op = decltype(c)::value;
-      if constexpr (fusable_op(op) && is_unary_elementwise(op)) {
-        t[static_cast<size_t>(op)].unary = unary_loop<op>;
-      } else if constexpr (fusable_op(op)) {
-        t[static_cast<size_t>(op)] = StepLoops{nullptr, scalar_loop<op, false>, scalar_loop<op, true>,
-                                               tensor_loop<op, false>, tensor_loop<op, true>};
-      }
+      if constexpr (fusable_op(op))
+        t[static_cast<size_t>(op)] = wide ? loops_of<op, true>() : loops_of<op, false>();
     });
     return t;
   }();

@@ -1,9 +1,11 @@
 // The CPU kernels' shared helpers: dtype conversion of contiguous runs, converted views of
 // inputs and the broadcasting copy.
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/cpu/wide_simd.h"
 
 namespace gt::worker::cpu {
 
@@ -29,6 +31,19 @@ void convert_n(const void* src, DType src_dt, void* dst, DType dst_dt, int64_t n
       convert_loop<D, S>(static_cast<const S*>(src), static_cast<D*>(dst), n);
     });
   });
+}
+
+bool wide_simd() {
+  static const bool wide = [] {
+    const char* base = std::getenv("GT_CPU_BASELINE");
+    if (base && base[0] == '1') return false;
+#if GT_WIDE_SIMD
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
+  }();
+  return wide;
 }
 
 int max_threads() {

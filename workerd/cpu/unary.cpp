@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/cpu/wide_simd.h"
 #include "workerd/kernels/elementwise_math.h"
 #include "workerd/kernels/elementwise_plan.h"
 
@@ -29,6 +30,19 @@ Status unary_same(const KernelArgs& args) {
 
 constexpr int64_t kTranscendentalGrain = 1 << 16;  // elements per thread, at least
 
+template <OpId kOp, class T, class O>
+[[gnu::always_inline]] inline void float_rows(const T* __restrict a, O* __restrict o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = convert_value<O>(UnaryFn<kOp>::f(convert_value<math_t<T>>(a[i])));
+}
+template <OpId kOp, class T, class O>
+void float_rows_base(const T* __restrict a, O* __restrict o, int64_t n) {
+  float_rows<kOp, T, O>(a, o, n);
+}
+template <OpId kOp, class T, class O>
+GT_WIDE_SIMD_TARGET void float_rows_wide(const T* __restrict a, O* __restrict o, int64_t n) {
+  float_rows<kOp, T, O>(a, o, n);
+}
+
 template <OpId kOp>
 Status unary_float(const KernelArgs& args) {
   const int64_t n = count(args.out.meta.shape);
@@ -37,12 +51,10 @@ Status unary_float(const KernelArgs& args) {
     using O = std::conditional_t<is_float_like_v<T>, T, float>;
     const T* a = static_cast<const T*>(in_ptr(args, 0));
     O* o = static_cast<O*>(out_ptr(args));
-    parallel_for(n, kTranscendentalGrain, [&](int64_t begin, int64_t end) {
-      const T* __restrict pa = a + begin;
-      O* __restrict po = o + begin;
-      for (int64_t i = 0; i < end - begin; ++i)
-        po[i] = convert_value<O>(UnaryFn<kOp>::f(convert_value<math_t<T>>(pa[i])));
-    });
+    // (the fused chains' unary steps pick the same loop: wide_simd.h)
+    auto rows = wide_simd() ? float_rows_wide<kOp, T, O> : float_rows_base<kOp, T, O>;
+    parallel_for(n, kTranscendentalGrain,
+                 [&](int64_t begin, int64_t end) { rows(a + begin, o + begin, end - begin); });
     return Status::ok();
   });
 }
