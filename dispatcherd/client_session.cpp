@@ -113,11 +113,16 @@ void ClientSession::process_instr(v1::Instr& in) {
   ++instrs_received_;
   ++usage_.instructions;
   if (in.op() == 0 && in.comm() == 0) {  // stream annotations
+    const std::string plan_before = hot_.enabled() ? signals_.plan_key() : std::string();
     Status st = in.has_signal() ? signals_.apply(in.signal())
                 : in.has_config() ? signals_.register_config(in.config())
                                   : invalid_argument("empty instruction");
     if (!st.is_ok()) poison(0, in.has_config() ? "config" : "signal", st);
-    end_stretch();  // a signal boundary (or a config that changes how later scopes plan)
+    // A boundary that changes how later instructions are planned or compiled (a sharding scope,
+    // a compiled scope, a config) ends the stretch; one that changes nothing of that (a plain
+    // annotation, autograd's backward scopes inside a compiled function) is only recorded in it.
+    if (!in.has_signal() || !st.is_ok() || signals_.plan_key() != plan_before) end_stretch();
+    else if (hot_.enabled()) hot_.scope(signals_.innermost());
     if (log_->enabled() && in.has_signal())
       log_->write("SIGNAL", source_of(*conn_), v1::SignalEvent::Kind_Name(in.signal().kind()), 0,
                   fmt::format("name={}{}", in.signal().name(), in.signal().backward_pass() ? " backward" : ""));

@@ -105,6 +105,13 @@ void HotPathDetector::instr(const v1::Instr& in, std::span<TensorEntry* const> e
   if (sig_.size() > opts_.cache_bytes / 4) taint();  // too big to keep
 }
 
+void HotPathDetector::scope(std::string_view scope) {
+  // Before the first instruction the stretch's scope is recorded with it (instr()).
+  if (!opts_.enabled || tainted_ || instructions_ == 0) return;
+  sig_.push_back(kScope);
+  put_bytes(sig_, scope);
+}
+
 void HotPathDetector::free(uint64_t id, const TensorEntry&) {
   if (!opts_.enabled || tainted_) return;
   auto it = refs_.find(id);

@@ -1,6 +1,7 @@
 // Hot-path detection (ARCHITECTURE §7, issue 11 step 1). A session's instruction stream is cut
 // into stretches at its sync points (a frame carrying a SYNC or FETCH) and at signal
-// boundaries. A stretch's signature is everything its plan depends on:
+// boundaries that change how instructions are planned or compiled (a sharding or compiled
+// scope, a config; others are recorded in the signature). A stretch's signature is everything its plan depends on:
 //   - each instruction's op and attributes (shape, dtype, ints, reals; an upload's size, not
 //     its bytes, which are the stretch's input),
 //   - its dataflow: each input is "the result of instruction p of this stretch" or "outside
@@ -69,6 +70,8 @@ class HotPathDetector {
   // path at first sight, not after min_repeats).
   void instr(const v1::Instr& in, std::span<TensorEntry* const> entries, uint64_t out,
              std::string_view scope, bool compile_now = false);
+  // The innermost scope became `scope` within the stretch (a boundary that does not cut it).
+  void scope(std::string_view scope);
   // The client freed `id` (a tensor of the session), `e` its record.
   void free(uint64_t id, const TensorEntry& e);
   // The stretch cannot be a hot path (an instruction was refused or poisoned).

@@ -67,6 +67,11 @@ std::string SignalState::innermost() const {
   return stack_.empty() ? std::string() : effective_name(stack_.back());
 }
 
+std::string SignalState::plan_key() const {
+  auto c = current();
+  return (compile_requested() ? "c:" : "e:") + (c ? c->first : std::string());
+}
+
 bool SignalState::compile_requested() const {
   for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
     if (const SignalSpec* c = find(effective_name(*it))) return c->compile;

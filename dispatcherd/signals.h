@@ -26,6 +26,10 @@ class SignalState {
   // top level), and whether the innermost scope with a config asks for `compile: true`.
   std::string innermost() const;
   bool compile_requested() const;
+  // What a scope boundary can change about how later instructions are planned or compiled: the
+  // sharding scope in effect and compile_requested(). A boundary that leaves it alone does not
+  // cut a hot-path stretch (the scope name is recorded in the signature instead).
+  std::string plan_key() const;
 
  private:
   struct Frame {

@@ -105,3 +105,36 @@ def test_compiled_chain_is_replayed_fused_and_bitwise_eager():
     assert _fused_ops() - before >= 3 * 4  # (earlier tests' figures may still be arriving)
     np.testing.assert_allclose(eager, np.exp(np.maximum(x.numpy() * 1.5 + 0.25, 0) * 0.5),
                                rtol=1e-6)
+
+
+def _my_session():
+    # The embedded default's dispatcher serves this process alone (under GT_ADDRESS other
+    # sessions of the same user may show: the busiest one is this test process).
+    sessions = gt.debug.status()["sessions"]
+    return max(sessions, key=lambda s: s.get("instructions", 0))
+
+
+def test_compiled_training_step_is_one_replayed_path_per_call():
+    # Autograd's backward scopes inside a compiled function change nothing planned: they do not
+    # cut the function's stretch, so each call is one hot path, replayed by reference.
+    model = gt.nn.Sequential(gt.nn.Linear(8, 16), gt.nn.ReLU(), gt.nn.Linear(16, 3))
+    opt = gt.optim.SGD(model.parameters(), lr=0.1)
+    x = gt.randn(5, 8)
+    y = gt.tensor(np.array([0, 1, 2, 1, 0], dtype=np.int64))
+
+    def body():
+        opt.zero_grad()
+        loss = gt.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = gt.compile(body)
+    first = step().item()
+    before = _my_session()
+    losses = [step().item() for _ in range(3)]
+    after = _my_session()
+    assert after["hot_paths"] == before["hot_paths"]  # defined at the first call
+    assert after.get("hot_path_hits", 0) - before.get("hot_path_hits", 0) == 3
+    assert after.get("hot_path_replays", 0) - before.get("hot_path_replays", 0) == 3
+    assert losses[-1] < first  # it trains

@@ -256,3 +256,37 @@ TEST_CASE("hot paths: min_repeats, compile: true scopes, and disabling") {
   }
   CHECK(off.det.stats().cached == 0);
 }
+
+TEST_CASE("hot paths: a scope change inside a stretch is part of its key; eviction is reported") {
+  Stream s;
+  const uint64_t x = s.leaf(Shape{4, 8});
+  // relu, (scope "inner") neg: twice with the same inner scope -> one path; another name -> not.
+  auto stretch = [&](const char* inner) {
+    const uint64_t a = s.op(OpId::k_relu, {x});
+    s.det.scope(inner);
+    const uint64_t b = s.op(OpId::k_neg, {a});
+    s.free(a);
+    (void)b;
+    return s.det.cut();
+  };
+  CHECK(stretch("inner").outcome == Outcome::kNone);
+  const auto defined = stretch("inner");
+  CHECK(defined.outcome == Outcome::kDefined);
+  CHECK(defined.instructions == 2);
+  const auto other = stretch("other");
+  CHECK(other.outcome == Outcome::kMiss);  // a different stretch, not the hot path
+  CHECK(other.path == 0);
+
+  // Every hot path pushed out of the cache is listed (the workers holding it forget it).
+  Stream t(HotPathOptions{true, 1, 2});
+  const uint64_t y = t.leaf(Shape{2});
+  std::vector<uint64_t> paths;
+  for (OpId op : {OpId::k_relu, OpId::k_neg, OpId::k_exp}) {
+    t.op(op, {y});
+    const auto c = t.det.cut();
+    REQUIRE(c.outcome == Outcome::kDefined);
+    paths.push_back(c.path);
+    if (op == OpId::k_exp) CHECK(c.forgotten == std::vector<uint64_t>{paths[0]});
+    else CHECK(c.forgotten.empty());
+  }
+}
