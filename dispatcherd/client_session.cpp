@@ -192,7 +192,11 @@ void ClientSession::process_instr(v1::Instr& in) {
     return;
   }
   auto scope = signals_.current();
-  if (hot_.enabled()) hot_.instr(in, entries, out, signals_.innermost(), signals_.compile_requested());
+  if (hot_.enabled()) {
+    const std::optional<bool> compile = signals_.compile_mode();
+    if (compile == false) hot_.taint();  // `compile: false`: nothing in the scope is detected
+    else hot_.instr(in, entries, out, signals_.innermost(), compile.value_or(false));
+  }
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
     span_.eligible = false;  // planned (sharded, moved): not replayed

@@ -49,7 +49,7 @@ Status SignalState::register_config(const v1::SignalConfigEntry& e) {
     c.shard = s;
   }
   c.backward = e.backward();
-  c.compile = e.compile();
+  if (e.has_compile()) c.compile = e.compile();
   if (own_.size() >= 4096 && !own_.count(e.name())) return invalid_argument("config: too many signals");
   own_[e.name()] = c;
   return Status::ok();
@@ -69,13 +69,17 @@ std::string SignalState::innermost() const {
 
 std::string SignalState::plan_key() const {
   auto c = current();
-  return (compile_requested() ? "c:" : "e:") + (c ? c->first : std::string());
+  const std::optional<bool> mode = compile_mode();
+  return (!mode ? "e:" : *mode ? "c:" : "x:") + (c ? c->first : std::string());
 }
 
-bool SignalState::compile_requested() const {
+std::optional<bool> SignalState::compile_mode() const {
+  // The innermost scope whose config says either way decides.
   for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
-    if (const SignalSpec* c = find(effective_name(*it))) return c->compile;
-  return false;
+    if (const SignalSpec* c = find(effective_name(*it)); c && c->compile) return c->compile;
+  return std::nullopt;
 }
+
+bool SignalState::compile_requested() const { return compile_mode().value_or(false); }
 
 }  // namespace gt::dispatcher

@@ -26,6 +26,9 @@ class SignalState {
   // top level), and whether the innermost scope with a config asks for `compile: true`.
   std::string innermost() const;
   bool compile_requested() const;
+  // The innermost scope whose config sets `compile`: true (compile_requested), false (hot-path
+  // detection off inside it), nullopt (no scope says).
+  std::optional<bool> compile_mode() const;
   // What a scope boundary can change about how later instructions are planned or compiled: the
   // sharding scope in effect and compile_requested(). A boundary that leaves it alone does not
   // cut a hot-path stretch (the scope name is recorded in the signature instead).

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,7 @@ class Session {
     std::vector<uint32_t> workers;
     bool replicated = false;
     std::string backward;
-    bool compile = false;
+    std::optional<bool> compile;  // unset / true / false (gt::SignalConfig)
   };
   virtual void register_config(const ConfigEntry& entry) {}
 };

@@ -306,8 +306,8 @@ void RemoteSession::register_config(const ConfigEntry& c) {
   for (uint32_t w : c.workers) e->add_workers(w);
   e->set_replicated(c.replicated);
   e->set_backward(c.backward);
-  e->set_compile(c.compile);
-  if (c.compile) compile_signals_.insert(c.name);
+  if (c.compile) e->set_compile(*c.compile);
+  if (c.compile.value_or(false)) compile_signals_.insert(c.name);
   else compile_signals_.erase(c.name);
 }
 

@@ -4,7 +4,7 @@
 //   name:
 //     shard: {axis: int, workers: [ints], replicated: bool}   # workers omitted: all workers
 //     backward: other_name                                    # signal for its gradient ops
-//     compile: bool                                           # hot-path hint
+//     compile: bool             # true: hot path at first sight; false: no hot-path detection
 //
 // Shared by the client (gt::load_config / register_config) and the dispatcher (server-wide
 // defaults from its own YAML), so both validate the same way and errors name file and key.
@@ -29,7 +29,9 @@ struct ShardSpec {
 struct SignalSpec {
   std::optional<ShardSpec> shard;  // absent: the scope only groups ops (e.g. a pipeline stage)
   std::string backward;            // empty: gradient ops run under the same signal
-  bool compile = false;
+  // Hot paths in the scope: absent, detected as usual; true, at first sight (gt.compile);
+  // false, never (detection off for what runs in it).
+  std::optional<bool> compile;
 };
 
 using SignalConfigMap = std::map<std::string, SignalSpec>;

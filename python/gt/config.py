@@ -7,7 +7,7 @@ gt.get_config, gt.SignalConfig, gt.ShardConfig), in the original GT's YAML schem
         workers: [0, 1]        #   the workers holding the shards (default: all)
         replicated: false      #   true: a full copy on every listed worker instead of shards
       backward: backward_layer1  # optional: the signal the gradient ops run under
-      compile: false           # optional: mark the scope's hot path for compilation
+      compile: true            # optional: true, a hot path at first sight; false, never one
 
 Configs are sent to the dispatcher (libgtclient's ``gt::register_config``), which places the
 ops of each scope by them (docs/ARCHITECTURE.md §5): creations inside a sharded scope are made already
@@ -82,17 +82,18 @@ class ShardConfig:
 class SignalConfig:
     """What a signal means: its ``shard`` placement (a ShardConfig, or None: the scope only
     groups ops), the signal its gradient ops run under (``backward_signal``; None: the same
-    signal) and ``compile`` (True: what runs in the scope is a hot path at first sight)."""
+    signal) and ``compile`` (None: hot paths detected as usual; True: what runs in the scope is a
+    hot path at first sight, as gt.compile marks it; False: no hot-path detection inside)."""
 
     __slots__ = ("shard", "backward_signal", "compile")
 
-    def __init__(self, shard=None, backward_signal=None, compile=False):
+    def __init__(self, shard=None, backward_signal=None, compile=None):
         if shard is not None and not isinstance(shard, ShardConfig):
             raise ValueError(f"SignalConfig: shard must be a gt.ShardConfig or None, got {shard!r}")
         if backward_signal is not None:
             _check_name(backward_signal, "SignalConfig: backward_signal")
-        if not isinstance(compile, bool):
-            raise ValueError(f"SignalConfig: compile must be true/false, got {compile!r}")
+        if compile is not None and not isinstance(compile, bool):
+            raise ValueError(f"SignalConfig: compile must be true/false/None, got {compile!r}")
         self.shard = shard
         self.backward_signal = backward_signal
         self.compile = compile
@@ -164,7 +165,7 @@ def clear_config():
         _registry.clear()
         _pending.clear()
         for name in sorted(_sent):
-            _gt._register_config(name, None, "", False)
+            _gt._register_config(name, None, "", None)
         _sent.clear()
 
 

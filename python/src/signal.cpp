@@ -16,7 +16,7 @@ namespace {
 
 // One config as a plain dict (gt.config turns it into a gt.SignalConfig):
 // {"shard": None | {"axis", "workers" (None: all), "replicated"}, "backward": str | None,
-//  "compile": bool}.
+//  "compile": bool or None (unset)}.
 py::dict spec_dict(const gt::SignalConfig& c) {
   py::dict d;
   if (c.shard) {
@@ -33,7 +33,7 @@ py::dict spec_dict(const gt::SignalConfig& c) {
   }
   d["backward"] = c.backward_signal.empty() ? py::object(py::none())
                                             : py::object(py::str(c.backward_signal));
-  d["compile"] = c.compile;
+  d["compile"] = c.compile ? py::object(py::bool_(*c.compile)) : py::object(py::none());
   return d;
 }
 
@@ -59,7 +59,8 @@ void init_signal(py::module_& m) {
 
   m.def(
       "_register_config",
-      [](const std::string& name, py::object shard, const std::string& backward, bool compile) {
+      [](const std::string& name, py::object shard, const std::string& backward,
+         py::object compile) {
         gt::SignalConfig c;
         if (!shard.is_none()) {
           auto t = shard.cast<py::tuple>();
@@ -70,7 +71,7 @@ void init_signal(py::module_& m) {
           c.shard = s;
         }
         c.backward_signal = backward;
-        c.compile = compile;
+        if (!compile.is_none()) c.compile = compile.cast<bool>();
         gt::register_config(name, c);
       },
       "name"_a, "shard"_a, "backward"_a, "compile"_a,

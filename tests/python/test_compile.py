@@ -193,3 +193,25 @@ def test_compiled_data_parallel_step_gives_the_eager_losses():
     assert out["hot"] == out["eager"]  # bitwise, step by step
     assert out["eager"][-1] < out["eager"][0]
     assert out["hits"] >= 4  # the compiled step was a hot path at every call after the first
+
+
+def test_compile_false_scope_turns_hot_path_detection_off():
+    x = gt.randn(4, 4)
+    gt.register_config("gt.test.no_hot_paths", gt.SignalConfig(compile=False))
+
+    def loop(scoped):
+        before = _my_session()
+        for _ in range(4):
+            if scoped:
+                with gt.signal.context("gt.test.no_hot_paths"):
+                    y = ((x * 3.0).relu() + 1.0).sum().item()
+            else:
+                y = ((x * 5.0).relu() + 2.0).sum().item()
+        after = _my_session()
+        return after["hot_paths"] - before["hot_paths"], y
+
+    off, y_off = loop(True)
+    on, y_on = loop(False)
+    assert off == 0  # the same loop in a `compile: false` scope is never a hot path
+    assert on == 1
+    np.testing.assert_allclose(y_off, float((np.maximum(x.numpy() * 3.0, 0) + 1.0).sum()), rtol=1e-5)

@@ -80,7 +80,8 @@ def test_config_objects_and_registry():
     gt.config.clear_config()  # forgotten here, emptied in the dispatcher
     assert gt.get_config() == {}
     assert gt._gt._registered_configs()["layer1"] == {"shard": None, "backward": None,
-                                                      "compile": False}
+                                                      "compile": None}
+    assert gt.SignalConfig().compile is None  # unset: hot paths detected as usual
 
 
 @pytest.mark.parametrize("make", [

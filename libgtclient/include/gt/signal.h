@@ -27,7 +27,9 @@ struct ShardConfig {
 struct SignalConfig {
   std::optional<ShardConfig> shard;
   std::string backward_signal;  // gradient ops of ops recorded in this scope run under it
-  bool compile = false;
+  // Hot paths (docs/ARCHITECTURE.md §7): unset, detected as usual; true, the scope's stretch is
+  // a hot path at first sight (gt::compile sets it); false, no hot-path detection inside.
+  std::optional<bool> compile;
 };
 
 // Registers (or replaces) this session's config for a signal.

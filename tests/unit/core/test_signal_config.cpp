@@ -29,7 +29,8 @@ plain:
   CHECK(m.at("dp").shard->axis == 0);
   CHECK(m.at("dp").shard->workers == std::vector<uint32_t>{0, 1});
   CHECK(m.at("dp").backward == "dp_bwd");
-  CHECK(m.at("dp").compile);
+  CHECK(m.at("dp").compile == true);
+  CHECK_FALSE(m.at("plain").compile.has_value());  // unset: hot paths detected as usual
   CHECK(m.at("everywhere").shard->axis == -1);
   CHECK(m.at("everywhere").shard->workers.empty());  // omitted: all workers
   CHECK(m.at("replicas").shard->replicated);
