@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -291,4 +292,53 @@ TEST_CASE("sim device: a lost device is reported once and fails the session's sy
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(lost == 1);
   ex.stop();
+}
+
+TEST_CASE("sim device: a hot path's run (upload inside) gives the eager results", "[worker][sim][hot]") {
+  SimBackend backend(sim_options(20, 20));
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  ex.start();
+  // The path: u = upload [4]; y = exp(u * 2); u and u * 2 freed inside. Bindings: none.
+  v1::HotPath p;
+  p.set_id(1);
+  *p.add_instrs() = op(OpId::k_from_host, 1, {}, make_shape_dtype(Shape{4}, DType::kFloat32));
+  *p.add_instrs() = op(OpId::k_mul, 1, {0}, make_binary_scalar(ScalarSide::kRight, 2.0, false));
+  *p.add_instrs() = op(OpId::k_exp, 1, {1 << 1});
+  p.add_uploads(0);
+  for (uint32_t k : {0u, 1u}) {
+    p.add_frees(k);
+    p.add_free_at(k + 2);
+  }
+  const std::vector<float> vals = {0.5f, -1, 2, 0};
+  const std::string bytes(reinterpret_cast<const char*>(vals.data()), 16);
+  v1::WorkerBatch b;
+  b.set_session(1);
+  *b.add_hot_define() = p;
+  for (uint64_t first : {10, 20}) {  // two runs: results 12 and 22
+    v1::Instr run;
+    run.mutable_hot()->set_path(1);
+    run.mutable_hot()->set_first_out(first);
+    run.mutable_hot()->add_data(bytes);
+    *b.add_instrs() = std::move(run);
+  }
+  // The same ops eagerly: 30 = upload, 31 = 30 * 2, 32 = exp(31).
+  OpAttrs up = make_shape_dtype(Shape{4}, DType::kFloat32);
+  up.data = bytes;
+  *b.add_instrs() = op(OpId::k_from_host, 30, {}, up);
+  *b.add_instrs() = op(OpId::k_mul, 31, {30}, make_binary_scalar(ScalarSide::kRight, 2.0, false));
+  *b.add_instrs() = op(OpId::k_exp, 32, {31});
+  add_request(b, 5, v1::Request::FETCH, 12);
+  add_request(b, 6, v1::Request::FETCH, 22);
+  add_request(b, 7, v1::Request::FETCH, 32);
+  ex.enqueue(std::make_unique<v1::WorkerBatch>(std::move(b)));
+  for (uint64_t r : {5, 6, 7}) REQUIRE(out.wait_reply(r) != Clock::time_point{});
+  const std::vector<float> eager = floats_of(out.replies(7));
+  REQUIRE(eager.size() == 4);
+  CHECK(eager[0] == Approx(std::exp(1.0f)));
+  CHECK(floats_of(out.replies(5)) == eager);
+  CHECK(floats_of(out.replies(6)) == eager);
+  CHECK(out.errors().empty());
+  ex.stop();
+  CHECK(ex.tensor_count() == 5);  // 12, 22, 30, 31, 32: the path's temporaries were freed
 }
