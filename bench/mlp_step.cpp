@@ -272,12 +272,30 @@ int main(int argc, char** argv) {
     if (name == "gt-dispatcherd") dispatcher_pid = p;
     else if (name == "gt-workerd") worker_pids.push_back(p);
   }
-  uint64_t cpu_client = 0, cpu_dispatcher = 0, cpu_workers = 0;
-  uint64_t hot_client = 0, hot_dispatcher = 0, hot_workers = 0;
-  auto workers_cpu = [&] {
-    uint64_t t = 0;
-    for (pid_t p : worker_pids) t += gt::bench::process_cpu_ns(p);
-    return t;
+  // CPU time of the client, the dispatcher and the workers over the GT blocks of one variant.
+  struct CpuSplit {
+    uint64_t client = 0, dispatcher = 0, workers = 0;
+  };
+  auto cpu_now = [&] {
+    CpuSplit c{gt::bench::process_cpu_ns(::getpid()),
+               dispatcher_pid ? gt::bench::process_cpu_ns(dispatcher_pid) : 0, 0};
+    for (pid_t p : worker_pids) c.workers += gt::bench::process_cpu_ns(p);
+    return c;
+  };
+  CpuSplit cpu_eager, cpu_hot;
+  // n GT steps, eager or compiled: their times into `times`, their CPU into `into`.
+  auto gt_block = [&](int n, bool compiled, std::vector<double>& times, CpuSplit& into) {
+    hot = compiled;
+    const CpuSplit before = cpu_now();
+    for (int i = 0; i < n; ++i) {
+      double t0 = now_s();
+      gt_losses.push_back(gt_step());
+      times.push_back(now_s() - t0);
+    }
+    const CpuSplit after = cpu_now();
+    into.client += after.client - before.client;
+    into.dispatcher += after.dispatcher - before.dispatcher;
+    into.workers += after.workers - before.workers;
   };
   // Alternating blocks of steps, so both see the same load on a shared machine (blocks rather
   // than single steps: one side's BLAS threads still spinning would slow the other's).
@@ -287,36 +305,14 @@ int main(int argc, char** argv) {
   for (int done = 0; done < args.steps; done += block) {
     const int n = std::min(block, args.steps - done);
     const uint64_t ops0 = ops_now();
-    const uint64_t c0 = gt::bench::process_cpu_ns(::getpid()),
-                   d0 = dispatcher_pid ? gt::bench::process_cpu_ns(dispatcher_pid) : 0,
-                   w0 = workers_cpu();
-    hot = false;
-    for (int i = 0; i < n; ++i) {
-      double t0 = now_s();
-      gt_losses.push_back(gt_step());
-      gt_t.push_back(now_s() - t0);
-    }
-    cpu_client += gt::bench::process_cpu_ns(::getpid()) - c0;
-    if (dispatcher_pid) cpu_dispatcher += gt::bench::process_cpu_ns(dispatcher_pid) - d0;
-    cpu_workers += workers_cpu() - w0;
+    gt_block(n, false, gt_t, cpu_eager);
     gt_ops_total += ops_now() - ops0;
     for (int i = 0; i < n; ++i) {
       double t0 = now_s();
       ref_losses.push_back(ref.step(local));
       ref_t.push_back(now_s() - t0);
     }
-    hot = true;
-    const uint64_t hc0 = gt::bench::process_cpu_ns(::getpid()),
-                   hd0 = dispatcher_pid ? gt::bench::process_cpu_ns(dispatcher_pid) : 0,
-                   hw0 = workers_cpu();
-    for (int i = 0; i < n; ++i) {
-      double t0 = now_s();
-      gt_losses.push_back(gt_step());
-      hot_t.push_back(now_s() - t0);
-    }
-    hot_client += gt::bench::process_cpu_ns(::getpid()) - hc0;
-    if (dispatcher_pid) hot_dispatcher += gt::bench::process_cpu_ns(dispatcher_pid) - hd0;
-    hot_workers += workers_cpu() - hw0;
+    gt_block(n, true, hot_t, cpu_hot);
     // (untimed: the reference keeps up with the model's steps, for the loss check)
     for (int i = 0; i < n; ++i) ref_losses.push_back(ref.step(local));
   }
@@ -336,20 +332,19 @@ int main(int argc, char** argv) {
               "loss %.4f -> %.4f, max |GT - in-process| loss diff %.2e\n",
               g / l, h / g, gt_losses.front(), gt_losses.back(), max_diff);
   const double per_step_us = 1e-3 / args.steps;
-  if (dispatcher_pid || !worker_pids.empty())
-    std::printf("  CPU per GT step (mean, all threads): client %.0f us, dispatcher %.0f us, "
+  auto print_cpu = [&](const char* what, const CpuSplit& c) {
+    std::printf("  CPU per %s step (mean, all threads): client %.0f us, dispatcher %.0f us, "
                 "worker%s %.0f us\n",
-                static_cast<double>(cpu_client) * per_step_us,
-                static_cast<double>(cpu_dispatcher) * per_step_us,
-                worker_pids.size() > 1 ? "s" : "", static_cast<double>(cpu_workers) * per_step_us);
-  if (dispatcher_pid || !worker_pids.empty())
-    std::printf("  CPU per hot GT step (mean, all threads): client %.0f us, dispatcher %.0f us, "
-                "worker%s %.0f us\n",
-                static_cast<double>(hot_client) * per_step_us,
-                static_cast<double>(hot_dispatcher) * per_step_us,
-                worker_pids.size() > 1 ? "s" : "", static_cast<double>(hot_workers) * per_step_us);
-  else
+                what, static_cast<double>(c.client) * per_step_us,
+                static_cast<double>(c.dispatcher) * per_step_us, worker_pids.size() > 1 ? "s" : "",
+                static_cast<double>(c.workers) * per_step_us);
+  };
+  if (dispatcher_pid || !worker_pids.empty()) {
+    print_cpu("GT", cpu_eager);
+    print_cpu("hot GT", cpu_hot);
+  } else {
     std::printf("  CPU per GT step: client %.0f us (daemons unknown: pass --daemon-pids)\n",
-                static_cast<double>(cpu_client) * per_step_us);
+                static_cast<double>(cpu_eager.client) * per_step_us);
+  }
   return max_diff < 1e-3 ? 0 : 1;
 }

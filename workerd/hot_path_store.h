@@ -45,9 +45,10 @@ struct HotPathDef {
 
 class HotPathStore {
  public:
-  // A session may hold at most this many paths and instructions in them (the dispatcher keeps
-  // far fewer: hot_path_cache entries, 4 MiB of signatures).
-  static constexpr size_t kMaxPathsPerSession = 4096;
+  // A session may hold at most this many paths and instructions in them: what the dispatcher
+  // can hold for one session (hot_path_cache's largest value; 4 MiB of signatures, at least 8
+  // bytes an instruction), so a well-behaved dispatcher never meets the bound.
+  static constexpr size_t kMaxPathsPerSession = 65536;
   static constexpr size_t kMaxInstructionsPerSession = size_t{1} << 20;
 
   // Checks and keeps `p` for `session`; `fuse`: look for chains to fuse. Redefining an id
