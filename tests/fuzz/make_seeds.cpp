@@ -472,6 +472,51 @@ int main(int argc, char** argv) {
     forged.request(v1::Request::FETCH, 1);
     forged.request(v1::Request::FETCH, 0);
     write_seed("worker_batch", "forged_handles", worker_input({forged.worker_batch(5, 0)}));
+    // Hot paths (issue 11): a definition with a fusable chain, an upload and frees inside, two
+    // runs, a run of an unknown path and one with too few bindings, then a forget.
+    Prog hot;
+    const uint64_t xin = hot.op(OpId::k_randn, {}, make_random(Shape{64}, DType::kFloat32, 3, 0));
+    v1::WorkerBatch hb = hot.worker_batch(6, 0);
+    v1::HotPath* path = hb.add_hot_define();
+    path->set_id(1);
+    path->set_bindings(1);
+    auto add = [&](OpId op, std::initializer_list<uint64_t> refs, const OpAttrs& a) {
+      v1::Instr* i = path->add_instrs();
+      encode_instr(op, a, i);
+      i->set_out(is_in_place(op) ? 0 : 1);
+      for (uint64_t r : refs) i->add_inputs(r);
+    };
+    add(OpId::k_mul, {1}, make_binary_scalar(ScalarSide::kRight, 1.5, false));  // binding 0
+    add(OpId::k_add, {0}, make_binary_scalar(ScalarSide::kRight, 0.25, false));  // result 0
+    add(OpId::k_relu, {2}, {});
+    add(OpId::k_exp, {4}, {});
+    add(OpId::k_from_host, {}, make_shape_dtype(Shape{2}, DType::kFloat32));
+    path->add_uploads(4);
+    for (uint32_t k : {0u, 1u, 2u}) {
+      path->add_frees(k);
+      path->add_free_at(k + 2);
+    }
+    const std::string two = bytes_of({7, 8});
+    for (uint64_t first : {100, 200}) {
+      v1::HotRun* run = hb.add_instrs()->mutable_hot();
+      run->set_path(1);
+      run->add_bindings(xin);
+      run->set_first_out(first);
+      run->add_data(two);
+    }
+    v1::HotRun* unknown = hb.add_instrs()->mutable_hot();
+    unknown->set_path(9);
+    unknown->set_first_out(300);
+    v1::HotRun* short_run = hb.add_instrs()->mutable_hot();
+    short_run->set_path(1);
+    short_run->set_first_out(400);
+    hb.set_hot_extra(2 * (5 + 3 - 1));
+    v1::WorkerBatch forget;
+    forget.set_session(6);
+    forget.set_first_seq(100);
+    forget.add_hot_forget(1);
+    forget.set_end_session(true);
+    write_seed("worker_batch", "hot_paths", worker_input({hb, forget}));
   }
   for (const auto& [name, input] : gt::fuzz::reply_payload_seeds())  // fetch replies (issue 15)
     write_seed("reply_payload", name, input);

@@ -177,3 +177,22 @@ TEST_CASE("the reply-payload harness holds on its seeds, every prefix cut and co
   CHECK(found == 2);  // the two fetch replies reach the deep checks
   CHECK(runs > 5000);
 }
+
+TEST_CASE("the worker-batch harness holds on the hot-path seed and on corruptions of it",
+          "[fuzz][hot]") {
+  // Hot-path definitions and runs (issue 11) from a dispatcher gone wrong: the seed (a chain,
+  // an upload, frees, an unknown path, a short run, a forget) and single-byte corruptions of
+  // it. The harness aborts on a crash, and on any byte left allocated after the executor.
+  init();
+  const std::string seed = read_file(std::filesystem::path(GT_FUZZ_CORPUS_DIR) / "worker_batch" /
+                                     "hot_paths");
+  REQUIRE(seed.size() > 64);
+  run_worker_batch(seed);
+  std::mt19937 rng(11);
+  for (int k = 0; k < 400; ++k) {
+    std::string bad = seed;
+    for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips)
+      bad[rng() % bad.size()] = static_cast<char>(rng());
+    run_worker_batch(bad);
+  }
+}
