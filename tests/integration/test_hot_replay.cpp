@@ -161,3 +161,26 @@ TEST_CASE("hot paths: a failure inside a replayed path names its op; session end
   }
   CHECK(tensors == 0);
 }
+
+TEST_CASE("hot paths: a client cannot send hot-path runs", "[hot][replay]") {
+  Daemons d(DaemonOptions{1});
+  RawClient c(d.address());
+  REQUIRE(c.hello().has_welcome());
+  c.send(batch_of({from_floats(1, {1, 2}, Shape{2})}));
+  v1::Instr smuggled = make_instr(OpId::k_neg, 2, {1});
+  smuggled.mutable_hot()->set_path(1);
+  smuggled.mutable_hot()->add_bindings(1);
+  smuggled.mutable_hot()->set_first_out(1);
+  v1::Instr bare;  // op 0 with only a HotRun
+  bare.mutable_hot()->set_path(1);
+  c.send(batch_of({smuggled, bare, make_instr(OpId::k_neg, 3, {1})}));
+  const v1::Reply sync = c.request(v1::Request::SYNC);
+  REQUIRE(sync.errors_size() == 2);
+  CHECK(sync.errors(0).message().find("workers only") != std::string::npos);
+  CHECK(sync.errors(0).code() == static_cast<uint32_t>(Code::kPermissionDenied));
+  CHECK(sync.errors(1).message().find("empty instruction") != std::string::npos);
+  const v1::Reply fine = c.request(v1::Request::FETCH, 3);  // the session goes on
+  REQUIRE(fine.errors_size() == 0);
+  CHECK(floats_of(fine) == std::vector<float>{-1, -2});
+  CHECK(c.request(v1::Request::FETCH, 2).errors_size() == 1);  // the smuggled op's result
+}
