@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# What hot-path detection (issue 11 step 1, dispatcherd/hot_paths.h) costs: gt-bench-mlp's step
-# and gt-bench's (a) small-op stream against two dispatcher + worker pairs in one run, alternated
-# round by round: "off" (hot_paths: false) and "on" (the default). Medians of the rounds, their
-# ratio (on / off), and the CPU time per MLP step of the client, dispatcher and worker (on).
+# What hot paths (issue 11: detection, replay by reference, fused chains) cost or save:
+# gt-bench-mlp's plain-loop step and gt-bench's (a) small-op stream against two dispatcher +
+# worker pairs in one run, alternated round by round: "off" (hot_paths: false) and "on" (the
+# default). Medians of the rounds, their ratio (on / off), and the CPU time per MLP step of the
+# client, dispatcher and worker (on).
 #
 #   bench/hot_path_overhead.sh [--rounds N] [--json]      (from the repository root, after a build)
 set -uo pipefail
@@ -17,8 +18,9 @@ for _ in $(seq "$ROUNDS"); do
   for name in off on; do
     addr=127.0.0.1:$(cat "$D/$name.port")
     out=$(GT_ADDRESS=$addr "$B/gt-bench-mlp" --steps 60 --daemon-pids "${PAIR_PIDS[$name]}" 2>&1)
-    STEP[$name]+="$(sed -n 's/.*GT (client autograd + daemons): median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
-    CPU[$name]+="$(grep -o 'client [0-9]* us, dispatcher [0-9]* us, worker [0-9]* us' <<<"$out" | head -1)"$'\n'
+    # The plain loop: detected (and replayed) with hot paths on, eager with them off.
+    STEP[$name]+="$(sed -n 's/.*GT plain loop (hot path found): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
+    CPU[$name]+="$(grep 'plain-loop' <<<"$out" | grep -o 'client [0-9]* us, dispatcher [0-9]* us, worker [0-9]* us')"$'\n'
     out=$(GT_ADDRESS=$addr "$B/gt-bench" --only a --reps 3 2>&1)
     OPS[$name]+="$(sed -n 's/^(a).*median \([0-9.]*\) ops\/s.*/\1/p' <<<"$out") "
   done

@@ -1,6 +1,7 @@
 // gt-bench-mlp: one MLP training step (64x784 -> 256 -> 10, ReLU, cross entropy, SGD, loss.item()
-// every step) through GT (client autograd + daemons), eager and under gt::compile (a hot path,
-// replayed by reference), against the same computation in-process:
+// every step) through GT (client autograd + daemons) -- eager (no hot-path detection), as a plain
+// loop (its hot path found and replayed) and under gt::compile -- against the same computation
+// in-process:
 // the same ops, in the same order, on the CPU backend's kernels (a CpuBackend called directly,
 // reshapes as views like the worker's executor). Reports medians and their ratio from one run,
 // and checks that both give the same losses. Uses GT_ADDRESS when set, else the embedded default.
@@ -237,9 +238,11 @@ int main(int argc, char** argv) {
   std::vector<float> lf(labels.begin(), labels.end());
   ref.y = local.upload(lf, gt::Shape{kBatch}, gt::DType::kInt64);
 
-  // GT: the user's program, eager and under gt::compile (a hot path from its first call,
-  // replayed by reference with its elementwise chains fused: issue 11). Both update the same
-  // model, so each step's loss continues the one sequence the in-process reference computes.
+  // GT: the user's program, three ways (issue 11): eager (in a `compile: false` scope: no
+  // hot-path detection), a plain loop (the dispatcher finds the hot path and replays it by
+  // reference, the worker fuses its elementwise chains) and under gt::compile (a hot path from
+  // its first call). All update the same model, so each step's loss continues the one sequence
+  // the in-process reference computes.
   gt::optim::SGD opt(params, args.lr);
   auto body = [&] {
     opt.zero_grad();
@@ -248,11 +251,25 @@ int main(int argc, char** argv) {
     opt.step();
     return loss;
   };
+  const std::string eager_scope = "gt-bench-mlp.eager";
+  gt::SignalConfig no_hot_paths;
+  no_hot_paths.compile = false;
+  gt::register_config(eager_scope, no_hot_paths);
   auto compiled = gt::compile(body);
-  bool hot = false;
-  auto gt_step = [&] { return (hot ? compiled() : body()).item<float>(); };
+  enum Mode { kEager, kAuto, kCompiled };
+  Mode mode = kEager;
+  auto gt_step = [&] {
+    if (mode == kCompiled) return compiled().item<float>();
+    if (mode == kAuto) return body().item<float>();
+    gt::Tensor loss;
+    {
+      gt::signal::Scope scope(eager_scope);
+      loss = body();
+    }
+    return loss.item<float>();
+  };
   std::vector<float> gt_losses, ref_losses;
-  std::vector<double> gt_t, hot_t, ref_t;
+  std::vector<double> gt_t, auto_t, hot_t, ref_t;
   auto ops_now = [] {
     uint64_t n = 0;
     for (const auto& s : gt::worker_stats()) n += s.ops_executed;
@@ -282,10 +299,10 @@ int main(int argc, char** argv) {
     for (pid_t p : worker_pids) c.workers += gt::bench::process_cpu_ns(p);
     return c;
   };
-  CpuSplit cpu_eager, cpu_hot;
-  // n GT steps, eager or compiled: their times into `times`, their CPU into `into`.
-  auto gt_block = [&](int n, bool compiled, std::vector<double>& times, CpuSplit& into) {
-    hot = compiled;
+  CpuSplit cpu_eager, cpu_auto, cpu_hot;
+  // n GT steps in mode `m`: their times into `times`, their CPU into `into`.
+  auto gt_block = [&](int n, Mode m, std::vector<double>& times, CpuSplit& into) {
+    mode = m;
     const CpuSplit before = cpu_now();
     for (int i = 0; i < n; ++i) {
       double t0 = now_s();
@@ -301,32 +318,36 @@ int main(int argc, char** argv) {
   // than single steps: one side's BLAS threads still spinning would slow the other's).
   const int block = 10;
   uint64_t gt_ops_total = 0;
-  const int64_t lops0 = local.ops;
+  int64_t ref_ops_total = 0;
   for (int done = 0; done < args.steps; done += block) {
     const int n = std::min(block, args.steps - done);
     const uint64_t ops0 = ops_now();
-    gt_block(n, false, gt_t, cpu_eager);
+    gt_block(n, kEager, gt_t, cpu_eager);
     gt_ops_total += ops_now() - ops0;
+    const int64_t lops0 = local.ops;
     for (int i = 0; i < n; ++i) {
       double t0 = now_s();
       ref_losses.push_back(ref.step(local));
       ref_t.push_back(now_s() - t0);
     }
-    gt_block(n, true, hot_t, cpu_hot);
+    ref_ops_total += local.ops - lops0;
+    gt_block(n, kAuto, auto_t, cpu_auto);
+    gt_block(n, kCompiled, hot_t, cpu_hot);
     // (untimed: the reference keeps up with the model's steps, for the loss check)
-    for (int i = 0; i < n; ++i) ref_losses.push_back(ref.step(local));
+    for (int i = 0; i < 2 * n; ++i) ref_losses.push_back(ref.step(local));
   }
   const double gt_ops = static_cast<double>(gt_ops_total) / args.steps;
-  const double ref_ops = static_cast<double>(local.ops - lops0) / args.steps;
+  const double ref_ops = static_cast<double>(ref_ops_total) / args.steps;
 
   double max_diff = 0;
   for (size_t i = 0; i < gt_losses.size(); ++i)
     max_diff = std::max(max_diff, static_cast<double>(std::abs(gt_losses[i] - ref_losses[i])));
-  const double g = median(gt_t), l = median(ref_t), h = median(hot_t);
+  const double g = median(gt_t), l = median(ref_t), a = median(auto_t), h = median(hot_t);
   std::printf("MLP step 64x784 -> 256 -> 10, SGD, loss.item() every step (%d steps each, in alternating blocks, after %d warm-up):\n",
               args.steps, args.warmup);
   std::printf("  GT (client autograd + daemons): median %.3f ms/step, %.1f ops/step\n", g * 1e3, gt_ops);
   std::printf("  in-process CpuBackend, same ops: median %.3f ms/step, %.1f ops/step\n", l * 1e3, ref_ops);
+  std::printf("  GT plain loop (hot path found):   median %.3f ms/step\n", a * 1e3);
   std::printf("  GT under gt::compile (hot path):  median %.3f ms/step\n", h * 1e3);
   std::printf("  ratio GT/in-process %.2fx (target <= 1.3x), hot/eager %.2fx (target <= 0.75x); "
               "loss %.4f -> %.4f, max |GT - in-process| loss diff %.2e\n",
@@ -341,6 +362,7 @@ int main(int argc, char** argv) {
   };
   if (dispatcher_pid || !worker_pids.empty()) {
     print_cpu("GT", cpu_eager);
+    print_cpu("plain-loop GT", cpu_auto);
     print_cpu("hot GT", cpu_hot);
   } else {
     std::printf("  CPU per GT step: client %.0f us (daemons unknown: pass --daemon-pids)\n",

@@ -42,9 +42,11 @@ void ClientSession::run_batch(v1::ClientBatch& batch) {
   const int n_free = batch.frees_size();
   const bool placed = batch.free_at_size() == n_free;
   log_instrs_ = spdlog::should_log(spdlog::level::trace);
-  // A stretch begun in an earlier frame is partly sent already: it runs eagerly.
-  if (span_.started) span_.eligible = false;
   pool_.begin_frame();
+  // A stretch begun in an earlier frame is partly sent already (it runs eagerly), unless that
+  // frame's part was held back for it.
+  if (held_.active) restore_held();
+  else if (span_.started) span_.eligible = false;
   // Temporaries of earlier fetches: freed now, after the requests that read them.
   free_deferred();
   // Frees in stream order, between the instructions free_at places them after.
@@ -58,6 +60,7 @@ void ClientSession::run_batch(v1::ClientBatch& batch) {
   while (next_free < n_free) process_free(batch.frees(next_free++));
   if (batch.requests_size() > 0) end_stretch();
   for (const auto& r : batch.requests()) process_request(r);
+  if (batch.requests_size() == 0) hold_if_hot();
   pool_.flush();
   update_flow_control();
 }
@@ -218,7 +221,7 @@ void ClientSession::process_instr(v1::Instr& in) {
     log_->write("RECV", source_of(*conn_), name, static_cast<uint64_t>(meta->nbytes()),
                 fmt::format("id={} shape={} dtype={} -> worker{}", out, meta->shape.str(),
                             dtype_name(meta->dtype), w.id));
-  if (hot_.enabled()) note_plain_instr(w);
+  if (hot_.enabled()) note_plain_instr(w, in.data().size());
   for (int i = 0; i < n_in; ++i) in.set_inputs(i, entries[static_cast<size_t>(i)]->handles[0]);
   if (!in_place) {
     if (!charge_new(out, name, meta->nbytes())) return;
@@ -307,6 +310,8 @@ void ClientSession::end() {
   // frees still go out: they may name tensors that batches already sent did make (found by
   // fuzzing: a client that freed and hung up while its batches waited leaked them).
   pool_.begin_frame();
+  if (held_.active) restore_held();  // held work is sent, then the session's end
+  if (hold_timer_) hold_timer_->cancel();
   pool_.drop_queued(id_);
   pool_.drop_requests(id_);
   // A disconnected client's tensors are freed on every worker (ARCHITECTURE §8).

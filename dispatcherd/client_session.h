@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dispatcherd/conn.h"
+#include "libgtcore/asio.h"
 #include "dispatcherd/error_ledger.h"
 #include "dispatcherd/hot_paths.h"
 #include "dispatcherd/instruction_log.h"
@@ -47,6 +48,7 @@ class ClientSession {
 
   ClientSession(uint64_t id, std::shared_ptr<Conn> conn, std::string name, UserPolicy user,
                 UserUsage& usage, const Shared& shared);
+  ~ClientSession() { *alive_ = false; }
   ClientSession(const ClientSession&) = delete;
   ClientSession& operator=(const ClientSession&) = delete;
 
@@ -121,9 +123,23 @@ class ClientSession {
     uint32_t worker = 0;
     int first_instr = 0, first_free = 0;  // in that worker's batch
     uint64_t first_handle = 0;            // the worker's next_handle when it began
+    uint64_t payload_bytes = 0;           // uploads in it
   };
   // A plain instruction for worker `w`, before its result handle is taken and it is added.
-  void note_plain_instr(WorkerState& w);
+  void note_plain_instr(WorkerState& w, size_t payload_bytes);
+  // A frame ends inside a stretch that so far is the hot path its predecessor was: the worker's
+  // batch is held back (not sent) so the whole stretch can go as one HotRun, for at most
+  // kHoldMicros after the frame; the next frame, that deadline, or the session's end releases it.
+  void hold_if_hot();
+  void restore_held();          // the held batch becomes the worker's batch of this frame again
+  void release_held();          // the deadline passed: sent as it is (eagerly)
+  struct HeldBatch {
+    bool active = false;
+    uint32_t worker = 0;
+    v1::WorkerBatch batch;
+    uint64_t cost_ns = 0;
+    uint64_t generation = 0;  // which hold a deadline belongs to
+  };
   // The stretch just cut is hot path `path`: its instructions in the worker's batch become one
   // HotRun (with the HotPath, the first time on that worker), if it qualifies.
   void replay_by_reference(uint64_t path);
@@ -180,6 +196,9 @@ class ClientSession {
   SignalState signals_;
   HotPathDetector hot_;
   StretchSpan span_;
+  HeldBatch held_;
+  std::unique_ptr<asio::steady_timer> hold_timer_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the hold deadline
   std::unordered_map<uint64_t, uint32_t> hot_defined_;  // hot path -> the worker holding it
   uint64_t hot_replays_ = 0;  // stretches sent as a HotRun
   // Reused by replay_by_reference.

@@ -15,11 +15,13 @@
 #include <limits>
 
 #include "dispatcherd/client_session.h"
+#include "dispatcherd/dispatcher.h"
 
 namespace gt::dispatcher {
 
-void ClientSession::note_plain_instr(WorkerState& w) {
+void ClientSession::note_plain_instr(WorkerState& w, size_t payload_bytes) {
   if (!span_.eligible) return;
+  span_.payload_bytes += payload_bytes;
   const v1::WorkerBatch& b = pool_.scratch_for(w, id_);
   if (!span_.started) {
     span_.started = true;
@@ -30,6 +32,46 @@ void ClientSession::note_plain_instr(WorkerState& w) {
     return;
   }
   if (w.id != span_.worker) span_.eligible = false;
+}
+
+namespace {
+// How long a held batch may wait for the rest of its stretch: a client's flusher sends the
+// next part within microseconds; one that stops mid-stretch (host work before its sync) gets
+// its work started this much later, at most.
+constexpr int kHoldMicros = 2000;
+// Uploads beyond this in a held stretch: sent instead (memory held for a client is bounded).
+constexpr uint64_t kMaxHeldPayloadBytes = uint64_t{64} << 20;
+}  // namespace
+
+void ClientSession::hold_if_hot() {
+  if (!span_.started || !span_.eligible || held_.active || !opts_.hot_path_replay ||
+      log_instrs_ || log_->enabled() || span_.payload_bytes > kMaxHeldPayloadBytes ||
+      !hot_.follows_expected())
+    return;
+  if (!pool_.take_scratch(span_.worker, &held_.batch, &held_.cost_ns)) return;
+  held_.active = true;
+  held_.worker = span_.worker;
+  const uint64_t generation = ++held_.generation;
+  if (!hold_timer_) hold_timer_ = std::make_unique<asio::steady_timer>(conn_->io->socket().get_executor());
+  hold_timer_->expires_after(std::chrono::microseconds(kHoldMicros));
+  hold_timer_->async_wait([this, alive = alive_, generation](boost::system::error_code ec) {
+    if (ec || !*alive || !held_.active || held_.generation != generation) return;
+    release_held();
+  });
+}
+
+void ClientSession::restore_held() {
+  held_.active = false;
+  pool_.restore_scratch(held_.worker, id_, std::move(held_.batch), held_.cost_ns);
+  held_.batch.Clear();
+}
+
+void ClientSession::release_held() {
+  pool_.begin_frame();
+  restore_held();
+  span_.eligible = false;  // what follows arrives in a later frame: eager
+  pool_.flush();
+  update_flow_control();
 }
 
 void ClientSession::replay_by_reference(uint64_t path) {

@@ -129,6 +129,7 @@ void HotPathDetector::free(uint64_t id, const TensorEntry&) {
 
 void HotPathDetector::reset() {
   sig_.clear();
+  expected_checked_ = 0;
   refs_.clear();
   instructions_ = 0;
   outside_ = 0;
@@ -136,8 +137,21 @@ void HotPathDetector::reset() {
   compile_now_ = false;
 }
 
+bool HotPathDetector::follows_expected() {
+  if (!opts_.enabled || tainted_ || !expected_) return false;
+  if (sig_.size() > expected_->size() ||
+      std::memcmp(sig_.data() + expected_checked_, expected_->data() + expected_checked_,
+                  sig_.size() - expected_checked_) != 0) {
+    expected_ = nullptr;
+    return false;
+  }
+  expected_checked_ = sig_.size();
+  return true;
+}
+
 uint64_t HotPathDetector::evict_oldest() {
   auto victim = cache_.find(*lru_.back());
+  if (&victim->first == expected_) expected_ = nullptr;
   const uint64_t path = victim->second.path;
   if (path != 0) ++stats_.evictions;
   stats_.cached_bytes -= victim->first.size();
@@ -156,6 +170,7 @@ HotPathDetector::Cut HotPathDetector::cut() {
   }
   const bool was_hot = last_hot_;
   last_hot_ = false;
+  expected_ = nullptr;  // (set again below when this stretch is a hot path)
   if (tainted_) {
     reset();
     if (was_hot) {
@@ -196,6 +211,7 @@ HotPathDetector::Cut HotPathDetector::cut() {
   }
   c.path = e.path;
   last_hot_ = e.path != 0;
+  if (last_hot_) expected_ = &it->first;  // keys of an unordered_map stay where they are
   stats_.cached = cache_.size();
   reset();
   return c;

@@ -76,6 +76,10 @@ class HotPathDetector {
   void free(uint64_t id, const TensorEntry& e);
   // The stretch cannot be a hot path (an instruction was refused or poisoned).
   void taint() { tainted_ = true; }
+  // The stretch so far is the beginning of the hot path the previous stretch was (the session
+  // may hold its instructions back for replay: client_session_hot.cpp). Checks only the bytes
+  // added since the last call; once the stretch leaves the path it is false until the next cut.
+  bool follows_expected();
   // Ends the current stretch and looks it up.
   Cut cut();
   const Stats& stats() const { return stats_; }
@@ -100,6 +104,8 @@ class HotPathDetector {
   bool tainted_ = false;
   bool compile_now_ = false;  // the stretch runs under a `compile: true` signal
   bool last_hot_ = false;  // the previous stretch was a hot path
+  const std::string* expected_ = nullptr;  // that path's signature (a cache_ key), or null
+  size_t expected_checked_ = 0;            // bytes of sig_ found to match it so far
   std::unordered_map<std::string, Entry> cache_;
   std::list<const std::string*> lru_;  // most recent first; points at cache_'s keys
   uint64_t next_path_ = 1;

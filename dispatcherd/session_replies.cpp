@@ -170,6 +170,11 @@ void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, 
 }
 
 void ClientSession::worker_lost(uint32_t worker, const std::shared_ptr<const v1::ErrorInfo>& err) {
+  if (held_.active && held_.worker == worker) {  // held work for it is lost with it
+    held_.active = false;
+    held_.batch.Clear();
+    span_ = StretchSpan{};
+  }
   bool affected = workers_used_.erase(worker) > 0;
   for (auto& [id, e] : tensors_) {
     if (e.live() && e.placement.index_of(worker) >= 0) {

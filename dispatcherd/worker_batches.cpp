@@ -4,6 +4,8 @@
 // retire it.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "dispatcherd/cost_model.h"
 #include "dispatcherd/dispatcher.h"
 #include "dispatcherd/worker_pool.h"
@@ -34,6 +36,42 @@ void WorkerPool::flush() {
     if (it != workers_.end()) flush_worker(it->second);
   }
   touched_.clear();
+}
+
+bool WorkerPool::take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* cost_ns) {
+  WorkerState* w = find(worker);
+  if (!w || !w->scratch_used || w->scratch_comm) return false;
+  out->Swap(w->scratch.mutable_batch());
+  *cost_ns = w->scratch_cost_ns;
+  w->scratch.Clear();
+  w->scratch_used = false;
+  w->scratch_cost_ns = 0;
+  touched_.erase(std::remove(touched_.begin(), touched_.end(), worker), touched_.end());
+  return true;
+}
+
+void WorkerPool::restore_scratch(uint32_t worker, uint64_t session, v1::WorkerBatch&& batch,
+                                 uint64_t cost_ns) {
+  WorkerState* w = find(worker);
+  if (!w) return;  // gone meanwhile: what the batch would have made is lost with it
+  v1::WorkerBatch& s = scratch_for(*w, session);
+  v1::WorkerBatch later;  // what the frame put there already (callers restore first: nothing)
+  later.Swap(&s);
+  s.Swap(&batch);  // the held work goes first, in stream order
+  s.set_session(session);
+  const auto shift = static_cast<uint32_t>(s.instrs_size());
+  const bool placed = later.free_at_size() == later.frees_size();
+  for (int i = 0; i < later.frees_size(); ++i) {
+    s.add_frees(later.frees(i));
+    s.add_free_at(shift + (placed ? later.free_at(i) : static_cast<uint32_t>(later.instrs_size())));
+  }
+  for (auto& in : *later.mutable_instrs()) *s.add_instrs() = std::move(in);
+  for (auto& r : *later.mutable_requests()) *s.add_requests() = std::move(r);
+  for (auto& p : *later.mutable_hot_define()) *s.add_hot_define() = std::move(p);
+  for (uint64_t id : later.hot_forget()) s.add_hot_forget(id);
+  s.set_hot_extra(s.hot_extra() + later.hot_extra());
+  if (later.end_session()) s.set_end_session(true);
+  w->scratch_cost_ns += cost_ns;
 }
 
 void WorkerPool::drop_queued(uint64_t session) {

@@ -142,6 +142,13 @@ class WorkerPool {
     if (WorkerState* w = find(worker)) emit_free(*w, session, handle);
   }
   void flush();
+  // A session holding its batch back across frames (a hot path being replayed,
+  // client_session_hot.cpp): take_scratch() removes worker `worker`'s scratch batch from the
+  // frame (false: none, or it holds communication), restore_scratch() makes it that worker's
+  // scratch batch again, first thing in a later frame (before anything else is added to it).
+  bool take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* cost_ns);
+  void restore_scratch(uint32_t worker, uint64_t session, v1::WorkerBatch&& batch,
+                       uint64_t cost_ns);
   // A session's batches still waiting in the fair queues are dropped (its client left): the
   // tensors they would create are never made, but their frees still go out (they may name
   // tensors that batches already sent did make).

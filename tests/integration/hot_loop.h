@@ -49,6 +49,9 @@ struct Loop {
   uint64_t next = 100;
   uint64_t prev_loss = 0;
   bool chain = false;
+  // Each instruction in a frame of its own, the frees and the fetch in a last one (the worst
+  // case of a client's flusher): the dispatcher must hold a hot stretch back to replay it.
+  bool split_frames = false;
   std::vector<float> x = values(32, 0.5f), x2 = values(48, 0.25f), w = values(64, 0.125f),
                      b = values(8, 0.1f);
 
@@ -98,6 +101,15 @@ struct Loop {
     }
     // The fetch travels with the step's instructions (one frame, as a client's flush at a sync
     // point sends them): the stretch can then be replayed by reference.
+    if (split_frames) {
+      for (const v1::Instr& in : batch.instrs()) {
+        v1::ClientMessage one;
+        *one.mutable_batch()->add_instrs() = in;
+        c.send(one);
+      }
+      batch.clear_instrs();
+      for (auto& at : *batch.mutable_free_at()) at = 0;
+    }
     v1::Reply r = c.request_with(std::move(m), v1::Request::FETCH, loss);
     REQUIRE(r.errors_size() == 0);
     const std::vector<float> got = floats_of(r);
