@@ -67,6 +67,9 @@ class ClientSession {
   const LatencyHistogram& sync_latency() const { return sync_latency_; }
   const HotPathDetector::Stats& hot_path_stats() const { return hot_.stats(); }
   uint64_t hot_path_replays() const { return hot_replays_; }
+  // Bytes of worker batches replays did not send (instructions replaced, less the HotRuns and
+  // the definitions sent): negative while a path has been defined but not yet repeated.
+  int64_t hot_path_bytes_saved() const { return hot_bytes_saved_; }
   // The status tick (1 Hz): rates over the last window.
   void sample_rates(std::chrono::steady_clock::time_point now) {
     instruction_rate_.sample(instrs_received_, now);
@@ -201,6 +204,7 @@ class ClientSession {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the hold deadline
   std::unordered_map<uint64_t, uint32_t> hot_defined_;  // hot path -> the worker holding it
   uint64_t hot_replays_ = 0;  // stretches sent as a HotRun
+  int64_t hot_bytes_saved_ = 0;
   // Reused by replay_by_reference.
   std::vector<uint32_t> scratch_result_instr_;
   std::unordered_map<uint64_t, uint32_t> scratch_slots_;

@@ -134,6 +134,9 @@ void ClientSession::replay_by_reference(uint64_t path) {
       hot->add_data()->swap(*in.mutable_data());
     }
   }
+  // What the worker batch no longer carries (the definition, once, is counted against it).
+  uint64_t replaced_bytes = 0;
+  for (int k = 0; k < n; ++k) replaced_bytes += b.instrs(i0 + k).ByteSizeLong();
   // The range's frees: the path's own, or older tensors' (after the HotRun).
   std::vector<uint64_t> older;
   uint64_t own_frees = 0;
@@ -149,6 +152,7 @@ void ClientSession::replay_by_reference(uint64_t path) {
       def.add_free_at(b.free_at(i) - static_cast<uint32_t>(i0));
     }
   }
+  replaced_bytes += 2 * own_frees;  // a free and its position, a byte or two each
   b.mutable_instrs()->DeleteSubrange(i0, n);
   b.mutable_frees()->Truncate(f0);
   b.mutable_free_at()->Truncate(f0);
@@ -161,12 +165,15 @@ void ClientSession::replay_by_reference(uint64_t path) {
   }
   // The HotRun counts as one position; it stands for the instructions and own frees it replaced.
   b.set_hot_extra(b.hot_extra() + static_cast<uint64_t>(n) + own_frees - 1);
+  uint64_t sent_bytes = b.instrs(b.instrs_size() - 1).ByteSizeLong();
   if (define) {
     def.set_id(path);
     def.set_bindings(static_cast<uint32_t>(hot->bindings_size()));
+    sent_bytes += def.ByteSizeLong();
     *b.add_hot_define() = std::move(def);
     hot_defined_.emplace(path, w.id);
   }
+  hot_bytes_saved_ += static_cast<int64_t>(replaced_bytes) - static_cast<int64_t>(sent_bytes);
   ++hot_replays_;
 }
 

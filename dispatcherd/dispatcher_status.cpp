@@ -133,6 +133,7 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ss->set_hot_path_hits(hot.hits);
     ss->set_hot_path_misses(hot.misses);
     ss->set_hot_path_replays(session->hot_path_replays());
+    ss->set_hot_path_bytes_saved(session->hot_path_bytes_saved());
     session->sync_latency().fill(ss->mutable_sync_latency());
     for (const auto& [id, e] : session->tensors()) {
       if (!e.live()) continue;

@@ -170,6 +170,9 @@ std::string format_prometheus(const v1::StatusReport& s) {
   per_item(m, "gt_session_hot_path_replays_total", "counter",
            "Stretches of the session sent to their worker as one hot-path run.", ss,
            session_labels, [](const S& x) { return x.hot_path_replays(); });
+  per_item(m, "gt_session_hot_path_bytes_saved", "gauge",
+           "Worker-batch bytes the session's hot-path replays did not send.", ss, session_labels,
+           [](const S& x) { return x.hot_path_bytes_saved(); });
   histogram(m, "gt_session_sync_latency_seconds",
             "SYNC and FETCH requests: received to answered, in the dispatcher.", s, ss,
             session_labels, [](const S& x) -> const v1::LatencyHistogram& { return x.sync_latency(); });

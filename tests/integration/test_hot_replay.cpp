@@ -42,6 +42,7 @@ v1::WorkerStatus worker_when(RawClient& c, Ok ok) {
 struct Run {
   std::vector<float> losses;
   uint64_t replays = 0, fused_ops = 0, hits = 0;
+  int64_t bytes_saved = 0;
 };
 
 // Six steps on x [4, 8], two on x2 [6, 8] (a shape change), one on x again.
@@ -57,6 +58,7 @@ Run run_loop(bool replay) {
   const v1::StatusReport s = status_of(a.c);
   REQUIRE(s.sessions_size() == 1);
   r.replays = s.sessions(0).hot_path_replays();
+  r.bytes_saved = s.sessions(0).hot_path_bytes_saved();
   const uint64_t want_hits = replay ? r.replays : 0;
   const v1::WorkerStatus w =
       worker_when(a.c, [&](const v1::WorkerStatus& ws) { return ws.hot_path_hits() >= want_hits; });
@@ -73,6 +75,9 @@ TEST_CASE("hot paths replayed by reference: bitwise the eager losses, chains fus
   const Run hot = run_loop(true);
   CHECK(hot.losses == eager.losses);  // bitwise, step by step
   CHECK(eager.replays == 0);
+  CHECK(eager.bytes_saved == 0);
+  // Seven replays of a 9-instruction step, less the definitions: worker batches got smaller.
+  CHECK(hot.bytes_saved > 7 * 9 * 8);
   CHECK(eager.fused_ops == 0);
   // Replayed: steps 2-6 on x (defined at the second), step 8 on x2, step 9 back on x.
   CHECK(hot.replays == 7);
