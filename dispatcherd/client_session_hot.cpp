@@ -101,6 +101,11 @@ void ClientSession::replay_by_reference(uint64_t path) {
   }
   auto local = [&](uint64_t h) { return h >= first && h < end && made_by[h - first] != kNone; };
 
+  // What the worker batch will no longer carry (the HotRun, and the definition once, are
+  // counted against it).
+  uint64_t replaced_bytes = 0;
+  for (int k = 0; k < n; ++k) replaced_bytes += b.instrs(i0 + k).ByteSizeLong();
+
   const bool define = defined == hot_defined_.end();
   v1::Instr run;
   v1::HotRun* hot = run.mutable_hot();
@@ -134,9 +139,6 @@ void ClientSession::replay_by_reference(uint64_t path) {
       hot->add_data()->swap(*in.mutable_data());
     }
   }
-  // What the worker batch no longer carries (the definition, once, is counted against it).
-  uint64_t replaced_bytes = 0;
-  for (int k = 0; k < n; ++k) replaced_bytes += b.instrs(i0 + k).ByteSizeLong();
   // The range's frees: the path's own, or older tensors' (after the HotRun).
   std::vector<uint64_t> older;
   uint64_t own_frees = 0;
