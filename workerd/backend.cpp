@@ -64,14 +64,13 @@ Status check_fused_tensor(const char* what, const Tensor& t) {
   return Status::ok();
 }
 
-// `operand` repeats over `out` when its shape, leading ones dropped, is out's trailing dims.
-bool tiles(const Shape& operand, const Shape& out) {
-  int lead = 0;
-  while (lead < operand.rank() && operand[lead] == 1) ++lead;
-  const int r = operand.rank() - lead;
-  if (r > out.rank()) return false;
-  for (int d = 0; d < r; ++d)
-    if (operand[lead + d] != out[out.rank() - r + d]) return false;
+// `operand` broadcasts to exactly `out` (numpy's rule, the result being out's shape).
+bool broadcasts_to(const Shape& operand, const Shape& out) {
+  if (operand.rank() > out.rank()) return false;
+  for (int d = 0; d < operand.rank(); ++d) {
+    const int64_t o = out[out.rank() - operand.rank() + d];
+    if (operand[d] != o && operand[d] != 1) return false;
+  }
   return true;
 }
 
@@ -90,8 +89,8 @@ Status Backend::run_fused(const FusedArgs& args) {
     if (st.arg != FusedArg::kTensor) continue;
     if (!st.operand) return invalid_argument("fused chain: {} without its operand", op_name(st.op));
     GT_RETURN_IF_ERROR(check_fused_tensor("an operand", *st.operand));
-    if (!tiles(st.operand->meta.shape, args.out.meta.shape) || st.operand->numel() == 0)
-      return invalid_argument("fused chain: operand {} does not tile {}",
+    if (!broadcasts_to(st.operand->meta.shape, args.out.meta.shape) || st.operand->numel() == 0)
+      return invalid_argument("fused chain: operand {} does not broadcast to {}",
                               st.operand->meta.shape.str(), args.out.meta.shape.str());
   }
   try {

@@ -158,8 +158,7 @@ class Backend {
   Status run(const KernelArgs& args);
   // Fused elementwise chains (workerd/fusion.h), on devices that have the kernel. run_fused()
   // checks its arguments like run(): float32 head and out of one shape, each storage large
-  // enough, every tensor operand float32 with out's element count, one element (kScalar steps
-  // read it as a scalar), or out's trailing dims; only fusable ops.
+  // enough, every tensor operand float32 and broadcasting to out's shape; only fusable ops.
   virtual bool fuses_chains() const { return false; }
   Status run_fused(const FusedArgs& args);
 

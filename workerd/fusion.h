@@ -6,9 +6,9 @@
 //
 // Which chains exist is decided when a hot path is defined (hot_path_store.cpp), from its
 // structure; whether one runs fused is decided at each run from the actual tensors (the
-// executor, executor_hot.cpp): float32 throughout, every other operand a scalar attribute, a
-// one-element tensor, or a tensor of the chain's shape (or of its trailing dims: a bias). Else
-// the chain's instructions run one by one, as eager.
+// executor, executor_hot.cpp): float32 throughout, every other operand a scalar attribute or a
+// tensor that broadcasts to the chain's shape (a bias, a column [m, 1]), the chain's value never
+// broadcast itself. Else the chain's instructions run one by one, as eager.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +37,7 @@ constexpr bool fusable_op(OpId op) {
 enum class FusedArg : uint8_t {
   kNone,    // a unary op
   kScalar,  // a binary op with a scalar (the attribute, or a one-element tensor's value)
-  kTensor,  // a binary op with a tensor: out's element count, or its trailing dims (repeating)
+  kTensor,  // a binary op with a tensor that broadcasts to out's shape
 };
 
 struct FusedStep {

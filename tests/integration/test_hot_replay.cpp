@@ -240,3 +240,29 @@ TEST_CASE("hot paths: held work starts without the rest of its stretch", "[hot][
   REQUIRE(r.errors_size() == 0);
   CHECK(floats_of(r).size() == 32);
 }
+
+TEST_CASE("hot paths: a client leaving in the middle of a held stretch leaves nothing behind",
+          "[hot][replay]") {
+  Daemons d(DaemonOptions{1});
+  RawClient watcher(d.address());
+  REQUIRE(watcher.hello().has_welcome());
+  {
+    Loop a(d.address(), true);
+    for (int i = 0; i < 3; ++i) a.step(1);  // a hot path by now
+    const uint64_t h = a.next++, z = a.next++;
+    // Half a step (held back by the dispatcher), then the client is gone at once.
+    a.c.send(batch_of({make_instr(OpId::k_matmul, h, {1, 3}), make_instr(OpId::k_add, z, {h, 4})}));
+  }
+  uint64_t tensors = 1;
+  for (int i = 0; i < 100 && tensors != 0; ++i) {
+    const auto stats = watcher.worker_stats();
+    REQUIRE(stats.size() == 1);
+    tensors = stats[0].tensors();
+    if (tensors != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(tensors == 0);
+  const v1::WorkerStatus w =
+      worker_when(watcher, [](const v1::WorkerStatus& ws) { return ws.hot_paths() == 0; });
+  CHECK(w.hot_paths() == 0);
+  CHECK(watcher.request(v1::Request::SYNC).errors_size() == 0);  // the dispatcher goes on
+}

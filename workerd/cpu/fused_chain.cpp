@@ -6,6 +6,7 @@
 // rereads k full tensors. Results are bitwise the eager ones.
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "workerd/cpu/kernels.h"
 #include "workerd/cpu/wide_simd.h"
@@ -94,9 +95,73 @@ const std::array<StepLoops, kNumOps>& step_loops() {
   return table;
 }
 
+// How a step's tensor operand lines up with the chain's elements: one value, a run that repeats
+// (the operand is out's trailing dims: a bias), or any other broadcast (a column [m, 1] over
+// [m, n]), gathered a block at a time through its broadcast strides.
+struct OperandPlan {
+  enum Kind { kNoOperand, kOne, kRepeat, kGather } kind = kNoOperand;
+  int64_t period = 0;                      // kRepeat
+  int rank = 0;                            // kGather: out's dims and the operand's strides
+  std::array<int64_t, kMaxRank> dims{}, strides{};
+};
+
+OperandPlan plan_operand(const FusedStep& st, const Shape& out) {
+  OperandPlan p;
+  if (st.arg != FusedArg::kTensor) return p;
+  const Shape& s = st.operand->meta.shape;
+  if (st.operand->numel() == 1) {
+    p.kind = OperandPlan::kOne;
+    return p;
+  }
+  int lead = 0;
+  while (lead < s.rank() && s[lead] == 1) ++lead;
+  bool repeats = true;  // s without its leading ones is out's trailing dims
+  for (int d = lead; d < s.rank(); ++d)
+    if (s[d] != out[out.rank() - s.rank() + d]) repeats = false;
+  if (repeats) {
+    p.kind = OperandPlan::kRepeat;
+    p.period = st.operand->numel();
+    return p;
+  }
+  p.kind = OperandPlan::kGather;
+  p.rank = out.rank();
+  const auto cs = contiguous_strides(s);
+  for (int d = 0; d < out.rank(); ++d) {
+    const int sd = d - (out.rank() - s.rank());  // the operand's dim lined up with d, if any
+    p.dims[d] = out[d];
+    p.strides[d] = sd >= 0 && s[sd] != 1 ? cs[sd] : 0;
+  }
+  return p;
+}
+
+// The operand's values for elements [b, b + len) into tmp (kGather).
+void gather_operand(const OperandPlan& p, const float* t, int64_t b, int64_t len, float* tmp) {
+  std::array<int64_t, kMaxRank> idx{};
+  int64_t rem = b, off = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    idx[d] = rem % p.dims[d];
+    rem /= p.dims[d];
+    off += idx[d] * p.strides[d];
+  }
+  const int last = p.rank - 1;
+  for (int64_t j = 0; j < len; ++j) {
+    tmp[j] = t[off];
+    int d = last;
+    ++idx[d];
+    off += p.strides[d];
+    while (idx[d] == p.dims[d] && d > 0) {  // carry into the next dim out
+      off -= p.strides[d] * p.dims[d];
+      idx[d] = 0;
+      --d;
+      ++idx[d];
+      off += p.strides[d];
+    }
+  }
+}
+
 // Step `st` over elements [b, b + len) of the chain: o is the result block, v the value so far.
-void run_step(const FusedStep& st, const StepLoops& f, float* o, const float* v, int64_t b,
-              int64_t len) {
+void run_step(const FusedStep& st, const OperandPlan& plan, const StepLoops& f, float* o,
+              const float* v, int64_t b, int64_t len, float* tmp) {
   switch (st.arg) {
     case FusedArg::kNone:
       f.unary(o, v, len);
@@ -106,13 +171,18 @@ void run_step(const FusedStep& st, const StepLoops& f, float* o, const float* v,
       return;
     case FusedArg::kTensor: {
       const float* t = st.operand->data<float>();
-      const int64_t period = st.operand->numel();
-      if (period == 1) {  // a one-element tensor: the eager kernel's scalar loop, same value
+      if (plan.kind == OperandPlan::kOne) {  // the eager kernel's scalar loop, same value
         (st.value_right ? f.scalar_rev : f.scalar)(o, v, t[0], len);
         return;
       }
       auto loop = st.value_right ? f.tensor_rev : f.tensor;
-      // The operand repeats every `period` elements (out's trailing dims): runs of it.
+      if (plan.kind == OperandPlan::kGather) {
+        gather_operand(plan, t, b, len, tmp);
+        loop(o, v, tmp, len);
+        return;
+      }
+      // The operand repeats every `period` elements: runs of it.
+      const int64_t period = plan.period;
       for (int64_t j = 0; j < len;) {
         const int64_t off = (b + j) % period;
         const int64_t run = std::min(period - off, len - j);
@@ -135,14 +205,19 @@ Status run_fused_chain(const FusedArgs& args) {
       return invalid_argument("fused chain: {} does not take {} operand", op_name(st.op),
                               st.arg == FusedArg::kNone ? "no" : "a second");
   }
+  std::vector<OperandPlan> plans;
+  plans.reserve(args.steps.size());
+  for (const FusedStep& st : args.steps) plans.push_back(plan_operand(st, args.out.meta.shape));
   const float* head = args.head.data<float>();
   float* out = args.out.data<float>();
   parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    float tmp[kBlock];  // a gathered operand's block
     for (int64_t b = begin; b < end; b += kBlock) {
       const int64_t len = std::min(kBlock, end - b);
       const float* v = head + b;
-      for (const FusedStep& st : args.steps) {
-        run_step(st, table[static_cast<size_t>(st.op)], out + b, v, b, len);
+      for (size_t k = 0; k < args.steps.size(); ++k) {
+        const FusedStep& st = args.steps[k];
+        run_step(st, plans[k], table[static_cast<size_t>(st.op)], out + b, v, b, len, tmp);
         v = out + b;
       }
     }

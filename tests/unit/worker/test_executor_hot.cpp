@@ -177,7 +177,7 @@ TEST_CASE("a HotRun gives bitwise the eager results, with its chain fused",
   }
 }
 
-TEST_CASE("a chain the fused kernel cannot take runs one op at a time, with the same results",
+TEST_CASE("a column operand is gathered a block at a time, with the eager results",
           "[worker][hot]") {
   Rig r;
   make_inputs(r, Shape{64, 1});  // a column: broadcasts, but does not repeat along the rows
@@ -189,8 +189,31 @@ TEST_CASE("a chain the fused kernel cannot take runs one op at a time, with the 
   *hot.add_instrs() = hot_run(5, {1, 2, 3}, 100);
   r.run(std::move(hot));
   CHECK(r.out.errors().empty());
+  CHECK(r.load().fused_ops() == 7);
+  CHECK(r.fetch(206).first == r.fetch(106).first);  // bitwise
+}
+
+TEST_CASE("a chain the fused kernel cannot take runs one op at a time, with the same results",
+          "[worker][hot]") {
+  Rig r;
+  v1::WorkerBatch in = r.batch();
+  *in.add_instrs() = random(1, Shape{64, 300}, 11);
+  // A float64 bias: the chain's tensors are not all float32.
+  *in.add_instrs() = op(OpId::k_randn, 2, {}, make_random(Shape{300}, DType::kFloat64, 12, 0));
+  *in.add_instrs() = random(3, Shape{64, 300}, 13);
+  r.run(std::move(in));
+  v1::WorkerBatch eager = r.batch();
+  chain(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205, 206});
+  r.run(std::move(eager));
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = chain_path(5);
+  *hot.add_instrs() = hot_run(5, {1, 2, 3}, 100);
+  r.run(std::move(hot));
+  CHECK(r.out.errors().empty());
   CHECK(r.load().fused_ops() == 0);
-  CHECK(r.fetch(206).first == r.fetch(106).first);
+  const auto [a, pa] = r.fetch(206);
+  CHECK(a.size() == 64 * 300 * sizeof(double));  // promoted, as eagerly
+  CHECK(a == r.fetch(106).first);
 }
 
 TEST_CASE("a poisoned input of a hot path is inherited and names the op that failed",
