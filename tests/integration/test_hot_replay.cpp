@@ -39,6 +39,19 @@ v1::WorkerStatus worker_when(RawClient& c, Ok ok) {
   return w;
 }
 
+// The worker's own tensor count (STATS), waiting a little for it to reach 0 (a session's end
+// runs on the worker after the dispatcher has seen the client go).
+uint64_t worker_tensors_once_idle(RawClient& c) {
+  uint64_t tensors = 1;
+  for (int i = 0; i < 100 && tensors != 0; ++i) {
+    const auto stats = c.worker_stats();
+    REQUIRE(stats.size() == 1);
+    tensors = stats[0].tensors();
+    if (tensors != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return tensors;
+}
+
 struct Run {
   std::vector<float> losses;
   uint64_t replays = 0, fused_ops = 0, hits = 0;
@@ -156,15 +169,7 @@ TEST_CASE("hot paths: a failure inside a replayed path names its op; session end
   const v1::WorkerStatus w =
       worker_when(watcher, [](const v1::WorkerStatus& ws) { return ws.hot_paths() == 0; });
   CHECK(w.hot_paths() == 0);
-  // The worker's own count (STATS), once the end of the session has run there.
-  uint64_t tensors = 1;
-  for (int i = 0; i < 100 && tensors != 0; ++i) {
-    const auto stats = watcher.worker_stats();
-    REQUIRE(stats.size() == 1);
-    tensors = stats[0].tensors();
-    if (tensors != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  CHECK(tensors == 0);
+  CHECK(worker_tensors_once_idle(watcher) == 0);
 }
 
 TEST_CASE("hot paths: a client cannot send hot-path runs", "[hot][replay]") {
@@ -253,14 +258,7 @@ TEST_CASE("hot paths: a client leaving in the middle of a held stretch leaves no
     // Half a step (held back by the dispatcher), then the client is gone at once.
     a.c.send(batch_of({make_instr(OpId::k_matmul, h, {1, 3}), make_instr(OpId::k_add, z, {h, 4})}));
   }
-  uint64_t tensors = 1;
-  for (int i = 0; i < 100 && tensors != 0; ++i) {
-    const auto stats = watcher.worker_stats();
-    REQUIRE(stats.size() == 1);
-    tensors = stats[0].tensors();
-    if (tensors != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  CHECK(tensors == 0);
+  CHECK(worker_tensors_once_idle(watcher) == 0);
   const v1::WorkerStatus w =
       worker_when(watcher, [](const v1::WorkerStatus& ws) { return ws.hot_paths() == 0; });
   CHECK(w.hot_paths() == 0);

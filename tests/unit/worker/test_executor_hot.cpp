@@ -127,6 +127,17 @@ void make_inputs(Rig& r, Shape bias_shape) {
   r.run(std::move(b));
 }
 
+// The chain on inputs 1, 2, 3: eagerly (results 200..206), then as a HotRun (100..106).
+void run_eager_then_hot(Rig& r) {
+  v1::WorkerBatch eager = r.batch();
+  chain(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205, 206});
+  r.run(std::move(eager));
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = chain_path(5);
+  *hot.add_instrs() = hot_run(5, {1, 2, 3}, 100);
+  r.run(std::move(hot));
+}
+
 }  // namespace
 
 TEST_CASE("a HotRun gives bitwise the eager results, with its chain fused",
@@ -181,13 +192,7 @@ TEST_CASE("a column operand is gathered a block at a time, with the eager result
           "[worker][hot]") {
   Rig r;
   make_inputs(r, Shape{64, 1});  // a column: broadcasts, but does not repeat along the rows
-  v1::WorkerBatch eager = r.batch();
-  chain(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205, 206});
-  r.run(std::move(eager));
-  v1::WorkerBatch hot = r.batch();
-  *hot.add_hot_define() = chain_path(5);
-  *hot.add_instrs() = hot_run(5, {1, 2, 3}, 100);
-  r.run(std::move(hot));
+  run_eager_then_hot(r);
   CHECK(r.out.errors().empty());
   CHECK(r.load().fused_ops() == 7);
   CHECK(r.fetch(206).first == r.fetch(106).first);  // bitwise
@@ -202,13 +207,7 @@ TEST_CASE("a chain the fused kernel cannot take runs one op at a time, with the 
   *in.add_instrs() = op(OpId::k_randn, 2, {}, make_random(Shape{300}, DType::kFloat64, 12, 0));
   *in.add_instrs() = random(3, Shape{64, 300}, 13);
   r.run(std::move(in));
-  v1::WorkerBatch eager = r.batch();
-  chain(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205, 206});
-  r.run(std::move(eager));
-  v1::WorkerBatch hot = r.batch();
-  *hot.add_hot_define() = chain_path(5);
-  *hot.add_instrs() = hot_run(5, {1, 2, 3}, 100);
-  r.run(std::move(hot));
+  run_eager_then_hot(r);
   CHECK(r.out.errors().empty());
   CHECK(r.load().fused_ops() == 0);
   const auto [a, pa] = r.fetch(206);
