@@ -106,10 +106,10 @@ class Executor {
   void define_hot_paths(v1::WorkerBatch& b);
   void forget_hot_paths(const v1::WorkerBatch& b);
   void run_hot(uint64_t session, v1::Instr& in);
-  // The chain's instructions as one fused kernel; false (nothing done) when they must run one
-  // by one instead.
-  bool run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
-                       const v1::HotRun& run);
+  // The chain's instructions (or its longest prefix that can be) as one fused kernel; returns
+  // where the fused part ends (the caller goes on from there), 0 when nothing was done.
+  uint32_t run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
+                           const v1::HotRun& run);
   void note_hot_paths() { hot_paths_.store(hot_.size(), std::memory_order_relaxed); }
   void log_instr(uint64_t session, const v1::Instr& in) const;  // trace level
   void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp

@@ -66,8 +66,8 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
       free_handle(session, first_out + static_cast<uint64_t>(p->result[p->frees[next_free++].instr]));
     if (!p->chain_at.empty() && p->chain_at[k] >= 0) {
       const FusedChain& ch = p->chains[static_cast<size_t>(p->chain_at[k])];
-      if (run_fused_chain(session, *p, ch, run)) {
-        k = ch.end;
+      if (const uint32_t end = run_fused_chain(session, *p, ch, run); end != 0) {
+        k = end;  // (a prefix of the chain, when the rest cannot be fused)
         continue;
       }
     }
@@ -86,8 +86,8 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
     free_handle(session, first_out + static_cast<uint64_t>(p->result[p->frees[next_free++].instr]));
 }
 
-bool Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
-                               const v1::HotRun& run) {
+uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
+                                   const v1::HotRun& run) {
   const uint64_t first_out = run.first_out();
   // A tensor of this session with a value, float32 (anything else: the eager way decides).
   auto usable = [&](uint64_t ref) -> const Tensor* {
@@ -103,7 +103,11 @@ bool Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const Fuse
   steps.clear();
   const Tensor* head = nullptr;
   TensorMeta value;  // the chain's value after each step
-  for (uint32_t k = ch.begin; k < ch.end; ++k) {
+  // The steps that can be fused: all of the chain, or the prefix before the first that cannot
+  // (an operand of another dtype, a broadcast of the value itself): that one and the rest run
+  // one by one after it.
+  uint32_t end = ch.begin;
+  for (uint32_t k = ch.begin; k < ch.end; ++k, end = k) {
     const DecodedInstr& dec = *p.decoded[k];
     const uint32_t rb = p.ref_begin[k], arity = p.ref_begin[k + 1] - rb;
     // Which input is the chain's value: the head's first input, else the previous result.
@@ -116,7 +120,7 @@ bool Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const Fuse
     metas_.clear();
     if (k == ch.begin) {
       head = usable(p.refs[rb]);
-      if (!head) return false;
+      if (!head) return 0;
       value = head->meta;
     }
     if (arity == 1) {
@@ -131,7 +135,7 @@ bool Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const Fuse
       }
     } else {
       const Tensor* other = usable(p.refs[rb + (1 - vi)]);
-      if (!other) return false;
+      if (!other) break;
       st.arg = FusedArg::kTensor;
       st.value_right = vi == 1;
       st.operand = other;
@@ -140,27 +144,28 @@ bool Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const Fuse
     }
     auto meta = infer_meta(dec.op, metas_, dec.attrs);
     // The value keeps the head's shape and stays float32 (no broadcast of the value itself).
-    if (!meta.is_ok() || meta->dtype != DType::kFloat32 || meta->shape != head->meta.shape)
-      return false;
+    if (!meta.is_ok() || meta->dtype != DType::kFloat32 || meta->shape != head->meta.shape) break;
     value = *meta;
     steps.push_back(st);
   }
-  // Every result handle of the chain must be free (else the eager way reports it).
-  for (uint32_t k = ch.begin; k < ch.end; ++k)
-    if (tensors_.count(first_out + static_cast<uint64_t>(p.result[k]))) return false;
-  if (!backend_.supports(p.decoded[ch.end - 1]->op)) return false;
-  const uint64_t out_handle = first_out + static_cast<uint64_t>(p.result[ch.end - 1]);
+  if (end - ch.begin < 2) return 0;  // nothing worth a fused pass: one by one
+  // Every result handle of the fused part must be free (else the eager way reports it).
+  for (uint32_t k = ch.begin; k < end; ++k)
+    if (tensors_.count(first_out + static_cast<uint64_t>(p.result[k]))) return 0;
+  if (!backend_.supports(p.decoded[end - 1]->op)) return 0;
+  // Its last result is made (the rest of the path reads it); the others never are.
+  const uint64_t out_handle = first_out + static_cast<uint64_t>(p.result[end - 1]);
   Tensor out;
   out.meta = value;
   auto storage = backend_.alloc(static_cast<size_t>(value.nbytes()));
-  if (!storage.is_ok()) return false;  // eager reports the failure, op by op
+  if (!storage.is_ok()) return 0;  // eager reports the failure, op by op
   out.storage = std::move(*storage);
-  if (!backend_.run_fused(FusedArgs{*head, steps, out, session}).is_ok()) return false;
-  const uint64_t ops = ch.end - ch.begin;
+  if (!backend_.run_fused(FusedArgs{*head, steps, out, session}).is_ok()) return 0;
+  const uint64_t ops = end - ch.begin;
   for (uint64_t i = 0; i < ops; ++i) count_op();
   bump(fused_ops_, ops);
   put(session, out_handle, std::move(out));
-  return true;
+  return end;
 }
 
 }  // namespace gt::worker
