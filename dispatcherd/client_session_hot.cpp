@@ -22,8 +22,8 @@ namespace gt::dispatcher {
 void ClientSession::note_plain_instr(WorkerState& w, size_t payload_bytes) {
   if (!span_.eligible) return;
   span_.payload_bytes += payload_bytes;
-  const v1::WorkerBatch& b = pool_.scratch_for(w, id_);
   if (!span_.started) {
+    const v1::WorkerBatch& b = pool_.scratch_for(w, id_);
     span_.started = true;
     span_.worker = w.id;
     span_.first_instr = b.instrs_size();

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "libgtcore/shape.h"
 #include "workerd/bool_bytes.h"
 #include "workerd/kernel_args_check.h"
 
@@ -66,12 +67,8 @@ Status check_fused_tensor(const char* what, const Tensor& t) {
 
 // `operand` broadcasts to exactly `out` (numpy's rule, the result being out's shape).
 bool broadcasts_to(const Shape& operand, const Shape& out) {
-  if (operand.rank() > out.rank()) return false;
-  for (int d = 0; d < operand.rank(); ++d) {
-    const int64_t o = out[out.rank() - operand.rank() + d];
-    if (operand[d] != o && operand[d] != 1) return false;
-  }
-  return true;
+  auto b = broadcast_shapes(operand, out);
+  return b.is_ok() && *b == out;
 }
 
 }  // namespace
