@@ -149,6 +149,20 @@ class ClientSession {
   // Paths the detector evicted: the workers holding them drop them.
   void forget_hot_paths(const std::vector<uint64_t>& paths);
 
+  // session_shm.cpp: the shared-memory transport for fetches (libgtcore/shm_arena.h)
+ public:
+  // The client's new arena (ClientMessage.shm_arena) with the descriptor passed with it; an
+  // error (the client is refused) when it is not a sealed memfd of the size declared, or its
+  // generation does not increase.
+  Status register_shm_arena(const v1::ShmArena& a, UniqueFd fd);
+
+ private:
+  // Whether a FETCH of `nbytes` bytes asking for `want` can be written into the arena by
+  // worker `w`: the region lies in the arena registered, the value fits it, and `w` is reached
+  // over a Unix socket (it is given the arena first, once per generation). False: the
+  // worker answers over the socket and the client copes.
+  bool shm_fetch_possible(WorkerState& w, const v1::ShmTarget& want, uint64_t nbytes);
+
   // session_replies.cpp
   void process_request(const v1::Request& r);
   // A fetch (request `seq`) raised error `id`: the next SYNC does not report it again, unless
@@ -208,6 +222,11 @@ class ClientSession {
   // Reused by replay_by_reference.
   std::vector<uint32_t> scratch_result_instr_;
   std::unordered_map<uint64_t, uint32_t> scratch_slots_;
+  // The client's shared-memory arena (session_shm.cpp), and the generation given to each
+  // worker that wrote a fetch into it.
+  UniqueFd shm_fd_;
+  uint64_t shm_generation_ = 0, shm_bytes_ = 0;
+  std::unordered_map<uint32_t, uint64_t> shm_given_;
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
   std::map<uint32_t, std::vector<uint64_t>> deferred_frees_;
   // Reused by process_instr for each instruction's inputs.

@@ -94,6 +94,9 @@ void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
   // must not make us allocate max_frame_bytes); start_session / register_worker raise it.
   c->io = std::make_shared<FramedConnection>(
       std::move(socket), std::min(opts_.max_handshake_frame_bytes, opts_.max_frame_bytes));
+  // A local client registers shared-memory arenas by passing their descriptors: they are kept
+  // from the first byte (a read armed before its Welcome must not drop one), at most 2 waiting.
+  if (transport == "unix" && opts_.shm_arena_max_bytes > 0) c->io->accept_fds(2);
   c->peer_key = std::move(key);
   c->counted_pending = true;
   pending_conns_++;
@@ -193,6 +196,12 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
   Status st = parse_frame(body, &client_msg_);
   if (!st.is_ok()) {
     refuse(s.conn(), st);
+    return;
+  }
+  if (client_msg_.kind_case() == v1::ClientMessage::kShmArena) {
+    Status reg = s.register_shm_arena(client_msg_.shm_arena(), s.conn()->io->take_fd());
+    client_msg_.Clear();
+    if (!reg.is_ok()) refuse(s.conn(), reg);
     return;
   }
   if (client_msg_.kind_case() != v1::ClientMessage::kBatch) {

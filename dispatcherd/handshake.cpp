@@ -175,6 +175,8 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   w->set_max_frame_bytes(opts_.max_frame_bytes);
   w->set_server_version(kVersion);
   w->set_identity(s.user().name);
+  // A local client may register shared-memory arenas (their descriptors are accepted: accept).
+  if (c->transport == "unix") w->set_shm_arena_max_bytes(opts_.shm_arena_max_bytes);
   (void)c->io->send(m);
   spdlog::info("session {} started ({} of user {} via {}, home worker {})", s.id(),
                s.name().empty() ? "client" : s.name(), s.user().name, c->transport,

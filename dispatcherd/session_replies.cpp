@@ -32,8 +32,9 @@ void ClientSession::process_request(const v1::Request& r) {
   // The instruction log names each worker's part (worker:request id, as in its EXEC line's
   // requests=), so gt-trace can draw the request to the worker and back.
   fmt::memory_buffer routes;
-  auto send = [&](WorkerState& w, v1::Request::Kind kind, uint64_t handle) {
-    const uint64_t rid = pool_.send_request(w, id_, kind, handle, pr);
+  auto send = [&](WorkerState& w, v1::Request::Kind kind, uint64_t handle,
+                  const v1::ShmTarget* shm = nullptr) {
+    const uint64_t rid = pool_.send_request(w, id_, kind, handle, pr, shm);
     if (log_->enabled())
       fmt::format_to(fmt::appender(routes), "{}{}:{}", routes.size() ? "," : "", w.id, rid);
   };
@@ -71,7 +72,9 @@ void ClientSession::process_request(const v1::Request& r) {
       pr->fetch_age = where->first == it->second.placement.workers[0]
                           ? std::max(where->second, it->second.written_at)
                           : where->second;
-      send(*w, v1::Request::FETCH, where->second);
+      const bool shm = r.has_shm() &&
+                       shm_fetch_possible(*w, r.shm(), static_cast<uint64_t>(it->second.meta.nbytes()));
+      send(*w, v1::Request::FETCH, where->second, shm ? &r.shm() : nullptr);
       break;
     }
     case v1::Request::STATS:

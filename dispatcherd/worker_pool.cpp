@@ -130,12 +130,17 @@ void WorkerPool::check_liveness() {
 }
 
 uint64_t WorkerPool::send_request(WorkerState& w, uint64_t session, v1::Request::Kind kind,
-                                  uint64_t handle, const std::shared_ptr<PendingRequest>& pr) {
+                                  uint64_t handle, const std::shared_ptr<PendingRequest>& pr,
+                                  const v1::ShmTarget* shm) {
   uint64_t rid = next_request_id_++;
   auto* r = scratch_for(w, session).add_requests();
   r->set_request_id(rid);
   r->set_kind(kind);
   r->set_id(handle);
+  if (shm) {
+    *r->mutable_shm() = *shm;
+    pr->shm_region = shm->bytes();
+  }
   pr->remaining++;
   requests_[rid] = RequestRoute{pr, w.id};
   return rid;
@@ -219,8 +224,17 @@ void WorkerPool::relay_fetch_chunk(WorkerState& w, uint64_t rid, PendingRequest&
   bool last = head.last() || head.errors_size() > 0;
   Status bad;
   if (head.errors_size() == 0) {
-    if (meta) bad = check_fetch_chunk(*meta, payload.size(), static_cast<int64_t>(pr.fetch_relayed));
-    if (bad.is_ok() && meta) pr.fetch_relayed += payload.size();
+    // A chunk the worker wrote into the client's shared memory carries its size instead of its
+    // bytes: only where the request asked for that, inside the region, never both.
+    const uint64_t shm_bytes = meta ? meta->shm_bytes() : 0;
+    if (shm_bytes > 0 && (!payload.empty() || pr.shm_region == 0))
+      bad = data_loss("fetch reply: shared memory used where the request did not ask for it");
+    else if (shm_bytes > 0 && meta->total_bytes() > pr.shm_region)
+      bad = data_loss("fetch reply: {} bytes do not fit the shared-memory region of {}",
+                      meta->total_bytes(), pr.shm_region);
+    const uint64_t chunk = shm_bytes > 0 ? shm_bytes : payload.size();
+    if (bad.is_ok() && meta) bad = check_fetch_chunk(*meta, chunk, static_cast<int64_t>(pr.fetch_relayed));
+    if (bad.is_ok() && meta) pr.fetch_relayed += chunk;
     if (bad.is_ok() && last && (!meta || pr.fetch_relayed != meta->total_bytes()))
       bad = data_loss("fetch reply: the reply ended after {} bytes of {}", pr.fetch_relayed,
                       meta ? meta->total_bytes() : 0);

@@ -74,6 +74,7 @@ struct PendingRequest {
   uint64_t fetch_handle = 0;  // FETCH: the worker handle read (to identify a poison's error)
   uint64_t fetch_age = 0;     // FETCH: its handle, or later when written in place (ErrorLedger)
   uint64_t fetch_relayed = 0;  // FETCH: bytes relayed so far (chunks must come in order)
+  uint64_t shm_region = 0;     // FETCH into the client's shared memory: the region's size
   uint64_t seq = 0;           // order among the session's requests (ClientSession::requests_)
   std::chrono::steady_clock::time_point received_at = std::chrono::steady_clock::now();
   v1::ServerMessage reply;  // accumulated errors / stats
@@ -157,8 +158,10 @@ class WorkerPool {
   uint64_t next_comm_tag() { return next_comm_tag_++; }
 
   // Requests, routed back by the dispatcher's request id.
+  // `shm` (FETCH): the client's shared-memory region to write the value into.
   uint64_t send_request(WorkerState& w, uint64_t session, v1::Request::Kind kind, uint64_t handle,
-                        const std::shared_ptr<PendingRequest>& pr);
+                        const std::shared_ptr<PendingRequest>& pr,
+                        const v1::ShmTarget* shm = nullptr);
   // Whether a SYNC of `session` requested before request `seq` is still waiting.
   bool sync_pending_before(uint64_t session, uint64_t seq) const;
   void drop_requests(uint64_t session);

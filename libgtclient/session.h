@@ -53,6 +53,10 @@ class Session {
   // std::vector, a numpy array), checked against `meta`. A session that can receives the bytes
   // there directly; this default fetches and copies once.
   virtual void fetch_into(uint64_t id, const TensorMeta& meta, void* dst);
+  // The values in memory the result owns (meta.nbytes() bytes, checked against `meta`). A
+  // session that can hands out the memory they arrived in (a region of the shared-memory
+  // arena: no copy at all); this default allocates and uses fetch_into.
+  virtual std::shared_ptr<const char> fetch_shared(uint64_t id, const TensorMeta& meta);
   virtual void synchronize() = 0;
   virtual std::vector<WorkerStatsInfo> worker_stats() = 0;
   // The dispatcher's live status, a serialized v1::StatusReport (a sync point).

@@ -18,6 +18,7 @@
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/reply_payload.h"
 #include "libgtcore/secret_file.h"
+#include "libgtcore/shm_arena.h"
 #include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
 
@@ -36,6 +37,9 @@ constexpr int kConnectTimeoutMs = 10000;
 // A fetch chunk at least this large is read from the socket straight into its destination
 // (fetch_into) instead of through the frame decoder and a copy.
 constexpr uint64_t kDirectPayloadMinBytes = 64 * 1024;
+// A fetch at least this large comes through the shared-memory arena when the session has one:
+// below it the socket's copies cost less than the arena's page-granular regions are worth.
+constexpr uint64_t kShmMinBytes = 256 * 1024;
 constexpr int kWelcomeTimeoutMs = 60000;    // the dispatcher may wait for a first worker
 // A sync point with no answer from the dispatcher for this long raises instead of hanging
 // (GT_SYNC_TIMEOUT_S / gt::set_sync_timeout change it). Longer than the dispatcher's default
@@ -147,6 +151,13 @@ void RemoteSession::handshake(const std::string& address) {
         throw Error(Code::kDataLoss, "gt: cannot start a session: malformed answer to Hello");
       if (m.kind_case() == v1::ServerMessage::kWelcome) {
         session_id_ = m.welcome().session_id();
+        sockaddr_storage local{};
+        socklen_t len = sizeof(local);
+        const bool unix_socket = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+                                 local.ss_family == AF_UNIX;
+        const char* env = std::getenv("GT_SHM");
+        if (unix_socket && m.welcome().shm_arena_max_bytes() > 0 && !(env && std::string(env) == "0"))
+          shm_ = std::make_shared<ShmArenaPool>(m.welcome().shm_arena_max_bytes());
         return;
       }
       if (m.kind_case() == v1::ServerMessage::kRefusal)
@@ -336,6 +347,12 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
     r->set_request_id(rid);
     r->set_kind(kind);
     r->set_id(id);
+    if (const auto& region = pending_[rid].region) {
+      auto* shm = r->mutable_shm();
+      shm->set_generation(region->generation());
+      shm->set_offset(region->offset());
+      shm->set_bytes(region->bytes());
+    }
   }
   flush_queue();  // this thread writes its own request: no hand-off to the flusher
   const int64_t limit_ms = sync_timeout_ms();
@@ -415,11 +432,53 @@ void RemoteSession::fetch_into(uint64_t id, const TensorMeta& meta, void* dst) {
   init.into = true;
   init.dst = static_cast<char*>(dst);
   init.expect = meta;
+  init.region = shm_region(static_cast<uint64_t>(meta.nbytes()));
   Pending p = request(v1::Request::FETCH, id, std::move(init));
   if (!p.errors.empty()) throw_errors(p.errors);
   if (!p.have_meta) throw_sync(Code::kDataLoss, "gt: fetch returned no data");
   if (static_cast<int64_t>(p.received) != meta.nbytes())
     throw_sync(Code::kDataLoss, "gt: fetch returned a truncated tensor");
+}
+
+std::shared_ptr<ShmRegion> RemoteSession::shm_region(uint64_t bytes) {
+  if (!shm_ || bytes < kShmMinBytes) return nullptr;
+  ShmArenaPool::NewArena made;
+  std::shared_ptr<ShmRegion> region = shm_->allocate(bytes, &made);
+  if (!region || !made.fd.valid()) return region;
+  // Registered before any request names it: the frame and its descriptor go out under the
+  // write lock, ahead of the request this thread queues next.
+  v1::ClientMessage m;
+  auto* a = m.mutable_shm_arena();
+  a->set_generation(made.generation);
+  a->set_bytes(made.bytes);
+  std::string frame;
+  Status st = append_frame(&frame, m);
+  if (st.is_ok()) {
+    std::lock_guard<std::mutex> wl(write_mu_);
+    st = send_all_with_fd(fd_, frame, made.fd.get());
+  }
+  if (!st.is_ok()) {
+    mark_lost(st.message());
+    return nullptr;
+  }
+  return region;
+}
+
+std::shared_ptr<const char> RemoteSession::fetch_shared(uint64_t id, const TensorMeta& meta) {
+  std::shared_ptr<ShmRegion> region = shm_region(static_cast<uint64_t>(meta.nbytes()));
+  if (!region) return Session::fetch_shared(id, meta);
+  Pending init;
+  init.into = true;
+  init.dst = region->data();  // where the worker writes it: nothing to copy here
+  init.expect = meta;
+  init.region = region;
+  Pending p = request(v1::Request::FETCH, id, std::move(init));
+  if (!p.errors.empty()) throw_errors(p.errors);
+  if (!p.have_meta) throw_sync(Code::kDataLoss, "gt: fetch returned no data");
+  if (static_cast<int64_t>(p.received) != meta.nbytes())
+    throw_sync(Code::kDataLoss, "gt: fetch returned a truncated tensor");
+  const char* data = region->data();
+  return std::shared_ptr<const char>(std::move(region), data);
 }
 
 void RemoteSession::synchronize() {
@@ -482,7 +541,19 @@ void RemoteSession::on_frame_locked(std::string_view body) {
                                       s.reserved_bytes(), s.sessions(), s.peer_bytes_sent(),
                                       s.peer_bytes_received()});
   if (r->has_status()) p.status = r->status().SerializeAsString();
-  if (r->has_tensor() && p.into) {
+  if (r->has_tensor() && r->tensor().shm_bytes() > 0) {
+    // Written into the fetch's shared-memory region: checked like a socket chunk (and against
+    // the region), then used in place or copied out.
+    const auto& t = r->tensor();
+    if (!p.into || !p.region || !t.data().empty()) {
+      lost_ = "malformed fetch reply (shared memory)";
+      return;
+    }
+    if (!accept_chunk_locked(p, t, t.shm_bytes())) return;
+    const char* src = p.region->data() + t.offset();
+    if (p.dst + t.offset() != src) std::memcpy(p.dst + t.offset(), src, t.shm_bytes());
+    p.received += t.shm_bytes();
+  } else if (r->has_tensor() && p.into) {
     const auto& t = r->tensor();
     if (!accept_chunk_locked(p, t, t.data().size())) return;
     if (!t.data().empty()) std::memcpy(p.dst + t.offset(), t.data().data(), t.data().size());

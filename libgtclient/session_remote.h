@@ -19,6 +19,7 @@
 
 #include "libgtclient/session.h"
 #include "libgtclient/session_embedded.h"
+#include "libgtclient/session_shm_pool.h"
 #include "libgtcore/frame_codec.h"
 #include "proto/gt.pb.h"
 
@@ -35,6 +36,7 @@ class RemoteSession : public Session {
   void free(uint64_t id) override;
   HostTensor fetch(uint64_t id) override;
   void fetch_into(uint64_t id, const TensorMeta& meta, void* dst) override;
+  std::shared_ptr<const char> fetch_shared(uint64_t id, const TensorMeta& meta) override;
   void synchronize() override;
   std::vector<WorkerStatsInfo> worker_stats() override;
   std::string status_report() override;
@@ -60,6 +62,10 @@ class RemoteSession : public Session {
     char* dst = nullptr;
     TensorMeta expect;
     uint64_t received = 0;  // bytes written to dst
+    // Asked to come through shared memory (Request.shm): the region its chunks lie in. Chunks
+    // that come over the socket instead (the dispatcher or worker could not map the arena)
+    // go to dst as usual.
+    std::shared_ptr<ShmRegion> region;
   };
 
   void flusher_loop();
@@ -76,6 +82,9 @@ class RemoteSession : public Session {
   // payload straight into the destination (mu_ held on entry and exit, released while reading).
   // False when what is buffered is not such a chunk: the ordinary path then.
   bool receive_payload_direct(std::unique_lock<std::mutex>& lk, int wait_ms);
+  // A region of the shared-memory arena for a fetch of `bytes` (registering a new arena with
+  // the dispatcher first when one is made); null: the fetch takes the socket.
+  std::shared_ptr<ShmRegion> shm_region(uint64_t bytes);
   Pending request(v1::Request::Kind kind, uint64_t id);
   Pending request(v1::Request::Kind kind, uint64_t id, Pending init);
   // The sync deadline in ms (0: none): gt::set_sync_timeout, else GT_SYNC_TIMEOUT_S / default.
@@ -84,6 +93,9 @@ class RemoteSession : public Session {
 
   int fd_ = -1;
   std::unique_ptr<EmbeddedDaemons> daemons_;
+  // Shared-memory transport for large fetches (a Unix socket to a dispatcher that offers it,
+  // GT_SHM not 0); null: every fetch comes over the socket.
+  std::shared_ptr<ShmArenaPool> shm_;
   std::thread flusher_;
 
   mutable std::mutex mu_;              // queue, pending requests, state

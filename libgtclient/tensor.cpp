@@ -173,6 +173,19 @@ void Session::fetch_into(uint64_t id, const TensorMeta& meta, void* dst) {
   if (!h.bytes.empty()) std::memcpy(dst, h.bytes.data(), h.bytes.size());
 }
 
+std::shared_ptr<const char> Session::fetch_shared(uint64_t id, const TensorMeta& meta) {
+  const auto n = static_cast<size_t>(std::max<int64_t>(meta.nbytes(), 0));
+  std::shared_ptr<char[]> buf(new char[std::max<size_t>(n, 1)]);  // not zero-filled: all written
+  fetch_into(id, meta, buf.get());
+  const char* data = buf.get();
+  return std::shared_ptr<const char>(std::move(buf), data);
+}
+
+std::shared_ptr<const char> fetch_shared(const Tensor& t) {
+  refresh_if_stale(t);
+  return Session::get().fetch_shared(t.id(), t.meta());
+}
+
 std::string fetch_bytes(const Tensor& t) {
   // Received straight into the string (fetch_into), not assembled elsewhere and copied.
   std::string bytes(static_cast<size_t>(std::max<int64_t>(t.meta().nbytes(), 0)), '\0');

@@ -1,5 +1,6 @@
 #include "libgtcore/framed_connection.h"
 
+#include "libgtcore/shm_arena.h"
 #include "libgtcore/socket_io.h"
 
 #include <spdlog/spdlog.h>
@@ -8,7 +9,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 namespace gt {
@@ -134,31 +137,80 @@ void FramedConnection::drain_frames() {
 void FramedConnection::do_read() {
   if (closed_ || paused_ || reading_active_) return;
   reading_active_ = true;
+  if (max_fds_in_ > 0) {
+    socket_.async_wait(StreamSocket::wait_read,
+                       [self = shared_from_this()](boost::system::error_code ec) {
+                         self->reading_active_ = false;
+                         if (self->closed_) return;
+                         if (ec) return self->on_read(ec, 0);
+                         self->read_with_fds();
+                       });
+    return;
+  }
   char* p = decoder_.prepare(read_size_);
   size_t room = decoder_.prepared_size();
   socket_.async_read_some(asio::buffer(p, room), [self = shared_from_this()](
                                                      boost::system::error_code ec, size_t n) {
     self->reading_active_ = false;
     if (self->closed_) return;
-    if (ec) {
-      if (ec == asio::error::eof || ec == asio::error::connection_reset ||
-          ec == asio::error::operation_aborted) {
-        if (self->decoder_.buffered() > 0)
-          self->close(data_loss("connection closed in the middle of a frame ({} bytes)",
-                                self->decoder_.buffered()));
-        else
-          self->close(Status::ok());
-      } else {
-        self->close(unavailable("read failed: {}", ec.message()));
-      }
-      return;
-    }
-    self->bytes_in_ += n;
-    self->decoder_.commit(n);
-    self->adapt_read_size(n);
-    self->drain_frames();
-    self->do_read();
+    self->on_read(ec, n);
   });
+}
+
+void FramedConnection::read_with_fds() {
+  char* p = decoder_.prepare(read_size_);
+  bool truncated = false;
+  std::vector<UniqueFd> got;
+  const ssize_t n = recv_with_fds(socket_.native_handle(), p, decoder_.prepared_size(), &got,
+                                  &truncated);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return do_read();
+    return on_read(boost::system::error_code(errno, boost::system::system_category()), 0);
+  }
+  for (auto& fd : got) fds_in_.push_back(std::move(fd));
+  if (truncated || fds_in_.size() > max_fds_in_) {
+    close(invalid_argument("the peer passed more file descriptors than expected (at most {} "
+                           "may wait)", max_fds_in_));
+    return;
+  }
+  if (n == 0) return on_read(asio::error::eof, 0);
+  on_read({}, static_cast<size_t>(n));
+}
+
+void FramedConnection::on_read(boost::system::error_code ec, size_t n) {
+  if (ec) {
+    if (ec == asio::error::eof || ec == asio::error::connection_reset ||
+        ec == asio::error::operation_aborted) {
+      if (decoder_.buffered() > 0)
+        close(data_loss("connection closed in the middle of a frame ({} bytes)",
+                        decoder_.buffered()));
+      else
+        close(Status::ok());
+    } else {
+      close(unavailable("read failed: {}", ec.message()));
+    }
+    return;
+  }
+  bytes_in_ += n;
+  decoder_.commit(n);
+  adapt_read_size(n);
+  drain_frames();
+  do_read();
+}
+
+UniqueFd FramedConnection::take_fd() {
+  if (fds_in_.empty()) return UniqueFd();
+  UniqueFd fd = std::move(fds_in_.front());
+  fds_in_.pop_front();
+  return fd;
+}
+
+Status FramedConnection::send_with_fd(const google::protobuf::MessageLite& msg, UniqueFd fd) {
+  if (closed_ || abort_pending_) return unavailable("connection closed");
+  if (!fd.valid()) return invalid_argument("send_with_fd: no descriptor");
+  GT_RETURN_IF_ERROR(send(msg));
+  fds_out_.push_back(std::move(fd));
+  return Status::ok();
 }
 
 Status FramedConnection::send(const google::protobuf::MessageLite& msg) {
@@ -220,7 +272,45 @@ void FramedConnection::do_write() {
   writing_active_ = true;
   writing_.clear();
   writing_.swap(out_);
-  asio::async_write(socket_, asio::buffer(writing_),
+  // Descriptors queued so far belong to frames now in writing_ (send_with_fd queues both).
+  for (auto& fd : fds_out_) fds_writing_.push_back(std::move(fd));
+  fds_out_.clear();
+  write_from(0);
+}
+
+void FramedConnection::write_from(size_t sent) {
+  while (!fds_writing_.empty()) {
+    // The descriptors go with the first bytes written, at or before their frames' bytes: the
+    // peer holds them by the time it has a frame that declares one.
+    std::vector<int> fds;
+    for (size_t i = 0; i < fds_writing_.size() && i < kMaxPassedFds; ++i)
+      fds.push_back(fds_writing_[i].get());
+    const ssize_t n = send_with_fds(socket_.native_handle(),
+                                    std::string_view(writing_).substr(sent), fds);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+      socket_.async_wait(StreamSocket::wait_write,
+                         [self = shared_from_this(), sent](boost::system::error_code ec) {
+                           if (self->closed_) return;
+                           if (ec) return self->close(unavailable("write failed: {}", ec.message()));
+                           self->write_from(sent);
+                         });
+      return;
+    }
+    if (n < 0) {
+      close(unavailable("write failed: {}", std::strerror(errno)));
+      return;
+    }
+    fds_writing_.erase(fds_writing_.begin(), fds_writing_.begin() + static_cast<long>(fds.size()));
+    sent += static_cast<size_t>(n);
+    bytes_out_ += static_cast<size_t>(n);
+    if (sent == writing_.size() && !fds_writing_.empty()) {
+      // More descriptors than one message carries, and no bytes left to carry the rest: they
+      // ride on the next frame's bytes (only a peer flooding the queue gets here).
+      for (auto& fd : fds_writing_) fds_out_.push_back(std::move(fd));
+      fds_writing_.clear();
+    }
+  }
+  asio::async_write(socket_, asio::buffer(writing_.data() + sent, writing_.size() - sent),
                     [self = shared_from_this()](boost::system::error_code ec, size_t n) {
                       if (self->closed_) {
                         std::string().swap(self->writing_);  // no longer referenced
@@ -271,6 +361,9 @@ void FramedConnection::close(const Status& why) {
     backlog_.reset();
   }
   std::string().swap(out_);  // what was queued will never be written
+  fds_out_.clear();
+  fds_writing_.clear();
+  fds_in_.clear();
   boost::system::error_code ec;
   socket_.shutdown(StreamSocket::shutdown_both, ec);
   socket_.close(ec);

@@ -13,6 +13,7 @@
 #include "libgtcore/asio.h"
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "libgtcore/frame_codec.h"
 #include "libgtcore/status.h"
+#include "libgtcore/unique_fd.h"
 
 namespace gt {
 
@@ -56,6 +58,15 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // nothing queued before it goes to the socket at once from the caller's memory; what the
   // socket does not take is copied into the queue.
   Status send_parts(std::string_view header, std::string_view payload);
+  // Appends one frame holding `msg` with `fd` attached to it (SCM_RIGHTS; Unix sockets only):
+  // the peer's take_fd() returns it once the frame has arrived.
+  Status send_with_fd(const google::protobuf::MessageLite& msg, UniqueFd fd);
+  // Unix sockets: keep descriptors the peer passes (at most `max_pending` not yet taken; a peer
+  // that passes more is cut off). Off by default: passed descriptors are then closed unread.
+  void accept_fds(size_t max_pending) { max_fds_in_ = max_pending; }
+  // The oldest descriptor passed and not yet taken (invalid when none): a frame that declares
+  // one takes it in its handler (it arrived with the frame's bytes or before them).
+  UniqueFd take_fd();
   // Bytes queued but not yet written: callers bound their queues with it.
   size_t pending_bytes() const { return out_.size() + writing_.size(); }
   // Closes after flushing what is queued; a peer that does not read is cut off after 5 s.
@@ -89,7 +100,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
  private:
   void do_read();
   void drain_frames();
+  void on_read(boost::system::error_code ec, size_t n);
+  void read_with_fds();  // do_read's recvmsg form, while accept_fds is on
   void do_write();
+  void write_from(size_t sent);  // writing_[sent..]: descriptors first (sendmsg), then the rest
   void schedule_write();  // do_write at the end of this turn, once however many frames queue
   void watch_hangup();
   void adapt_read_size(size_t n);
@@ -104,6 +118,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   std::unique_ptr<asio::steady_timer> hangup_timer_;  // made on the first pause
   std::shared_ptr<uint64_t> backlog_;
   std::string out_, writing_;
+  std::vector<UniqueFd> fds_out_, fds_writing_;  // attached to frames in out_ / writing_
+  std::deque<UniqueFd> fds_in_;
+  size_t max_fds_in_ = 0;
   bool writing_active_ = false;
   bool write_posted_ = false;
   bool reading_active_ = false;

@@ -161,6 +161,7 @@ void Executor::send_timings() {
 }
 
 void Executor::reset() {
+  shm_.clear();  // now, not on the executor thread: the next dispatcher may attach at once
   {
     std::lock_guard<std::mutex> lk(mu_);
     queue_.clear();
@@ -290,6 +291,7 @@ void Executor::finish_batch(v1::WorkerBatch& b) {
   if (b.hot_forget_size() > 0) forget_hot_paths(b);
   for (const auto& r : b.requests()) answer(session, r);
   if (b.end_session()) {
+    shm_.drop(session);
     hot_.drop_session(session);
     note_hot_paths();
     // Whatever the session still holds goes with it, whether or not a free named it.
@@ -517,6 +519,12 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     reply_error(*t.poison);
     return;
   }
+  if (req.has_shm() && !backend_.asynchronous()) {
+    // Unknown arena (an older generation, or one this worker could not map), or a region that
+    // does not hold the value: over the socket instead.
+    std::shared_ptr<ShmMapping> arena = shm_.find(session, req.shm().generation());
+    if (arena && send_fetch_to_shm(session, req, t, *arena)) return;
+  }
   if (backend_.asynchronous()) {
     answer_fetch_async(session, req, t);
     return;
@@ -548,6 +556,41 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     r->set_last(offset >= total);
     send_(std::move(m));
   } while (offset < total);
+}
+
+bool Executor::send_fetch_to_shm(uint64_t session, const v1::Request& req, const Tensor& t,
+                                 const ShmMapping& arena) {
+  // Chunks small enough that the client copies one out while the next is written, large
+  // enough that their replies cost nothing next to the copies.
+  constexpr uint64_t kShmChunkBytes = 8ull << 20;
+  const uint64_t total = static_cast<uint64_t>(t.meta.nbytes());
+  const v1::ShmTarget& to = req.shm();
+  if (total == 0 || to.bytes() < total || to.offset() > arena.size() ||
+      to.bytes() > arena.size() - to.offset())
+    return false;
+  char* base = arena.data() + to.offset();
+  uint64_t offset = 0;
+  while (offset < total) {
+    const uint64_t n = std::min(total - offset, kShmChunkBytes);
+    Status st = backend_.copy_to_host(t, offset, base + offset, n, session);
+    if (!st.is_ok()) {
+      reply_error(req.request_id(), record("fetch", st));
+      return true;
+    }
+    v1::WorkerMessage m;
+    v1::Reply* r = m.mutable_reply();
+    r->set_request_id(req.request_id());
+    auto* td = r->mutable_tensor();
+    for (int64_t d : t.meta.shape) td->add_shape(d);
+    td->set_dtype(static_cast<v1::DType>(t.meta.dtype));
+    td->set_total_bytes(total);
+    td->set_offset(offset);
+    td->set_shm_bytes(n);
+    offset += n;
+    r->set_last(offset >= total);
+    send_(std::move(m));
+  }
+  return true;
 }
 
 void Executor::send_fetch_from_host(const v1::Request& req, const Tensor& t, const char* host) {

@@ -30,6 +30,7 @@
 #include "workerd/backend.h"
 #include "workerd/exec_timings.h"
 #include "workerd/fair_queue.h"
+#include "workerd/shm_arenas.h"
 #include "workerd/hot_path_store.h"
 
 namespace gt::worker {
@@ -64,6 +65,12 @@ class Executor {
   bool try_execute_inline(v1::WorkerBatch& batch);
   // Drops every tensor (the dispatcher went away: a new one starts from nothing).
   void reset();
+  // A client's shared-memory arena for `session` (DispatchMessage.shm_arena), from the I/O
+  // thread: fetches that name it are written there (ShmArenaTable).
+  Status attach_shm_arena(uint64_t session, uint64_t generation, uint64_t bytes, UniqueFd fd) {
+    return shm_.attach(session, generation, bytes, std::move(fd));
+  }
+  size_t shm_arenas() const { return shm_.size(); }
   void set_worker_id(uint32_t id) { worker_id_ = id; }
   // The live figures sent with each heartbeat answer (monitoring). Any thread.
   void fill_load(v1::WorkerLoad* l) const;
@@ -123,6 +130,11 @@ class Executor {
   void answer(uint64_t session, const v1::Request& req);
   void answer_fetch(uint64_t session, const v1::Request& req);
   void answer_fetch_async(uint64_t session, const v1::Request& req, const Tensor& t);
+  // Writes t's bytes into the client's shared-memory region `req.shm()` of `arena`, chunk by
+  // chunk, each followed by its header-only reply (the client copies one out while the next is
+  // written). False (nothing sent) when the region cannot hold it.
+  bool send_fetch_to_shm(uint64_t session, const v1::Request& req, const Tensor& t,
+                         const ShmMapping& arena);
   // Sends t's bytes in chunks straight from `host` (Backend::host_view) through send_parts_.
   void send_fetch_from_host(const v1::Request& req, const Tensor& t, const char* host);
   static std::string* start_fetch_chunk(v1::Reply* r, uint64_t request_id, const Tensor& t,
@@ -147,6 +159,7 @@ class Executor {
 
   std::unordered_map<uint64_t, Tensor> tensors_;  // handle -> tensor (executor thread only)
   HotPathStore hot_;                              // (executor thread only)
+  ShmArenaTable shm_;                             // (any thread: it locks)
   std::unordered_set<uint64_t> sessions_;
   // Monitoring counters, read by the I/O thread (fill_load). One thread writes at a time (the
   // executor, or the I/O thread running a batch inline while the executor is idle), so counting

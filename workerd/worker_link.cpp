@@ -75,6 +75,8 @@ void WorkerLink::connect() {
     return;
   }
   conn_ = std::make_shared<FramedConnection>(std::move(*sock), opts_.max_frame_bytes);
+  // Over a Unix socket the dispatcher passes clients' shared-memory arenas (kShmArena).
+  if (conn_->peer() == "unix") conn_->accept_fds(2);
   ++generation_;
   set_out_fd(::dup(conn_->socket().native_handle()));
   v1::WorkerMessage hello_msg;
@@ -175,6 +177,18 @@ void WorkerLink::on_frame(std::string_view body) {
         executor_.enqueue(std::move(batch), received);
       }
       break;
+    case v1::DispatchMessage::kShmArena: {
+      // Mapped here, before any later batch (with the fetch that writes into it) is queued. A
+      // worker that cannot map it answers that session's fetches over the socket.
+      UniqueFd fd = conn_->take_fd();
+      const auto& a = msg.shm_arena();
+      Status mapped = registered_ ? executor_.attach_shm_arena(a.session(), a.generation(), a.bytes(), std::move(fd))
+                                  : failed_precondition("before welcome");
+      if (!mapped.is_ok())
+        spdlog::warn("session {}: shared-memory arena {} not used: {}", a.session(),
+                     a.generation(), mapped.message());
+      break;
+    }
     case v1::DispatchMessage::kPeers: {
       if (!registered_) {
         conn_->close(failed_precondition("peer table before welcome"));

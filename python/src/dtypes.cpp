@@ -153,13 +153,16 @@ py::array to_numpy(const gt::Tensor& t) {
     if (!f.empty()) std::memcpy(out.mutable_data(), f.data(), f.size() * sizeof(float));
     return out;
   }
-  // The array is made first (with the GIL) and the values are received into it: no
-  // intermediate buffer, no copy (issue 15).
-  py::array out(numpy_dtype(meta.dtype), shape);
-  void* dst = out.mutable_data();
-  const auto nbytes = static_cast<size_t>(meta.nbytes());
-  sync_point([&] { gt::detail::fetch_into(handle, dst, nbytes); });
-  return out;
+  if (meta.nbytes() == 0) return py::array(numpy_dtype(meta.dtype), shape);
+  // The array is the memory the values arrived in (issue 15): from a local dispatcher the
+  // shared-memory region the worker wrote them into (not copied at all), else a buffer they
+  // were received into. The array owns it; the region goes back when the array dies.
+  auto owner = std::make_unique<std::shared_ptr<const char>>(
+      sync_point([&] { return gt::detail::fetch_shared(handle); }));
+  void* data = const_cast<char*>(owner->get());
+  py::capsule base(owner.get(), [](void* p) { delete static_cast<std::shared_ptr<const char>*>(p); });
+  owner.release();  // the capsule has it
+  return py::array(numpy_dtype(meta.dtype), shape, data, base);
 }
 
 gt::Tensor from_numpy_as(py::handle obj, gt::DType dt) {

@@ -11,10 +11,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <stdexcept>
 
 #include "libgtcore/frame_codec.h"
+#include "libgtcore/shm_arena.h"
 #include "gt/core/ops.h"
 #include "libgtcore/version.h"
 
@@ -92,6 +95,14 @@ void RawClient::send_message(const google::protobuf::MessageLite& m) {
   std::string out;
   if (!append_frame(&out, m).is_ok()) throw std::runtime_error("cannot frame");
   send_raw(out);
+}
+
+void RawClient::send_with_fds(const google::protobuf::MessageLite& m, const std::vector<int>& fds) {
+  std::string out;
+  if (!append_frame(&out, m).is_ok()) throw std::runtime_error("cannot frame");
+  const ssize_t n = ::gt::send_with_fds(fd_, out, fds);
+  if (n < 0) throw std::runtime_error(std::string("sendmsg: ") + std::strerror(errno));
+  if (static_cast<size_t>(n) < out.size()) send_raw(out.substr(static_cast<size_t>(n)));
 }
 
 void RawClient::send_raw(const std::string& bytes) {

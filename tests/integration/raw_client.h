@@ -26,6 +26,8 @@ class RawClient {
   // Any message in a frame (a fake worker sends WorkerMessages).
   void send_message(const google::protobuf::MessageLite& m);
   void send_raw(const std::string& bytes);
+  // `m` in one frame with `fds` attached (SCM_RIGHTS: Unix sockets only).
+  void send_with_fds(const google::protobuf::MessageLite& m, const std::vector<int>& fds);
   // Next message, or nullopt on timeout / closed connection.
   std::optional<v1::ServerMessage> read(int timeout_ms = 5000);
   // Next frame's body, unparsed (a fake worker reads DispatchMessages).

@@ -34,3 +34,26 @@ def test_numpy_fetch_in_several_chunks_keeps_its_shape():
     assert got.shape == a.shape
     assert got.tobytes() == a.tobytes()
     assert got.flags.writeable and got.flags.c_contiguous
+
+
+def test_large_arrays_come_from_shared_memory_and_stay_their_own():
+    """From the embedded default (a Unix socket) a large fetch's array is the shared-memory
+    region the worker wrote into: each array keeps its values while later fetches reuse and
+    grow the arena, and writing into one changes neither the tensor nor another array."""
+    n = 3 << 20  # 12 MiB of float32
+    t = gt.from_numpy(np.arange(n, dtype=np.float32))
+    first = t.numpy()
+    second = t.numpy()
+    assert first.ctypes.data != second.ctypes.data
+    first[:10] = -1.0
+    assert second[5] == 5.0
+    assert t.numpy()[5] == 5.0
+    held = [(t * float(k)).numpy() for k in range(1, 9)]  # 96 MiB: the arena grows
+    for _ in range(3):
+        del held[0]
+        held.append((t + 1.0).numpy())  # regions given back are reused
+    for k, a in enumerate(held[:5]):
+        assert a[1000] == 1000.0 * (k + 4)
+    for a in held[5:]:
+        assert a[1000] == 1001.0
+    assert first[5] == -1.0 and first[20] == 20.0

@@ -557,6 +557,9 @@ std::string fetch_bytes(const Tensor& t);
 // Fetches a tensor's bytes straight into `dst`, `nbytes` long (its meta's size; checked): the
 // bytes are received there, not copied from an intermediate buffer (issue 15).
 void fetch_into(const Tensor& t, void* dst, size_t nbytes);
+// t's values (t.meta().nbytes() bytes) in memory the result owns: from a local dispatcher, the
+// shared-memory region the worker wrote them into (no copy); else a buffer fetched into.
+std::shared_ptr<const char> fetch_shared(const Tensor& t);
 // A Dims as a Shape (throws when the rank exceeds kMaxRank); `what` names the op in errors.
 Shape to_shape(const Dims& dims, const char* what);
 // Normalizes a possibly negative dim against `rank` (Python style); throws naming `what`.

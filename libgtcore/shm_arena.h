@@ -1,0 +1,75 @@
+// Shared-memory payloads for clients on the worker's host (issue 15, ARCHITECTURE §4).
+//
+// A large fetch over sockets crosses two hops (worker -> dispatcher -> client), four kernel
+// copies. A client on the Unix socket instead makes an arena: a memfd it maps, pre-faults and
+// passes (SCM_RIGHTS) to the dispatcher, which passes it on to the worker that answers a fetch.
+// The worker writes the value into a region of it once, the reply carries only a header, and
+// the client uses the region in place (or copies it to where the caller wants it).
+//
+// The arena crosses trust boundaries, so a receiver checks it before mapping it
+// (check_shm_arena_fd): a memfd sealed against shrinking, exactly the size declared. A sender
+// that could shrink the file under a mapping would kill its peer with SIGBUS.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "libgtcore/status.h"
+#include "libgtcore/unique_fd.h"
+
+namespace gt {
+
+// A shared mapping of a whole arena; unmapped when its last owner lets go.
+class ShmMapping {
+ public:
+  // Maps `bytes` of `fd` read-write (MAP_SHARED); `populate` faults every page in now.
+  static Result<std::shared_ptr<ShmMapping>> map(int fd, uint64_t bytes, bool populate);
+  ~ShmMapping();
+  ShmMapping(const ShmMapping&) = delete;
+  ShmMapping& operator=(const ShmMapping&) = delete;
+
+  char* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  ShmMapping(char* data, uint64_t size) : data_(data), size_(size) {}
+  char* data_;
+  uint64_t size_;
+};
+
+struct ShmArenaFile {
+  UniqueFd fd;
+  std::shared_ptr<ShmMapping> mapping;
+};
+
+// A new arena of `bytes`: a memfd sealed against shrinking, growing and further sealing, mapped
+// here and faulted in (its pages are this process's memory, and the peer writing into it takes
+// no page faults).
+Result<ShmArenaFile> create_shm_arena(uint64_t bytes);
+
+// What a receiver checks before mapping a descriptor another process passed: a regular file
+// whose seals forbid shrinking (a memfd), exactly `bytes` long.
+Status check_shm_arena_fd(int fd, uint64_t bytes);
+
+// ---- passing descriptors over a Unix socket ----------------------------------------------------
+
+// At most this many descriptors travel with one message (and are accepted with one read).
+inline constexpr size_t kMaxPassedFds = 4;
+
+// Writes all of `data` with `fd` attached to its first byte (blocking; waits on POLLOUT).
+Status send_all_with_fd(int sock, std::string_view data, int fd);
+
+// One non-blocking sendmsg of `data` with `fds` attached (at most kMaxPassedFds): the bytes
+// sent, or -1 with errno set (EAGAIN: nothing was sent, the descriptors neither).
+ssize_t send_with_fds(int sock, std::string_view data, const std::vector<int>& fds);
+
+// One non-blocking recvmsg into `buf`: the bytes read (0: end of stream) or -1 with errno set.
+// Descriptors that came with them are appended to `fds` (close-on-exec); if the peer sent more
+// than kMaxPassedFds with one message, *truncated is set (the kernel closed the rest).
+ssize_t recv_with_fds(int sock, char* buf, size_t n, std::vector<UniqueFd>* fds, bool* truncated);
+
+}  // namespace gt

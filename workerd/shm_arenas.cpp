@@ -1,0 +1,49 @@
+#include "workerd/shm_arenas.h"
+
+#include <sys/stat.h>
+
+namespace gt::worker {
+
+Status ShmArenaTable::attach(uint64_t session, uint64_t generation, uint64_t bytes, UniqueFd fd) {
+  if (!fd.valid()) return invalid_argument("the arena's file descriptor did not arrive");
+  GT_RETURN_IF_ERROR(check_shm_arena_fd(fd.get(), bytes));
+  // Its pages must exist already (the client faulted them in): mapping them in here then costs
+  // page tables only, and a sparse file cannot make this worker allocate its memory.
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_blocks) * 512 < bytes)
+    return invalid_argument("the arena's memory is not all allocated");
+  GT_ASSIGN_OR_RETURN(auto mapping, ShmMapping::map(fd.get(), bytes, /*populate=*/true));
+  std::lock_guard<std::mutex> lk(mu_);
+  auto& list = arenas_[session];
+  list.emplace_back(generation, std::move(mapping));
+  while (list.size() > kPerSession) list.pop_front();
+  return Status::ok();
+}
+
+std::shared_ptr<ShmMapping> ShmArenaTable::find(uint64_t session, uint64_t generation) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = arenas_.find(session);
+  if (it == arenas_.end()) return nullptr;
+  for (const auto& [g, m] : it->second)
+    if (g == generation) return m;
+  return nullptr;
+}
+
+void ShmArenaTable::drop(uint64_t session) {
+  std::lock_guard<std::mutex> lk(mu_);
+  arenas_.erase(session);
+}
+
+void ShmArenaTable::clear() {
+  std::lock_guard<std::mutex> lk(mu_);
+  arenas_.clear();
+}
+
+size_t ShmArenaTable::size() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  size_t n = 0;
+  for (const auto& [s, list] : arenas_) n += list.size();
+  return n;
+}
+
+}  // namespace gt::worker
