@@ -142,6 +142,17 @@ void ClientSession::process_instr(v1::Instr& in) {
     poison(in.out(), "instruction", dec.status());
     return;
   }
+  // A payload in the client's shared memory: read in place here (checks, planning) and by the
+  // worker if it can map the arena, else copied into the instruction; released when done.
+  ShmUpload upload(*this, in);
+  if (in.has_shm()) {
+    if (!upload.active()) {
+      poison(in.out(), op_name(dec->op), upload.status());
+      return;
+    }
+    dec->attrs.data = upload.payload();
+    span_.eligible = false;  // a HotRun carries its payloads itself: not replayed
+  }
   const OpId op = dec->op;
   const char* name = op_name(op);
   const bool in_place = is_in_place(op);
@@ -203,6 +214,7 @@ void ClientSession::process_instr(v1::Instr& in) {
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
     span_.eligible = false;  // planned (sharded, moved): not replayed
+    if (upload.active()) dec->attrs.data = upload.materialize();  // the plan slices it
     run_planned(in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);
     return;
   }
@@ -236,6 +248,7 @@ void ClientSession::process_instr(v1::Instr& in) {
     entries[0]->written_at = w.next_handle;
   }
   workers_used_.insert(w.id);
+  if (upload.active()) upload.forward_to(w);  // the region itself, or its bytes copied in
   // Move (not copy) the instruction into the worker's batch: payloads are not copied again.
   *pool_.scratch_for(w, id_).add_instrs() = std::move(in);
   w.scratch_cost_ns += estimate_cost_ns(op, *meta, metas, w.speedup);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "dispatcherd/status_counters.h"
 #include "dispatcherd/users.h"
 #include "dispatcherd/worker_pool.h"
+#include "libgtcore/shm_arena.h"
 #include "proto/gt.pb.h"
 
 namespace gt::dispatcher {
@@ -162,6 +164,36 @@ class ClientSession {
   // over a Unix socket (it is given the arena first, once per generation). False: the
   // worker answers over the socket and the client copes.
   bool shm_fetch_possible(WorkerState& w, const v1::ShmTarget& want, uint64_t nbytes);
+  // Gives worker `w` the arena of `generation` (once); false when it cannot have it (a TCP
+  // worker, an arena no longer held).
+  bool give_shm_arena(WorkerState& w, uint64_t generation);
+  // An upload whose payload lies in the client's arena (Instr.shm). Checked and viewed when made;
+  // forwarded() when the instruction goes to a worker that reads the region itself; otherwise
+  // the payload is copied into the instruction (materialize) or dropped with it, and the region
+  // is released to the client when this ends.
+  class ShmUpload {
+   public:
+    ShmUpload(ClientSession& s, v1::Instr& in);
+    ~ShmUpload();
+    ShmUpload(const ShmUpload&) = delete;
+    ShmUpload& operator=(const ShmUpload&) = delete;
+    bool active() const { return region_ != nullptr; }
+    const Status& status() const { return status_; }
+    std::string_view payload() const { return {region_, static_cast<size_t>(bytes_)}; }
+    // The payload into in.data (the worker gets it over the socket); returns the new view.
+    std::string_view materialize();
+    // The instruction goes to `w` as it is (true), or the payload is materialized (false).
+    bool forward_to(WorkerState& w);
+
+   private:
+    ClientSession& s_;
+    v1::Instr& in_;
+    Status status_;
+    std::shared_ptr<ShmMapping> mapping_;
+    char* region_ = nullptr;
+    uint64_t bytes_ = 0;
+    bool forwarded_ = false;
+  };
 
   // session_replies.cpp
   void process_request(const v1::Request& r);
@@ -224,9 +256,16 @@ class ClientSession {
   std::unordered_map<uint64_t, uint32_t> scratch_slots_;
   // The client's shared-memory arena (session_shm.cpp), and the generation given to each
   // worker that wrote a fetch into it.
-  UniqueFd shm_fd_;
-  uint64_t shm_generation_ = 0, shm_bytes_ = 0;
-  std::unordered_map<uint32_t, uint64_t> shm_given_;
+  struct ShmArenaHeld {
+    uint64_t generation = 0, bytes = 0;
+    UniqueFd fd;
+    std::shared_ptr<ShmMapping> mapping;  // made when an upload needs it
+  };
+  static constexpr size_t kShmArenasHeld = 8;  // as many as a worker keeps (ShmArenaTable)
+  std::deque<ShmArenaHeld> shm_arenas_;         // by generation, newest last
+  uint64_t shm_generation_ = 0;                 // the newest registered
+  std::unordered_map<uint32_t, std::set<uint64_t>> shm_given_;  // worker -> generations given
+  ShmArenaHeld* shm_arena(uint64_t generation);
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.
   std::map<uint32_t, std::vector<uint64_t>> deferred_frees_;
   // Reused by process_instr for each instruction's inputs.

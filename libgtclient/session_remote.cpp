@@ -240,8 +240,11 @@ void RemoteSession::mark_lost(const std::string& why) {
 }
 
 uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) {
+  // A large upload goes through shared memory: copied into the arena here (before the lock:
+  // a new arena is registered under the write lock), only its region in the instruction.
+  std::shared_ptr<ShmRegion> upload = shm_upload(attrs.data);
   std::unique_lock<std::mutex> lk(mu_);
-  const size_t payload = attrs.data.size();
+  const size_t payload = upload ? 0 : attrs.data.size();
   auto full = [&] {
     return queued_ >= kMaxQueuedInstrs ||
            (queued_payload_ > 0 && queued_payload_ + payload > kMaxQueuedPayloadBytes);
@@ -257,7 +260,18 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   uint64_t id = is_in_place(op) ? 0 : next_id_++;
   if (!lost_.empty()) return id;  // ops after a lost session are dropped; the next sync raises
   v1::Instr* in = queue_.mutable_batch()->add_instrs();
-  encode_instr(op, attrs, in);
+  if (upload) {
+    OpAttrs no_data = attrs;
+    no_data.data = {};
+    encode_instr(op, no_data, in);
+    auto* shm = in->mutable_shm();
+    shm->set_generation(upload->generation());
+    shm->set_offset(upload->offset());
+    shm->set_bytes(attrs.data.size());
+    uploads_held_.push_back(UploadHeld{std::move(upload), attrs.data.size(), next_request_id_});
+  } else {
+    encode_instr(op, attrs, in);
+  }
   in->set_out(id);
   for (uint64_t i : inputs) in->add_inputs(i);
   ++queued_;
@@ -409,6 +423,9 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
   }
   Pending p = std::move(pending_[rid]);
   pending_.erase(rid);
+  // Everything queued before an answered SYNC has run or failed: its upload regions are free
+  // whether or not a worker read them (a refused or failed upload never sets its word).
+  if (kind == v1::Request::SYNC && p.done) release_uploads_locked(rid + 1);
   if (!p.done) throw_sync(lost_code_, "gt: session lost: " + lost_);
   return p;
 }
@@ -462,6 +479,25 @@ std::shared_ptr<ShmRegion> RemoteSession::shm_region(uint64_t bytes) {
     return nullptr;
   }
   return region;
+}
+
+std::shared_ptr<ShmRegion> RemoteSession::shm_upload(std::string_view payload) {
+  if (!shm_ || payload.size() < kShmMinBytes) return nullptr;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    release_uploads_locked();  // what the workers have read makes room first
+  }
+  std::shared_ptr<ShmRegion> region = shm_region(shm_upload_region_bytes(payload.size()));
+  if (!region) return nullptr;
+  std::memcpy(region->data(), payload.data(), payload.size());
+  shm_clear_released(region->data(), payload.size());
+  return region;
+}
+
+void RemoteSession::release_uploads_locked(uint64_t synced_before) {
+  std::erase_if(uploads_held_, [&](const UploadHeld& u) {
+    return u.before_request < synced_before || shm_released(u.region->data(), u.payload_bytes);
+  });
 }
 
 std::shared_ptr<const char> RemoteSession::fetch_shared(uint64_t id, const TensorMeta& meta) {

@@ -85,6 +85,12 @@ class RemoteSession : public Session {
   // A region of the shared-memory arena for a fetch of `bytes` (registering a new arena with
   // the dispatcher first when one is made); null: the fetch takes the socket.
   std::shared_ptr<ShmRegion> shm_region(uint64_t bytes);
+  // An upload payload copied into a region of the arena (its release word cleared), or null:
+  // the payload then travels in the instruction.
+  std::shared_ptr<ShmRegion> shm_upload(std::string_view payload);
+  // Upload regions whose payload has been read (release word set), or that were sent before
+  // request `synced_before` of a SYNC that has answered, go back to the arena (mu_ held).
+  void release_uploads_locked(uint64_t synced_before = 0);
   Pending request(v1::Request::Kind kind, uint64_t id);
   Pending request(v1::Request::Kind kind, uint64_t id, Pending init);
   // The sync deadline in ms (0: none): gt::set_sync_timeout, else GT_SYNC_TIMEOUT_S / default.
@@ -96,6 +102,12 @@ class RemoteSession : public Session {
   // Shared-memory transport for large fetches (a Unix socket to a dispatcher that offers it,
   // GT_SHM not 0); null: every fetch comes over the socket.
   std::shared_ptr<ShmArenaPool> shm_;
+  struct UploadHeld {
+    std::shared_ptr<ShmRegion> region;
+    uint64_t payload_bytes;
+    uint64_t before_request;  // next_request_id_ when it was queued
+  };
+  std::vector<UploadHeld> uploads_held_;  // guarded by mu_
   std::thread flusher_;
 
   mutable std::mutex mu_;              // queue, pending requests, state

@@ -8,12 +8,15 @@ namespace gt::detail {
 struct ShmRegion::Arena {
   uint64_t generation = 0;
   std::shared_ptr<ShmMapping> mapping;
-  std::shared_ptr<std::atomic<uint64_t>> live;  // the pool's total, which this counts in
+  std::shared_ptr<ShmArenaPool::Live> live;  // the pool's totals, which this counts in
   std::mutex mu;
   std::map<uint64_t, uint64_t> free;  // offset -> bytes, coalesced
   uint64_t in_use = 0;
 
-  ~Arena() { *live -= mapping->size(); }
+  ~Arena() {
+    live->bytes -= mapping->size();
+    --live->arenas;
+  }
 
   // First fit; -1 when no free range is large enough.
   int64_t take(uint64_t bytes) {
@@ -71,7 +74,8 @@ std::shared_ptr<ShmRegion> ShmArenaPool::allocate(uint64_t bytes, NewArena* made
   // the others still mapped leave of the limit. The old one goes once its regions are released.
   const uint64_t last = newest_ ? newest_->mapping->size() : 0;
   newest_.reset();
-  const uint64_t room = max_bytes_ - std::min(max_bytes_, live_->load());
+  if (live_->arenas.load() >= kMaxLiveArenas) return nullptr;
+  const uint64_t room = max_bytes_ - std::min(max_bytes_, live_->bytes.load());
   uint64_t want = std::max({kMinArenaBytes, 2 * last, std::bit_ceil(size)});
   want = std::min(want, room) / kAlign * kAlign;
   if (want < size) return nullptr;
@@ -81,7 +85,8 @@ std::shared_ptr<ShmRegion> ShmArenaPool::allocate(uint64_t bytes, NewArena* made
   arena->generation = next_generation_++;
   arena->mapping = std::move(file->mapping);
   arena->live = live_;
-  *live_ += want;
+  live_->bytes += want;
+  ++live_->arenas;
   arena->free.emplace(0, want);
   newest_ = arena;
   made->fd = std::move(file->fd);

@@ -44,6 +44,9 @@ class ShmArenaPool {
   // Regions are aligned to (and sized in) pages; arenas start at kMinArenaBytes.
   static constexpr uint64_t kAlign = 4096;
   static constexpr uint64_t kMinArenaBytes = 64ull << 20;
+  // Live arenas at most: as many as the dispatcher and a worker keep per session, so a region
+  // handed out always names an arena they still hold.
+  static constexpr uint32_t kMaxLiveArenas = 8;
 
   explicit ShmArenaPool(uint64_t max_bytes);
 
@@ -59,14 +62,20 @@ class ShmArenaPool {
   std::shared_ptr<ShmRegion> allocate(uint64_t bytes, NewArena* made);
 
   // Bytes of all live arenas (mapped here), for tests and the limit.
-  uint64_t live_bytes() const { return live_->load(); }
+  uint64_t live_bytes() const { return live_->bytes.load(); }
+  uint32_t live_arenas() const { return live_->arenas.load(); }
+
+  struct Live {
+    std::atomic<uint64_t> bytes{0};
+    std::atomic<uint32_t> arenas{0};
+  };
 
  private:
   std::mutex mu_;
   uint64_t max_bytes_;
   uint64_t next_generation_ = 1;
   std::shared_ptr<ShmRegion::Arena> newest_;
-  std::shared_ptr<std::atomic<uint64_t>> live_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<Live> live_ = std::make_shared<Live>();
 };
 
 }  // namespace gt::detail

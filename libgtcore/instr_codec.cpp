@@ -48,9 +48,12 @@ Result<DecodedInstr> decode_instr(const v1::Instr& in) {
     return invalid_argument("{}: {} real attributes, at most {}", info.name, in.reals_size(),
                             kMaxReals);
   for (double v : in.reals()) a.push_real(v);
-  if (!in.data().empty() && info.attrs != AttrKind::kHostData &&
-      info.attrs != AttrKind::kHostChunk)
+  const bool takes_data = info.attrs == AttrKind::kHostData || info.attrs == AttrKind::kHostChunk;
+  if (!in.data().empty() && !takes_data)
     return invalid_argument("{}: unexpected data payload", info.name);
+  // A payload in shared memory (Instr.shm) stands for `data`: the receiver points a.data at it.
+  if (in.has_shm() && (!takes_data || !in.data().empty()))
+    return invalid_argument("{}: unexpected shared-memory payload", info.name);
   a.data = in.data();
   return d;
 }

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
 
 namespace gt {
@@ -52,6 +53,26 @@ Status check_shm_arena_fd(int fd, uint64_t bytes) {
   if (static_cast<uint64_t>(st.st_size) != bytes)
     return invalid_argument("shared-memory arena: {} bytes where {} were declared", st.st_size, bytes);
   return Status::ok();
+}
+
+namespace {
+std::atomic_ref<uint64_t> release_word(const char* region, uint64_t payload_bytes) {
+  // 8-byte aligned: regions start on pages, the word at a multiple of 8 after them.
+  return std::atomic_ref<uint64_t>(
+      *reinterpret_cast<uint64_t*>(const_cast<char*>(region) + shm_release_word_offset(payload_bytes)));
+}
+}  // namespace
+
+void shm_mark_released(char* region, uint64_t payload_bytes) {
+  release_word(region, payload_bytes).store(1, std::memory_order_release);
+}
+
+bool shm_released(const char* region, uint64_t payload_bytes) {
+  return release_word(region, payload_bytes).load(std::memory_order_acquire) != 0;
+}
+
+void shm_clear_released(char* region, uint64_t payload_bytes) {
+  release_word(region, payload_bytes).store(0, std::memory_order_relaxed);
 }
 
 ssize_t send_with_fds(int sock, std::string_view data, const std::vector<int>& fds) {

@@ -55,6 +55,25 @@ Result<ShmArenaFile> create_shm_arena(uint64_t bytes);
 // whose seals forbid shrinking (a memfd), exactly `bytes` long.
 Status check_shm_arena_fd(int fd, uint64_t bytes);
 
+// ---- uploads through an arena -------------------------------------------------------------------
+// An upload's region holds its payload, then (8-byte aligned) a release word the client clears
+// before sending and whoever copies the payload out (the worker after the instruction ran, or
+// the dispatcher) sets: the client may then reuse the region.
+inline uint64_t shm_release_word_offset(uint64_t payload_bytes) { return (payload_bytes + 7) / 8 * 8; }
+inline uint64_t shm_upload_region_bytes(uint64_t payload_bytes) {
+  return shm_release_word_offset(payload_bytes) + 8;
+}
+// Whether an upload region of `payload_bytes` at `offset` (its release word included) lies in an
+// arena of `arena_bytes` (overflow-safe).
+inline bool shm_upload_region_fits(uint64_t offset, uint64_t payload_bytes, uint64_t arena_bytes) {
+  return payload_bytes <= arena_bytes && offset <= arena_bytes &&
+         shm_upload_region_bytes(payload_bytes) <= arena_bytes - offset;
+}
+// The release word of the upload region at `region` (`payload_bytes` long): set / read / clear.
+void shm_mark_released(char* region, uint64_t payload_bytes);
+bool shm_released(const char* region, uint64_t payload_bytes);
+void shm_clear_released(char* region, uint64_t payload_bytes);
+
 // ---- passing descriptors over a Unix socket ----------------------------------------------------
 
 // At most this many descriptors travel with one message (and are accepted with one read).

@@ -334,6 +334,24 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
     fail(session, in.out(), "instruction", dec.status());
     return;
   }
+  // An upload from the client's shared memory: its payload is read in place, and once the
+  // instruction has run (whatever came of it) its region is the client's again.
+  ShmArenaTable::Upload upload;
+  struct ReleaseAtExit {
+    ShmArenaTable::Upload* u;
+    ~ReleaseAtExit() {
+      if (u->region) shm_mark_released(u->region, u->bytes);
+    }
+  } release_at_exit{&upload};
+  if (in.has_shm()) {
+    auto found = shm_.upload(session, in.shm().generation(), in.shm().offset(), in.shm().bytes());
+    if (!found.is_ok()) {
+      fail(session, in.out(), op_name(dec->op), found.status());
+      return;
+    }
+    upload = std::move(*found);
+    dec->attrs.data = std::string_view(upload.region, static_cast<size_t>(upload.bytes));
+  }
   const OpId op = dec->op;
   const OpAttrs& attrs = dec->attrs;
   const char* name = op_name(op);

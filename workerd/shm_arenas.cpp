@@ -14,9 +14,9 @@ Status ShmArenaTable::attach(uint64_t session, uint64_t generation, uint64_t byt
     return invalid_argument("the arena's memory is not all allocated");
   GT_ASSIGN_OR_RETURN(auto mapping, ShmMapping::map(fd.get(), bytes, /*populate=*/true));
   std::lock_guard<std::mutex> lk(mu_);
-  auto& list = arenas_[session];
-  list.emplace_back(generation, std::move(mapping));
-  while (list.size() > kPerSession) list.pop_front();
+  auto& held = arenas_[session];
+  held[generation] = std::move(mapping);
+  while (held.size() > kPerSession) held.erase(held.begin());  // the oldest goes
   return Status::ok();
 }
 
@@ -24,9 +24,20 @@ std::shared_ptr<ShmMapping> ShmArenaTable::find(uint64_t session, uint64_t gener
   std::lock_guard<std::mutex> lk(mu_);
   auto it = arenas_.find(session);
   if (it == arenas_.end()) return nullptr;
-  for (const auto& [g, m] : it->second)
-    if (g == generation) return m;
-  return nullptr;
+  auto m = it->second.find(generation);
+  return m == it->second.end() ? nullptr : m->second;
+}
+
+Result<ShmArenaTable::Upload> ShmArenaTable::upload(uint64_t session, uint64_t generation,
+                                                    uint64_t offset, uint64_t bytes) const {
+  std::shared_ptr<ShmMapping> m = find(session, generation);
+  if (!m)
+    return failed_precondition("the upload's shared-memory arena (generation {}) is not mapped "
+                               "on this worker", generation);
+  if (!shm_upload_region_fits(offset, bytes, m->size()))
+    return invalid_argument("the upload's region ({} bytes at {}) is not inside its arena of {}",
+                            bytes, offset, m->size());
+  return Upload{m, m->data() + offset, bytes};
 }
 
 void ShmArenaTable::drop(uint64_t session) {

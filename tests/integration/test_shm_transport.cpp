@@ -6,6 +6,9 @@
 //   - results handed out in place (fetch_shared) stay intact while later fetches reuse and grow
 //     the arena, and threads fetching at once each get their own values;
 //   - a client over TCP, and one with GT_SHM=0, still get their fetches over the socket;
+//   - large uploads go the other way through it (the worker reads the payload in place and
+//     releases its region), also inside a sharding scope (the dispatcher copies them out), and
+//     a hostile client's upload regions fail that upload only;
 //   - a hostile client's arenas (no descriptor, not a memfd, unsealed, the wrong size, too big,
 //     a stale generation, too many descriptors) are refused with a clear reason, a region that
 //     does not hold the value or an arena the worker cannot map falls back to the socket, and
@@ -54,12 +57,16 @@ std::string random_bytes(size_t n, uint32_t seed, bool bools = false) {
   return b;
 }
 
-// Bytes the workers sent the dispatcher so far (what crossed the worker -> dispatcher socket).
-uint64_t bytes_from_workers() {
+v1::DispatcherStats dispatcher_stats() {
   RawClient c(daemons().address());
   REQUIRE(c.hello().kind_case() == v1::ServerMessage::kWelcome);
-  return c.request(v1::Request::STATS).dispatcher().bytes_from_workers();
+  return c.request(v1::Request::STATS).dispatcher();
 }
+
+// Bytes the workers sent the dispatcher so far (what crossed the worker -> dispatcher socket).
+uint64_t bytes_from_workers() { return dispatcher_stats().bytes_from_workers(); }
+// Bytes the dispatcher sent the workers so far.
+uint64_t bytes_to_workers() { return dispatcher_stats().bytes_to_workers(); }
 
 // A raw client on the Unix socket, welcomed.
 struct LocalRaw {
@@ -320,4 +327,97 @@ TEST_CASE("a client's bad arenas are refused; bad regions fall back to the socke
     REQUIRE(::fstat(sparse.get(), &st) == 0);
     CHECK(st.st_blocks == 0);  // nothing of it was allocated on the client's behalf
   }
+}
+
+TEST_CASE("large uploads go through shared memory; their regions are reused", "[shm]") {
+  daemons();
+  uint32_t seed = 500;
+  const uint64_t before = bytes_to_workers();
+  uint64_t sent = 0;
+  for (size_t n : {size_t{300} << 10, size_t{3} << 20, (size_t{20} << 20) + 12}) {
+    INFO(n << " bytes");
+    const std::string bytes = random_bytes(n, seed++);
+    gt::Tensor t = gt::from_bytes({static_cast<int64_t>(n)}, kUInt8, bytes);
+    CHECK(t.to_bytes() == bytes);
+    sent += n;
+  }
+  const uint64_t crossed = bytes_to_workers() - before;
+  INFO("uploaded " << sent << ", bytes to workers " << crossed);
+  CHECK(crossed < sent / 20);
+  // Many uploads with no SYNC between them: the regions the worker has read are reused (a
+  // 64 MiB arena takes 8 MiB at a time), and every value arrives intact.
+  std::vector<gt::Tensor> made;
+  for (int i = 0; i < 40; ++i) {
+    made.push_back(gt::from_vector<float>(std::vector<float>(2 << 20, static_cast<float>(i)), {2 << 20}));
+    if (i % 8 == 7) CHECK(made.back().sum().item<float>() == static_cast<float>(i) * (2 << 20));
+  }
+  for (int i = 0; i < 40; i += 13) {
+    std::vector<float> v = made[static_cast<size_t>(i)].to_vector<float>();
+    CHECK(v.front() == static_cast<float>(i));
+    CHECK(v.back() == static_cast<float>(i));
+  }
+  // Inside a sharding scope the dispatcher plans the upload: it copies the payload out.
+  gt::register_config("shm_one", gt::SignalConfig{gt::ShardConfig{0, {0}, false}, "", false});
+  const std::string bytes = random_bytes(1u << 20, 9);
+  gt::Tensor t;
+  {
+    gt::signal::Scope scope("shm_one");
+    t = gt::from_bytes({1 << 18, 4}, kUInt8, bytes);
+  }
+  CHECK(t.to_bytes() == bytes);
+}
+
+TEST_CASE("a hostile client's upload regions fail that upload only", "[shm][hostile]") {
+  daemons();
+  const uint64_t arena_bytes = 4 << 20;
+  auto file = create_shm_arena(arena_bytes);
+  REQUIRE(file.is_ok());
+  LocalRaw r;
+  r.c.send_with_fds(arena_message(3, arena_bytes), {file->fd.get()});
+  const uint64_t n = 1 << 20;
+  std::vector<float> values(n / 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  char* region = file->mapping->data() + 8192;
+  std::memcpy(region, values.data(), n);
+  shm_clear_released(region, n);
+  auto upload = [&](uint64_t out, uint64_t generation, uint64_t offset, uint64_t bytes, OpId op) {
+    OpAttrs a = make_shape_dtype(Shape{{static_cast<int64_t>(n / 4)}}, DType::kFloat32);
+    v1::Instr in = make_instr(op, out, {}, a);
+    in.mutable_shm()->set_generation(generation);
+    in.mutable_shm()->set_offset(offset);
+    in.mutable_shm()->set_bytes(bytes);
+    r.c.send(batch_of({in}));
+  };
+  // A good one: the worker reads it in place, then releases the region.
+  upload(1, 3, 8192, n, OpId::k_from_host);
+  v1::Reply got = r.c.request(v1::Request::FETCH, 1);
+  REQUIRE(got.errors_size() == 0);
+  CHECK(floats_of(got) == values);
+  r.c.request(v1::Request::SYNC);
+  CHECK(shm_released(region, n));
+  // Bad ones: each fails its own instruction with a clear reason.
+  const std::pair<std::tuple<uint64_t, uint64_t, uint64_t, OpId>, const char*> bad[] = {
+      {{3, arena_bytes - 100, n, OpId::k_from_host}, "is not inside its arena"},
+      {{3, ~0ull - 4, n, OpId::k_from_host}, "is not inside its arena"},
+      {{9, 0, n, OpId::k_from_host}, "which this session has not registered"},
+      {{3, 8192, n, OpId::k_zeros}, "unexpected shared-memory payload"},
+      {{3, 8192, 2 * n, OpId::k_from_host}, "2097152 bytes of data for a float32 [262144] tensor"},
+  };
+  uint64_t out = 10;
+  for (const auto& [args, why] : bad) {
+    const auto& [gen, off, len, op] = args;
+    INFO("expecting " << why);
+    upload(out, gen, off, len, op);
+    v1::Reply f = r.c.request(v1::Request::FETCH, out);
+    REQUIRE(f.errors_size() > 0);
+    CHECK_THAT(f.errors(0).message(), Catch::Contains(why));
+    ++out;
+  }
+  // The session goes on, and so do the others.
+  upload(out, 3, 8192, n, OpId::k_from_host);
+  v1::Reply again = r.c.request(v1::Request::FETCH, out);
+  REQUIRE(again.errors_size() == 0);
+  CHECK(floats_of(again) == values);
+  others_are_served();
+  CHECK(daemons().dispatcher_alive());
 }
