@@ -84,7 +84,8 @@ class ClientSession {
   // client_session.cpp: one frame's batch, rewritten in stream order (frees between the
   // instructions free_at places them after, requests last), sent, then the window checked.
   // free_at is either empty or one position per free (the Dispatcher refuses anything else).
-  void run_batch(v1::ClientBatch& batch);
+  // `frame_bytes`: the size of the frame it came in (bounds what a held stretch may join).
+  void run_batch(v1::ClientBatch& batch, size_t frame_bytes);
   // The client left: its queued batches and requests are dropped, its tensors freed on every
   // worker, its usage returned to its user.
   void end();
@@ -142,6 +143,7 @@ class ClientSession {
     bool active = false;
     uint32_t worker = 0;
     v1::WorkerBatch batch;
+    size_t bytes = 0;  // batch's serialized size
     uint64_t cost_ns = 0;
     uint64_t generation = 0;  // which hold a deadline belongs to
   };

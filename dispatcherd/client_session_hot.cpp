@@ -51,6 +51,7 @@ void ClientSession::hold_if_hot() {
   if (!pool_.take_scratch(span_.worker, &held_.batch, &held_.cost_ns)) return;
   held_.active = true;
   held_.worker = span_.worker;
+  held_.bytes = held_.batch.ByteSizeLong();
   const uint64_t generation = ++held_.generation;
   if (!hold_timer_) hold_timer_ = std::make_unique<asio::steady_timer>(conn_->io->socket().get_executor());
   hold_timer_->expires_after(std::chrono::microseconds(kHoldMicros));

@@ -219,7 +219,7 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
     client_msg_.Clear();
     return;
   }
-  s.run_batch(*batch);
+  s.run_batch(*batch, body.size());
   client_msg_.Clear();
 }
 

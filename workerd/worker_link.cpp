@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "gt/core/ops.h"
 #include "libgtcore/socket_io.h"
 #include "libgtcore/version.h"
@@ -148,6 +150,11 @@ void WorkerLink::on_frame(std::string_view body) {
     }
     case v1::DispatchMessage::kWelcome:
       registered_ = true;
+      // A batch is a client's frame (at most the dispatcher's max_frame_bytes) re-addressed,
+      // which can make it a little larger: never refuse one for that (it would drop this link
+      // and every session's tensors on it).
+      conn_->decoder().set_max_frame_bytes(
+          std::max<uint64_t>(opts_.max_frame_bytes, 2 * msg.welcome().max_frame_bytes()));
       heartbeat_ms_ = msg.welcome().heartbeat_interval_ms();
       watch_dispatcher();
       backoff_ms_ = opts_.reconnect_ms;
