@@ -95,8 +95,8 @@ void Dispatcher::accept(StreamSocket socket, const std::string& transport) {
   c->io = std::make_shared<FramedConnection>(
       std::move(socket), std::min(opts_.max_handshake_frame_bytes, opts_.max_frame_bytes));
   // A local client registers shared-memory arenas by passing their descriptors: they are kept
-  // from the first byte (a read armed before its Welcome must not drop one), at most 2 waiting.
-  if (transport == "unix" && opts_.shm_arena_max_bytes > 0) c->io->accept_fds(2);
+  // from the first byte (a read armed before its Welcome must not drop one), at most 4 waiting.
+  if (transport == "unix" && opts_.shm_arena_max_bytes > 0) c->io->accept_fds(4);
   c->peer_key = std::move(key);
   c->counted_pending = true;
   pending_conns_++;

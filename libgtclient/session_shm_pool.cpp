@@ -60,7 +60,8 @@ char* ShmRegion::data() const { return arena_->mapping->data() + offset_; }
 
 uint64_t ShmRegion::generation() const { return arena_->generation; }
 
-ShmArenaPool::ShmArenaPool(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+ShmArenaPool::ShmArenaPool(uint64_t max_bytes, uint64_t min_arena_bytes)
+    : max_bytes_(max_bytes), min_arena_bytes_(std::max(min_arena_bytes, kAlign)) {}
 
 std::shared_ptr<ShmRegion> ShmArenaPool::allocate(uint64_t bytes, NewArena* made) {
   if (bytes == 0 || bytes > max_bytes_) return nullptr;
@@ -76,7 +77,7 @@ std::shared_ptr<ShmRegion> ShmArenaPool::allocate(uint64_t bytes, NewArena* made
   newest_.reset();
   if (live_->arenas.load() >= kMaxLiveArenas) return nullptr;
   const uint64_t room = max_bytes_ - std::min(max_bytes_, live_->bytes.load());
-  uint64_t want = std::max({kMinArenaBytes, 2 * last, std::bit_ceil(size)});
+  uint64_t want = std::max({min_arena_bytes_, 2 * last, std::bit_ceil(size)});
   want = std::min(want, room) / kAlign * kAlign;
   if (want < size) return nullptr;
   auto file = create_shm_arena(want);

@@ -48,7 +48,8 @@ class ShmArenaPool {
   // handed out always names an arena they still hold.
   static constexpr uint32_t kMaxLiveArenas = 8;
 
-  explicit ShmArenaPool(uint64_t max_bytes);
+  // `min_arena_bytes`: the first arena's size (tests make it small).
+  explicit ShmArenaPool(uint64_t max_bytes, uint64_t min_arena_bytes = kMinArenaBytes);
 
   // A new arena to register with the dispatcher before a region of it is used.
   struct NewArena {
@@ -73,6 +74,7 @@ class ShmArenaPool {
  private:
   std::mutex mu_;
   uint64_t max_bytes_;
+  uint64_t min_arena_bytes_;
   uint64_t next_generation_ = 1;
   std::shared_ptr<ShmRegion::Arena> newest_;
   std::shared_ptr<Live> live_ = std::make_shared<Live>();

@@ -209,7 +209,7 @@ Status FramedConnection::send_with_fd(const google::protobuf::MessageLite& msg, 
   if (closed_ || abort_pending_) return unavailable("connection closed");
   if (!fd.valid()) return invalid_argument("send_with_fd: no descriptor");
   GT_RETURN_IF_ERROR(send(msg));
-  fds_out_.push_back(std::move(fd));
+  fds_out_.push_back(FdOut{std::move(fd), out_.size()});
   return Status::ok();
 }
 
@@ -272,21 +272,18 @@ void FramedConnection::do_write() {
   writing_active_ = true;
   writing_.clear();
   writing_.swap(out_);
-  // Descriptors queued so far belong to frames now in writing_ (send_with_fd queues both).
-  for (auto& fd : fds_out_) fds_writing_.push_back(std::move(fd));
-  fds_out_.clear();
+  // Descriptors queued so far belong to frames now in writing_, at the same offsets.
+  fds_writing_.swap(fds_out_);
   write_from(0);
 }
 
 void FramedConnection::write_from(size_t sent) {
   while (!fds_writing_.empty()) {
-    // The descriptors go with the first bytes written, at or before their frames' bytes: the
-    // peer holds them by the time it has a frame that declares one.
-    std::vector<int> fds;
-    for (size_t i = 0; i < fds_writing_.size() && i < kMaxPassedFds; ++i)
-      fds.push_back(fds_writing_[i].get());
-    const ssize_t n = send_with_fds(socket_.native_handle(),
-                                    std::string_view(writing_).substr(sent), fds);
+    // One descriptor per write, which runs from where we are (at or before its frame's first
+    // byte: the previous write ended at most at the previous frame's end) to its frame's end.
+    FdOut& next = fds_writing_.front();
+    const std::string_view part(writing_.data() + sent, next.frame_end - sent);
+    const ssize_t n = send_with_fds(socket_.native_handle(), part, {next.fd.get()});
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
       socket_.async_wait(StreamSocket::wait_write,
                          [self = shared_from_this(), sent](boost::system::error_code ec) {
@@ -300,15 +297,9 @@ void FramedConnection::write_from(size_t sent) {
       close(unavailable("write failed: {}", std::strerror(errno)));
       return;
     }
-    fds_writing_.erase(fds_writing_.begin(), fds_writing_.begin() + static_cast<long>(fds.size()));
+    fds_writing_.pop_front();  // it went with the first byte written
     sent += static_cast<size_t>(n);
     bytes_out_ += static_cast<size_t>(n);
-    if (sent == writing_.size() && !fds_writing_.empty()) {
-      // More descriptors than one message carries, and no bytes left to carry the rest: they
-      // ride on the next frame's bytes (only a peer flooding the queue gets here).
-      for (auto& fd : fds_writing_) fds_out_.push_back(std::move(fd));
-      fds_writing_.clear();
-    }
   }
   asio::async_write(socket_, asio::buffer(writing_.data() + sent, writing_.size() - sent),
                     [self = shared_from_this()](boost::system::error_code ec, size_t n) {

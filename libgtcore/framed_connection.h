@@ -59,7 +59,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // socket does not take is copied into the queue.
   Status send_parts(std::string_view header, std::string_view payload);
   // Appends one frame holding `msg` with `fd` attached to it (SCM_RIGHTS; Unix sockets only):
-  // the peer's take_fd() returns it once the frame has arrived.
+  // the peer's take_fd() returns it once the frame has arrived (one descriptor per write, in
+  // frame order: a peer that claims one per such frame gets each frame's own).
   Status send_with_fd(const google::protobuf::MessageLite& msg, UniqueFd fd);
   // Unix sockets: keep descriptors the peer passes (at most `max_pending` not yet taken; a peer
   // that passes more is cut off). Off by default: passed descriptors are then closed unread.
@@ -118,7 +119,14 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   std::unique_ptr<asio::steady_timer> hangup_timer_;  // made on the first pause
   std::shared_ptr<uint64_t> backlog_;
   std::string out_, writing_;
-  std::vector<UniqueFd> fds_out_, fds_writing_;  // attached to frames in out_ / writing_
+  // Descriptors to pass, each with the end of its frame in out_ (then writing_): each leaves
+  // with a write that ends there, starting at or before its frame, so the peer always has a
+  // frame's descriptor when the frame is complete, in frame order (never with a later frame).
+  struct FdOut {
+    UniqueFd fd;
+    size_t frame_end;
+  };
+  std::deque<FdOut> fds_out_, fds_writing_;
   std::deque<UniqueFd> fds_in_;
   size_t max_fds_in_ = 0;
   bool writing_active_ = false;

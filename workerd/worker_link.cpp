@@ -78,7 +78,7 @@ void WorkerLink::connect() {
   }
   conn_ = std::make_shared<FramedConnection>(std::move(*sock), opts_.max_frame_bytes);
   // Over a Unix socket the dispatcher passes clients' shared-memory arenas (kShmArena).
-  if (conn_->peer() == "unix") conn_->accept_fds(2);
+  if (conn_->peer() == "unix") conn_->accept_fds(8);
   ++generation_;
   set_out_fd(::dup(conn_->socket().native_handle()));
   v1::WorkerMessage hello_msg;
