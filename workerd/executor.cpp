@@ -537,11 +537,11 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
     reply_error(*t.poison);
     return;
   }
-  if (req.has_shm() && !backend_.asynchronous()) {
+  if (req.has_shm()) {
     // Unknown arena (an older generation, or one this worker could not map), or a region that
     // does not hold the value: over the socket instead.
     std::shared_ptr<ShmMapping> arena = shm_.find(session, req.shm().generation());
-    if (arena && send_fetch_to_shm(session, req, t, *arena)) return;
+    if (arena && send_fetch_to_shm(session, req, t, std::move(arena))) return;
   }
   if (backend_.asynchronous()) {
     answer_fetch_async(session, req, t);
@@ -576,38 +576,71 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
   } while (offset < total);
 }
 
+namespace {
+// Chunks small enough that the client copies one out while the next is written, large enough
+// that their replies cost nothing next to the copies.
+constexpr uint64_t kShmChunkBytes = 8ull << 20;
+
+// The header-only reply for bytes [offset, offset + n) of a fetch written into shared memory.
+v1::WorkerMessage shm_chunk_reply(uint64_t request_id, const TensorMeta& meta, uint64_t offset,
+                                  uint64_t n) {
+  const auto total = static_cast<uint64_t>(meta.nbytes());
+  v1::WorkerMessage m;
+  v1::Reply* r = m.mutable_reply();
+  r->set_request_id(request_id);
+  auto* td = r->mutable_tensor();
+  for (int64_t d : meta.shape) td->add_shape(d);
+  td->set_dtype(static_cast<v1::DType>(meta.dtype));
+  td->set_total_bytes(total);
+  td->set_offset(offset);
+  td->set_shm_bytes(n);
+  r->set_last(offset + n >= total);
+  return m;
+}
+}  // namespace
+
 bool Executor::send_fetch_to_shm(uint64_t session, const v1::Request& req, const Tensor& t,
-                                 const ShmMapping& arena) {
-  // Chunks small enough that the client copies one out while the next is written, large
-  // enough that their replies cost nothing next to the copies.
-  constexpr uint64_t kShmChunkBytes = 8ull << 20;
+                                 std::shared_ptr<ShmMapping> arena) {
   const uint64_t total = static_cast<uint64_t>(t.meta.nbytes());
   const v1::ShmTarget& to = req.shm();
-  if (total == 0 || to.bytes() < total || to.offset() > arena.size() ||
-      to.bytes() > arena.size() - to.offset())
+  if (total == 0 || to.bytes() < total || to.offset() > arena->size() ||
+      to.bytes() > arena->size() - to.offset())
     return false;
-  char* base = arena.data() + to.offset();
-  uint64_t offset = 0;
-  while (offset < total) {
-    const uint64_t n = std::min(total - offset, kShmChunkBytes);
-    Status st = backend_.copy_to_host(t, offset, base + offset, n, session);
-    if (!st.is_ok()) {
-      reply_error(req.request_id(), record("fetch", st));
-      return true;
+  char* base = arena->data() + to.offset();
+  const uint64_t request_id = req.request_id();
+  if (!backend_.asynchronous()) {
+    for (uint64_t offset = 0; offset < total;) {
+      const uint64_t n = std::min(total - offset, kShmChunkBytes);
+      Status st = backend_.copy_to_host(t, offset, base + offset, n, session);
+      if (!st.is_ok()) {
+        reply_error(request_id, record("fetch", st));
+        return true;
+      }
+      send_(shm_chunk_reply(request_id, t.meta, offset, n));
+      offset += n;
     }
-    v1::WorkerMessage m;
-    v1::Reply* r = m.mutable_reply();
-    r->set_request_id(req.request_id());
-    auto* td = r->mutable_tensor();
-    for (int64_t d : t.meta.shape) td->add_shape(d);
-    td->set_dtype(static_cast<v1::DType>(t.meta.dtype));
-    td->set_total_bytes(total);
-    td->set_offset(offset);
-    td->set_shm_bytes(n);
-    offset += n;
-    r->set_last(offset >= total);
-    send_(std::move(m));
+    return true;
   }
+  // An asynchronous device: the copies are enqueued now, in stream order, straight into the
+  // region; the replies leave once they are done (the arena stays mapped until then).
+  Status st;
+  for (uint64_t offset = 0; offset < total && st.is_ok(); offset += kShmChunkBytes)
+    st = backend_.start_copy_to_host(t, offset, base + offset,
+                                     std::min(total - offset, kShmChunkBytes), session);
+  std::shared_ptr<DeviceErrorSlot> slot = t.storage ? t.storage->error_slot() : nullptr;
+  complete_later(session, [this, arena = std::move(arena), st, request_id, slot,
+                           meta = t.meta](const Status& done) {
+    Status failed = st.is_ok() ? done : st;
+    const DeviceErrorSlot::Error* poisoned = slot ? slot->get() : nullptr;
+    if (!failed.is_ok() || poisoned) {
+      reply_error(request_id, failed.is_ok() ? record(poisoned->op.c_str(), poisoned->status)
+                                             : record("fetch", failed));
+      return;
+    }
+    const auto total = static_cast<uint64_t>(meta.nbytes());
+    for (uint64_t offset = 0; offset < total; offset += kShmChunkBytes)
+      send_(shm_chunk_reply(request_id, meta, offset, std::min(total - offset, kShmChunkBytes)));
+  });
   return true;
 }
 

@@ -132,9 +132,10 @@ class Executor {
   void answer_fetch_async(uint64_t session, const v1::Request& req, const Tensor& t);
   // Writes t's bytes into the client's shared-memory region `req.shm()` of `arena`, chunk by
   // chunk, each followed by its header-only reply (the client copies one out while the next is
-  // written). False (nothing sent) when the region cannot hold it.
+  // written); on an asynchronous device the copies are enqueued and the replies follow their
+  // completion. False (nothing sent) when the region cannot hold it.
   bool send_fetch_to_shm(uint64_t session, const v1::Request& req, const Tensor& t,
-                         const ShmMapping& arena);
+                         std::shared_ptr<ShmMapping> arena);
   // Sends t's bytes in chunks straight from `host` (Backend::host_view) through send_parts_.
   void send_fetch_from_host(const v1::Request& req, const Tensor& t, const char* host);
   static std::string* start_fetch_chunk(v1::Reply* r, uint64_t request_id, const Tensor& t,
