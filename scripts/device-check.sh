@@ -41,7 +41,7 @@ else
   echo "device-check: no bundle: building into build-device/"
   cmake -S "$ROOT" -B "$ROOT/build-device" -G Ninja -DGT_CUDA=ON >"$LOGS/build.log" 2>&1 &&
     ninja -C "$ROOT/build-device" gt-dispatcherd gt-workerd test_cuda_parity test_cuda_daemons \
-      gt-bench-gpu gt-bench-kernels gt-bench gt-bench-mlp gt-bench-dp test_nccl_link \
+      gt-bench-gpu gt-bench-kernels gt-bench gt-bench-mlp gt-bench-dp gt-bench-bandwidth test_nccl_link \
       >>"$LOGS/build.log" 2>&1 || { echo "device-check: build failed (see $LOGS/build.log)"; exit 1; }
   BIN=$ROOT/build-device/bin
   LIB=""
@@ -198,6 +198,13 @@ else
   echo "(no Python with CUDA torch here: GT's MLP step alone)" >>"$LOGS/svc-mlp.log"
 fi
 cat "$LOGS/svc-mlp.log"
+# Upload / fetch bandwidth through the CUDA worker (issue 15): a local client on the Unix socket
+# (shared memory: the worker's device copies land in the client's arena), then the sockets.
+GT_ADDRESS=unix:$SVC_DIR/d.sock timeout 60 "$BIN/gt-bench-bandwidth" --reps 3 \
+  >"$LOGS/svc-bandwidth.log" 2>&1 || SVC_RC=1
+GT_SHM=0 GT_ADDRESS=unix:$SVC_DIR/d.sock timeout 90 "$BIN/gt-bench-bandwidth" --reps 3 \
+  >>"$LOGS/svc-bandwidth.log" 2>&1 || SVC_RC=1
+cat "$LOGS/svc-bandwidth.log"
 kill "$SWID" "$SPID" 2>/dev/null
 wait "$SWID" "$SPID" 2>/dev/null
 rm -rf "$SVC_DIR"
