@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace gt {
 
@@ -225,7 +227,7 @@ Status FramedConnection::send(const google::protobuf::MessageLite& msg) {
 Status FramedConnection::send_parts(std::string_view header, std::string_view payload) {
   if (closed_ || abort_pending_) return unavailable("connection closed");
   if (header.size() < kFrameHeaderBytes) return invalid_argument("send_parts: no frame header");
-  if (payload.size() >= kWriteNowBytes && out_.empty() && !writing_active_) {
+  if (payload.size() >= kWriteNowBytes && out_.empty() && sealed_.empty() && !writing_active_) {
     // Nothing is queued before it: the socket takes what it can now, straight from the caller's
     // buffer (a relayed fetch chunk is then never copied here); only the rest is queued.
     iovec iov[2] = {{const_cast<char*>(header.data()), header.size()},
@@ -243,11 +245,17 @@ Status FramedConnection::send_parts(std::string_view header, std::string_view pa
       if (payload.empty()) return Status::ok();
     }
   }
-  // No reserve(): it would size the queue exactly, and a queue of several large chunks would be
-  // reallocated and copied at every one; append grows it geometrically.
-  out_.append(header);
-  out_.append(payload);
   if (backlog_) *backlog_ += header.size() + payload.size();
+  out_.append(header);
+  if (payload.size() >= kSealBytes && fds_out_.empty()) {
+    // Its own buffer (chunk-sized: the allocator reuses it), after the frames queued before it.
+    sealed_bytes_ += out_.size() + payload.size();
+    sealed_.push_back(std::move(out_));
+    sealed_.emplace_back(payload);
+    out_ = std::string();
+  } else {
+    out_.append(payload);
+  }
   schedule_write();
   return Status::ok();
 }
@@ -264,7 +272,7 @@ void FramedConnection::schedule_write() {
 }
 
 void FramedConnection::do_write() {
-  if (closed_ || out_.empty()) {
+  if (closed_ || (out_.empty() && sealed_.empty())) {
     writing_active_ = false;
     if (close_after_flush_ && !closed_) close(Status::ok());
     return;
@@ -272,12 +280,43 @@ void FramedConnection::do_write() {
   writing_active_ = true;
   writing_.clear();
   writing_.swap(out_);
+  writing_sealed_.swap(sealed_);
+  writing_sealed_bytes_ = std::exchange(sealed_bytes_, 0);
   // Descriptors queued so far belong to frames now in writing_, at the same offsets.
   fds_writing_.swap(fds_out_);
   write_from(0);
 }
 
 void FramedConnection::write_from(size_t sent) {
+  if (!writing_sealed_.empty()) {
+    // The sealed buffers come first, gathered into one write with writing_ after them (unless
+    // descriptors ride on writing_: those go by write_from once the sealed part is out).
+    const bool with_tail = fds_writing_.empty();
+    std::vector<asio::const_buffer> parts;
+    parts.reserve(writing_sealed_.size() + 1);
+    for (const std::string& s : writing_sealed_) parts.emplace_back(asio::buffer(s));
+    if (with_tail) parts.emplace_back(asio::buffer(writing_));
+    asio::async_write(socket_, parts, [self = shared_from_this(), with_tail](
+                                          boost::system::error_code ec, size_t n) {
+      if (self->closed_) {  // no longer referenced
+        std::string().swap(self->writing_);
+        self->writing_sealed_.clear();
+        return;
+      }
+      if (ec) {
+        self->close(unavailable("write failed: {}", ec.message()));
+        return;
+      }
+      self->bytes_out_ += n;
+      if (self->backlog_)
+        *self->backlog_ -= std::min<uint64_t>(*self->backlog_, self->writing_sealed_bytes_);
+      self->writing_sealed_.clear();
+      self->writing_sealed_bytes_ = 0;
+      if (with_tail) self->write_done();
+      else self->write_from(0);
+    });
+    return;
+  }
   while (!fds_writing_.empty()) {
     // One descriptor per write, which runs from where we are (at or before its frame's first
     // byte: the previous write ended at most at the previous frame's end) to its frame's end.
@@ -312,13 +351,16 @@ void FramedConnection::write_from(size_t sent) {
                         return;
                       }
                       self->bytes_out_ += n;
-                      if (self->backlog_)
-                        *self->backlog_ -= std::min<uint64_t>(*self->backlog_, self->writing_.size());
-                      self->writing_.clear();
-                      if (self->writing_.capacity() > (64u << 20)) self->writing_.shrink_to_fit();
-                      self->do_write();
-                      if (self->on_written_ && !self->closed_) self->on_written_();
+                      self->write_done();
                     });
+}
+
+void FramedConnection::write_done() {
+  if (backlog_) *backlog_ -= std::min<uint64_t>(*backlog_, writing_.size());
+  writing_.clear();
+  if (writing_.capacity() > (64u << 20)) writing_.shrink_to_fit();
+  do_write();
+  if (on_written_ && !closed_) on_written_();
 }
 
 void FramedConnection::close_after_flush() {
@@ -337,8 +379,10 @@ void FramedConnection::abort(const Status& why) {
   if (closed_ || abort_pending_) return;
   abort_pending_ = true;
   paused_ = true;
-  if (backlog_) *backlog_ -= std::min<uint64_t>(*backlog_, out_.size());
+  if (backlog_) *backlog_ -= std::min<uint64_t>(*backlog_, out_.size() + sealed_bytes_);
   std::string().swap(out_);  // never sent: freed now (a write in flight keeps its own buffer)
+  sealed_.clear();
+  sealed_bytes_ = 0;
   asio::post(socket_.get_executor(), [self = shared_from_this(), why] { self->close(why); });
 }
 
@@ -352,6 +396,8 @@ void FramedConnection::close(const Status& why) {
     backlog_.reset();
   }
   std::string().swap(out_);  // what was queued will never be written
+  sealed_.clear();  // (writing_sealed_ stays until the write in flight completes)
+  sealed_bytes_ = 0;
   fds_out_.clear();
   fds_writing_.clear();
   fds_in_.clear();

@@ -69,7 +69,9 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // one takes it in its handler (it arrived with the frame's bytes or before them).
   UniqueFd take_fd();
   // Bytes queued but not yet written: callers bound their queues with it.
-  size_t pending_bytes() const { return out_.size() + writing_.size(); }
+  size_t pending_bytes() const {
+    return out_.size() + writing_.size() + sealed_bytes_ + writing_sealed_bytes_;
+  }
   // Closes after flushing what is queued; a peer that does not read is cut off after 5 s.
   void close_after_flush();
   void close(const Status& why);
@@ -88,6 +90,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
 
   // send_parts writes a payload at least this large at once when nothing is queued before it.
   static constexpr size_t kWriteNowBytes = 64 * 1024;
+  // send_parts queues a payload at least this large in a buffer of its own (see sealed_).
+  static constexpr size_t kSealBytes = 1 << 20;
   static constexpr size_t kMinReadBytes = 4 * 1024;
   static constexpr size_t kMaxReadBytes = 256 * 1024;
   static constexpr int kHangupPollMs = 200;
@@ -105,6 +109,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   void read_with_fds();  // do_read's recvmsg form, while accept_fds is on
   void do_write();
   void write_from(size_t sent);  // writing_[sent..]: descriptors first (sendmsg), then the rest
+  void write_done();             // writing_ is out: the next write, and on_written_
   void schedule_write();  // do_write at the end of this turn, once however many frames queue
   void watch_hangup();
   void adapt_read_size(size_t n);
@@ -119,6 +124,12 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   std::unique_ptr<asio::steady_timer> hangup_timer_;  // made on the first pause
   std::shared_ptr<uint64_t> backlog_;
   std::string out_, writing_;
+  // Large payloads queued (a relayed fetch chunk the client has not read yet) each in a buffer
+  // of its own, with the frames queued before them sealed ahead: all go before out_, in order.
+  // The queue is then never one string that grows by reallocation, which for a client that
+  // reads slower than a worker writes faulted in hundreds of MiB of fresh pages per fetch.
+  std::deque<std::string> sealed_, writing_sealed_;
+  size_t sealed_bytes_ = 0, writing_sealed_bytes_ = 0;
   // Descriptors to pass, each with the end of its frame in out_ (then writing_): each leaves
   // with a write that ends there, starting at or before its frame, so the peer always has a
   // frame's descriptor when the frame is complete, in frame order (never with a later frame).

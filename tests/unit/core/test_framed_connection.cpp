@@ -1,0 +1,92 @@
+// FramedConnection's write queue: frames and large payloads (send_parts) queued in one turn leave
+// in order and intact, whether a payload goes to the socket at once, is sealed into a buffer of
+// its own (>= kSealBytes) or appended; pending_bytes() counts all of it until it is written.
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "libgtcore/frame_codec.h"
+#include "libgtcore/framed_connection.h"
+#include "proto/gt.pb.h"
+
+using namespace gt;
+
+namespace {
+
+// A frame holding a Refusal whose reason is `text` (any message would do).
+v1::DispatchMessage frame_of(const std::string& text) {
+  v1::DispatchMessage m;
+  m.mutable_refusal()->set_reason(text);
+  return m;
+}
+
+// send_parts' header for a frame whose body is `body` minus its last `payload` bytes.
+std::string header_for(const std::string& body, size_t payload) {
+  std::string h;
+  const auto len = static_cast<uint32_t>(body.size());
+  h.push_back(static_cast<char>(len & 0xff));
+  h.push_back(static_cast<char>((len >> 8) & 0xff));
+  h.push_back(static_cast<char>((len >> 16) & 0xff));
+  h.push_back(static_cast<char>((len >> 24) & 0xff));
+  h.append(body, 0, body.size() - payload);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("frames and large payloads queued together arrive in order, intact", "[framing]") {
+  asio::io_context io;
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  auto a = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[0]), 1 << 30);
+  auto b = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[1]), 1 << 30);
+  std::vector<std::string> got;
+  b->start(
+      [&](std::string_view body) {
+        v1::DispatchMessage m;
+        REQUIRE(m.ParseFromArray(body.data(), static_cast<int>(body.size())));
+        got.push_back(m.refusal().reason());
+      },
+      [](const Status&) {});
+  a->start([](std::string_view) {}, [](const Status&) {});
+  std::vector<std::string> sent;
+  size_t queued = 0;
+  auto small = [&](const std::string& text) {
+    REQUIRE(a->send(frame_of(text)).is_ok());
+    sent.push_back(text);
+  };
+  auto large = [&](size_t n, char fill) {
+    std::string text(n, fill);
+    text[n / 2] = 'M';
+    const std::string body = frame_of(text).SerializeAsString();
+    // The payload: the reason's bytes, the frame's tail (the reason is its only field).
+    REQUIRE(a->send_parts(header_for(body, n), std::string_view(body).substr(body.size() - n)).is_ok());
+    sent.push_back(text);
+    queued += n;
+  };
+  // The first payload goes to the socket at once (nothing before it); the rest are queued behind
+  // frames, sealed (>= 1 MiB) or appended (< 1 MiB), all in this one turn.
+  large(3 << 20, 'a');
+  small("one");
+  large(5 << 20, 'b');
+  small("two");
+  large(200 << 10, 'c');
+  large(2 << 20, 'd');
+  large(1 << 20, 'e');  // right after a sealed one: queued behind it, not sent ahead
+  small("three");
+  CHECK(a->pending_bytes() >= 7u << 20);  // the socket has not taken that much yet
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline)
+    io.run_for(std::chrono::milliseconds(20));
+  REQUIRE(got.size() == sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    INFO("frame " << i);
+    CHECK(got[i].size() == sent[i].size());
+    CHECK(got[i] == sent[i]);
+  }
+  CHECK(a->pending_bytes() == 0);
+}
