@@ -154,7 +154,6 @@ void ClientSession::process_instr(v1::Instr& in) {
       return;
     }
     dec->attrs.data = upload.payload();
-    span_.eligible = false;  // a HotRun carries its payloads itself: not replayed
   }
   const OpId op = dec->op;
   const char* name = op_name(op);

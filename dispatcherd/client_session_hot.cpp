@@ -135,9 +135,13 @@ void ClientSession::replay_by_reference(uint64_t path) {
       }
       if (t) t->add_inputs(ref);
     }
-    if (!in.data().empty()) {
+    if (!in.data().empty() || in.has_shm()) {
       if (define) def.add_uploads(static_cast<uint32_t>(k));
       hot->add_data()->swap(*in.mutable_data());
+      if (in.has_shm() && hot->shm_size() == 0)  // entries for the uploads before it too
+        for (int u = 1; u < hot->data_size(); ++u) hot->add_shm();
+      if (in.has_shm()) *hot->add_shm() = in.shm();
+      else if (hot->shm_size() > 0) hot->add_shm();
     }
   }
   // The range's frees: the path's own, or older tensors' (after the HotRun).

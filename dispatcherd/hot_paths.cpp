@@ -96,7 +96,8 @@ void HotPathDetector::instr(const v1::Instr& in, std::span<TensorEntry* const> e
     std::memcpy(&bits, &r, sizeof bits);
     put_varint(sig_, bits);
   }
-  put_varint(sig_, in.data().size());
+  // (a payload in shared memory counts by its size: the same stretch either way)
+  put_varint(sig_, in.has_shm() ? in.shm().bytes() : in.data().size());
   put_varint(sig_, entries.size());
   for (size_t i = 0; i < entries.size(); ++i) put_ref(in.inputs(static_cast<int>(i)), *entries[i]);
   // The result is instruction `instructions_` of the stretch (a reused id takes the new one).

@@ -45,7 +45,8 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
     return;
   }
   if (run.bindings_size() != static_cast<int>(p->bindings) ||
-      run.data_size() != static_cast<int>(p->uploads) || run.first_out() == 0 ||
+      run.data_size() != static_cast<int>(p->uploads) ||
+      (run.shm_size() != 0 && run.shm_size() != run.data_size()) || run.first_out() == 0 ||
       run.first_out() > std::numeric_limits<uint64_t>::max() - p->results) {
     fail(session, 0, "hot path",
          invalid_argument("a run of hot path {} does not match it ({} bindings, {} payloads)",
@@ -76,10 +77,14 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
       t.set_inputs(static_cast<int>(i - p->ref_begin[k]), handle_of(p->refs[i]));
     t.set_out(p->result[k] >= 0 ? first_out + static_cast<uint64_t>(p->result[k]) : 0);
     const int upload = p->upload[k];
+    // A payload in shared memory: run_instr reads it in place and releases its region.
+    const bool shm = upload >= 0 && run.shm_size() > 0 && run.shm(upload).generation() != 0;
     if (upload >= 0) t.mutable_data()->swap(*run.mutable_data(upload));
+    if (shm) *t.mutable_shm() = run.shm(upload);
     if (log_instrs) log_instr(session, t);
     run_instr(session, t);
     if (upload >= 0) t.mutable_data()->swap(*run.mutable_data(upload));  // the path keeps none
+    if (shm) t.clear_shm();
     ++k;
   }
   while (next_free < p->frees.size())

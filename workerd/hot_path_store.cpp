@@ -62,7 +62,7 @@ Status check_and_build(const v1::HotPath& p, HotPathDef& d) {
   for (size_t k = 0; k < n; ++k) {
     v1::Instr& in = d.instrs[k];
     if (in.op() == 0 || in.comm() != 0 || in.has_signal() || in.has_config() || in.has_hot() ||
-        !in.data().empty() || in.out() > 1)
+        !in.data().empty() || in.has_shm() || in.out() > 1)
       return invalid_argument("hot path {}: instruction {} is not a plain op", p.id(), k);
     if (in.out() == 1) d.result[k] = d.results++;
     for (uint64_t r : in.inputs()) {

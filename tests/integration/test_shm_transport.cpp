@@ -30,8 +30,10 @@
 
 #include "daemons.h"
 #include "instr_builder.h"
+#include "libgtclient/session.h"
 #include "libgtclient/session_remote.h"
 #include "libgtcore/shm_arena.h"
+#include "proto/status.pb.h"
 #include "raw_client.h"
 
 using namespace gt;
@@ -423,4 +425,29 @@ TEST_CASE("a hostile client's upload regions fail that upload only", "[shm][host
   CHECK(floats_of(again) == values);
   others_are_served();
   CHECK(daemons().dispatcher_alive());
+}
+
+TEST_CASE("a compiled step that uploads through shared memory is replayed by reference",
+          "[shm][hot]") {
+  daemons();
+  // Each call uploads 1 MiB (through the arena) and reduces it against w: the HotRun carries
+  // the upload's region, and the worker reads it in place as eager does.
+  const gt::Tensor w = gt::full({1 << 18}, 0.5, kFloat32);
+  std::vector<float> host(1 << 18);
+  auto step = gt::compile([&](const gt::Tensor& weights) {
+    return (gt::from_vector<float>(host, {1 << 18}) * weights).sum();
+  });
+  const uint64_t before = bytes_to_workers();
+  for (int i = 1; i <= 6; ++i) {
+    for (size_t k = 0; k < host.size(); ++k) host[k] = static_cast<float>(i * (k % 8));
+    // sum of i * (k % 8) * 0.5 over 2^18 elements: i * 0.5 * 28 * 2^15 (exact in float32)
+    CHECK(step(w).item<float>() == static_cast<float>(i) * 0.5f * 28.0f * 32768.0f);
+  }
+  CHECK(bytes_to_workers() - before < (1u << 20));  // six 1 MiB uploads, none through the socket
+  v1::StatusReport report;
+  REQUIRE(report.ParseFromString(gt::detail::Session::get().status_report()));
+  uint64_t replays = 0;
+  for (const auto& s : report.sessions())
+    if (s.id() == gt::detail::Session::get().session_id()) replays = s.hot_path_replays();
+  CHECK(replays >= 5);  // every call after the first that defines it
 }
