@@ -627,17 +627,8 @@ bool Executor::send_fetch_to_shm(uint64_t session, const v1::Request& req, const
   for (uint64_t offset = 0; offset < total && st.is_ok(); offset += kShmChunkBytes)
     st = backend_.start_copy_to_host(t, offset, base + offset,
                                      std::min(total - offset, kShmChunkBytes), session);
-  std::shared_ptr<DeviceErrorSlot> slot = t.storage ? t.storage->error_slot() : nullptr;
-  complete_later(session, [this, arena = std::move(arena), st, request_id, slot,
-                           meta = t.meta](const Status& done) {
-    Status failed = st.is_ok() ? done : st;
-    const DeviceErrorSlot::Error* poisoned = slot ? slot->get() : nullptr;
-    if (!failed.is_ok() || poisoned) {
-      reply_error(request_id, failed.is_ok() ? record(poisoned->op.c_str(), poisoned->status)
-                                             : record("fetch", failed));
-      return;
-    }
-    const auto total = static_cast<uint64_t>(meta.nbytes());
+  answer_fetch_later(session, request_id, t, st, [this, arena = std::move(arena), request_id,
+                                                   meta = t.meta, total] {
     for (uint64_t offset = 0; offset < total; offset += kShmChunkBytes)
       send_(shm_chunk_reply(request_id, meta, offset, std::min(total - offset, kShmChunkBytes)));
   });
@@ -755,12 +746,18 @@ void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, cons
     offset += n;
     r->set_last(offset >= total);
   }
-  const uint64_t request_id = req.request_id();
+  answer_fetch_later(session, req.request_id(), t, st, [this, msgs] {
+    for (auto& m : *msgs) send_(std::move(m));
+  });
+}
+
+void Executor::answer_fetch_later(uint64_t session, uint64_t request_id, const Tensor& t,
+                                  const Status& started, std::function<void()> send) {
   // The block may be freed meanwhile (stream-ordered reuse waits for the copies); whether its
   // kernel failed on the device is known once they are done.
   std::shared_ptr<DeviceErrorSlot> slot = t.storage ? t.storage->error_slot() : nullptr;
-  complete_later(session, [this, msgs, st, request_id, slot](const Status& done) {
-    Status failed = st.is_ok() ? done : st;
+  complete_later(session, [this, started, request_id, slot, send = std::move(send)](const Status& done) {
+    Status failed = started.is_ok() ? done : started;
     const DeviceErrorSlot::Error* poisoned = slot ? slot->get() : nullptr;
     if (!failed.is_ok() || poisoned) {
       // A result that failed on the device answers with its failure, as a poisoned tensor does.
@@ -768,7 +765,7 @@ void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, cons
                                              : record("fetch", failed));
       return;
     }
-    for (auto& m : *msgs) send_(std::move(m));
+    send();
   });
 }
 

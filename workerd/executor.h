@@ -143,6 +143,11 @@ class Executor {
   // Runs `done` once the session's queued device work is done (Backend::when_done), counted so
   // that stop() waits for it.
   void complete_later(uint64_t session, std::function<void(const Status&)> done);
+  // A fetch of `t` whose device copies were enqueued (`started`: how enqueueing went): once
+  // they are done, its failure answers the request (a failed copy, or a kernel that failed on
+  // the device writing t, as a poisoned tensor does), else `send` sends the replies.
+  void answer_fetch_later(uint64_t session, uint64_t request_id, const Tensor& t,
+                          const Status& started, std::function<void()> send);
   void wait_for_completions();
   void check_device();  // after each batch: a lost device is reported once
   void reply_error(uint64_t request_id, const ErrorRecord& rec);  // a request's last reply
