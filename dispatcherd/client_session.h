@@ -69,6 +69,12 @@ class ClientSession {
   const LatencyHistogram& sync_latency() const { return sync_latency_; }
   const HotPathDetector::Stats& hot_path_stats() const { return hot_.stats(); }
   uint64_t hot_path_replays() const { return hot_replays_; }
+  uint64_t shm_arena_bytes() const {
+    uint64_t n = 0;
+    for (const auto& a : shm_arenas_) n += a.bytes;
+    return n;
+  }
+  uint64_t shm_bytes() const { return shm_bytes_; }
   // Bytes of worker batches replays did not send (instructions replaced, less the HotRuns and
   // the definitions sent): negative while a path has been defined but not yet repeated.
   int64_t hot_path_bytes_saved() const { return hot_bytes_saved_; }
@@ -266,6 +272,7 @@ class ClientSession {
   static constexpr size_t kShmArenasHeld = 8;  // as many as a worker keeps (ShmArenaTable)
   std::deque<ShmArenaHeld> shm_arenas_;         // by generation, newest last
   uint64_t shm_generation_ = 0;                 // the newest registered
+  uint64_t shm_bytes_ = 0;  // payload bytes moved through the arenas (SessionStatus.shm_bytes)
   std::unordered_map<uint32_t, std::set<uint64_t>> shm_given_;  // worker -> generations given
   ShmArenaHeld* shm_arena(uint64_t generation);
   // Temporaries (e.g. a sharded tensor assembled for a fetch) freed with the next frame.

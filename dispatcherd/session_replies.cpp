@@ -164,6 +164,7 @@ void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, 
     log_->write("REPLY", source_of(*conn_), "FETCH", meta ? meta->total_bytes() : 0,
                 fmt::format("request={} errors={}", pr.client_request_id, head.errors_size()));
   if (meta) {
+    shm_bytes_ += meta->shm_bytes();
     host_.send_fetch_chunk(*this, head, *meta, payload);  // the payload is not copied into a message
     return;
   }

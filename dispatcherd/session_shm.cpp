@@ -116,7 +116,8 @@ std::string_view ClientSession::ShmUpload::materialize() {
 
 bool ClientSession::ShmUpload::forward_to(WorkerState& w) {
   forwarded_ = s_.give_shm_arena(w, in_.shm().generation());
-  if (!forwarded_) materialize();
+  if (forwarded_) s_.shm_bytes_ += bytes_;
+  else materialize();
   return forwarded_;
 }
 

@@ -173,6 +173,12 @@ std::string format_prometheus(const v1::StatusReport& s) {
   per_item(m, "gt_session_hot_path_bytes_saved", "gauge",
            "Worker-batch bytes the session's hot-path replays did not send.", ss, session_labels,
            [](const S& x) { return x.hot_path_bytes_saved(); });
+  per_item(m, "gt_session_shm_arena_bytes", "gauge",
+           "Shared-memory arenas the session's client registered (local clients).", ss,
+           session_labels, [](const S& x) { return x.shm_arena_bytes(); });
+  per_item(m, "gt_session_shm_bytes_total", "counter",
+           "Payload bytes of fetches and uploads that went through shared memory.", ss,
+           session_labels, [](const S& x) { return x.shm_bytes(); });
   histogram(m, "gt_session_sync_latency_seconds",
             "SYNC and FETCH requests: received to answered, in the dispatcher.", s, ss,
             session_labels, [](const S& x) -> const v1::LatencyHistogram& { return x.sync_latency(); });

@@ -451,3 +451,22 @@ TEST_CASE("a compiled step that uploads through shared memory is replayed by ref
     if (s.id() == gt::detail::Session::get().session_id()) replays = s.hot_path_replays();
   CHECK(replays >= 5);  // every call after the first that defines it
 }
+
+TEST_CASE("operators see each session's arenas and the bytes that went through them", "[shm]") {
+  daemons();
+  auto mine = [] {
+    v1::StatusReport report;
+    REQUIRE(report.ParseFromString(gt::detail::Session::get().status_report()));
+    for (const auto& s : report.sessions())
+      if (s.id() == gt::detail::Session::get().session_id()) return s;
+    FAIL("this session is not in the status report");
+    return v1::SessionStatus();
+  };
+  const v1::SessionStatus before = mine();
+  const std::string bytes = random_bytes(3u << 20, 77);
+  gt::Tensor t = gt::from_bytes({static_cast<int64_t>(bytes.size())}, kUInt8, bytes);  // up
+  CHECK(t.to_bytes() == bytes);  // and down
+  const v1::SessionStatus after = mine();
+  CHECK(after.shm_arena_bytes() >= (64u << 20));  // at least the first arena
+  CHECK(after.shm_bytes() - before.shm_bytes() == 2 * bytes.size());
+}
