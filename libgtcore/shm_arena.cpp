@@ -1,5 +1,7 @@
 #include "libgtcore/shm_arena.h"
 
+#include "libgtcore/socket_io.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -100,22 +102,18 @@ ssize_t send_with_fds(int sock, std::string_view data, const std::vector<int>& f
 }
 
 Status send_all_with_fd(int sock, std::string_view data, int fd) {
-  bool fd_sent = false;
-  while (!data.empty()) {
-    ssize_t n = send_with_fds(sock, data, fd_sent ? std::vector<int>{} : std::vector<int>{fd});
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        pollfd p{sock, POLLOUT, 0};
-        ::poll(&p, 1, -1);
-        continue;
-      }
-      return unavailable("send failed: {}", std::strerror(errno));
+  // The descriptor goes with the first bytes the socket takes; send_all writes the rest.
+  while (true) {
+    const ssize_t n = send_with_fds(sock, data, {fd});
+    if (n > 0) return send_all(sock, data.substr(static_cast<size_t>(n)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{sock, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
     }
-    fd_sent = true;  // the kernel attached it to the first byte sent
-    data.remove_prefix(static_cast<size_t>(n));
+    return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
   }
-  return Status::ok();
 }
 
 ssize_t recv_with_fds(int sock, char* buf, size_t n, std::vector<UniqueFd>* fds, bool* truncated) {

@@ -510,16 +510,23 @@ void Executor::answer(uint64_t session, const v1::Request& req) {
   }
 }
 
+namespace {
+// A fetch chunk's metadata: the whole tensor's shape, dtype and size, and where the chunk starts.
+void fill_chunk_meta(v1::TensorData* td, const TensorMeta& meta, uint64_t offset) {
+  for (int64_t d : meta.shape) td->add_shape(d);
+  td->set_dtype(static_cast<v1::DType>(meta.dtype));
+  td->set_total_bytes(static_cast<uint64_t>(meta.nbytes()));
+  td->set_offset(offset);
+}
+}  // namespace
+
 // A fetch reply chunk of `n` bytes at `offset` of t's contents: the header, and the buffer the
 // bytes go to (sized).
 std::string* Executor::start_fetch_chunk(v1::Reply* r, uint64_t request_id, const Tensor& t,
                                          uint64_t offset, uint64_t n) {
   r->set_request_id(request_id);
   auto* td = r->mutable_tensor();
-  for (int64_t d : t.meta.shape) td->add_shape(d);
-  td->set_dtype(static_cast<v1::DType>(t.meta.dtype));
-  td->set_total_bytes(static_cast<uint64_t>(t.meta.nbytes()));
-  td->set_offset(offset);
+  fill_chunk_meta(td, t.meta, offset);
   std::string* data = td->mutable_data();
   data->resize(n);
   return data;
@@ -589,10 +596,7 @@ v1::WorkerMessage shm_chunk_reply(uint64_t request_id, const TensorMeta& meta, u
   v1::Reply* r = m.mutable_reply();
   r->set_request_id(request_id);
   auto* td = r->mutable_tensor();
-  for (int64_t d : meta.shape) td->add_shape(d);
-  td->set_dtype(static_cast<v1::DType>(meta.dtype));
-  td->set_total_bytes(total);
-  td->set_offset(offset);
+  fill_chunk_meta(td, meta, offset);
   td->set_shm_bytes(n);
   r->set_last(offset + n >= total);
   return m;
@@ -642,9 +646,7 @@ void Executor::send_fetch_from_host(const v1::Request& req, const Tensor& t, con
   v1::Reply head;
   head.set_request_id(req.request_id());
   v1::TensorData meta;
-  for (int64_t d : t.meta.shape) meta.add_shape(d);
-  meta.set_dtype(static_cast<v1::DType>(t.meta.dtype));
-  meta.set_total_bytes(total);
+  fill_chunk_meta(&meta, t.meta, 0);
   uint64_t offset = 0;
   while (offset < total) {
     const uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_);

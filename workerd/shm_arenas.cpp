@@ -7,12 +7,13 @@ namespace gt::worker {
 Status ShmArenaTable::attach(uint64_t session, uint64_t generation, uint64_t bytes, UniqueFd fd) {
   if (!fd.valid()) return invalid_argument("the arena's file descriptor did not arrive");
   GT_RETURN_IF_ERROR(check_shm_arena_fd(fd.get(), bytes));
-  // Its pages must exist already (the client faulted them in): mapping them in here then costs
-  // page tables only, and a sparse file cannot make this worker allocate its memory.
+  // Its pages must exist already (the client faulted them in): a sparse file cannot make this
+  // worker allocate its memory. Mapped without populating (this is the I/O thread): the
+  // executor's first writes map the existing pages in, a fault per several pages.
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0 || static_cast<uint64_t>(st.st_blocks) * 512 < bytes)
     return invalid_argument("the arena's memory is not all allocated");
-  GT_ASSIGN_OR_RETURN(auto mapping, ShmMapping::map(fd.get(), bytes, /*populate=*/true));
+  GT_ASSIGN_OR_RETURN(auto mapping, ShmMapping::map(fd.get(), bytes, /*populate=*/false));
   std::lock_guard<std::mutex> lk(mu_);
   auto& held = arenas_[session];
   held[generation] = std::move(mapping);
