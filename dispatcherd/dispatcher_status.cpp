@@ -113,6 +113,9 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ws->set_hot_path_hits(w.load.hot_path_hits());
     ws->set_hot_paths(w.load.hot_paths());
     ws->set_fused_ops(w.load.fused_ops());
+    ws->set_graph_launches(w.load.graph_launches());
+    ws->set_graph_instantiations(w.load.graph_instantiations());
+    ws->set_graph_fallbacks(w.load.graph_fallbacks());
     w.ops_rate.history(ws->mutable_ops_per_s_history());
   }
   for (const auto& [sid, session] : sessions_) {

@@ -143,6 +143,15 @@ std::string format_prometheus(const v1::StatusReport& s) {
   per_item(m, "gt_worker_fused_ops_total", "counter",
            "Ops the worker ran inside fused elementwise chains.", ws, worker_labels,
            [](const W& w) { return w.fused_ops(); });
+  per_item(m, "gt_worker_graph_launches_total", "counter",
+           "Hot-path segments the worker launched as device graphs.", ws, worker_labels,
+           [](const W& w) { return w.graph_launches(); });
+  per_item(m, "gt_worker_graph_instantiations_total", "counter",
+           "Device graphs instantiated anew (the rest were updates).", ws, worker_labels,
+           [](const W& w) { return w.graph_instantiations(); });
+  per_item(m, "gt_worker_graph_fallbacks_total", "counter",
+           "Device graph captures that failed and ran eagerly.", ws, worker_labels,
+           [](const W& w) { return w.graph_fallbacks(); });
   per_item(m, "gt_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker was heard from.",
            ws, worker_labels, [](const W& w) { return fmt::format("{:.3f}", w.heartbeat_age_s()); });
 

@@ -162,6 +162,27 @@ class Backend {
   virtual bool fuses_chains() const { return false; }
   Status run_fused(const FusedArgs& args);
 
+  // Device graphs (hot paths on asynchronous devices, ARCHITECTURE §7; CUDA graphs). Between
+  // begin_graph(session) and end_graph(session, slot) the ops run() enqueues for the session
+  // are recorded instead of run; end_graph() makes them an executable graph -- updating the
+  // one `slot` holds when the topology is the same, as the next run of a hot path records --
+  // and launches it: one launch instead of one per kernel. On error (an invalidated capture)
+  // nothing recorded runs and `slot` is unchanged. drop_graph() destroys a slot's graph (a
+  // launched one finishes first). Only ops with capturable(op) may run in between: their
+  // kernels use no host function, host memory or wait (index checks report from the host).
+  virtual bool captures_graphs() const { return false; }
+  virtual bool capturable(OpId op) const { return false; }
+  virtual Status begin_graph(uint64_t session) {
+    return unimplemented("{}: no device graphs", device_kind());
+  }
+  struct GraphRun {
+    bool instantiated = false;  // a new executable graph (not an update of slot's)
+  };
+  virtual Result<GraphRun> end_graph(uint64_t session, void*& slot) {
+    return unimplemented("{}: no device graphs", device_kind());
+  }
+  virtual void drop_graph(void* slot) {}
+
   // Host transfers of `n` bytes at byte `offset` of a tensor's row-major contents, checked
   // against the tensor. copy_from_host stores bool bytes as 0/1 (bool_bytes.h: host bytes may
   // be anything) and is done with `src` when it returns.

@@ -38,6 +38,7 @@ Result<std::unique_ptr<Backend>> make_backend(const WorkerOptions& opts) {
     so.device.gbps = opts.sim_gbps;
     so.max_memory_bytes = limit.value_or(0);
     so.fault_after_kernels = opts.sim_fault_after;
+    so.device.fail_capture_every = opts.sim_graph_fault_every;
     return std::unique_ptr<Backend>(std::make_unique<SimBackend>(so));
   }
   int index = -1;

@@ -31,6 +31,7 @@ Executor::Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes
       send_(std::move(send)),
       max_reply_chunk_(max_reply_chunk_bytes),
       slice_(std::max<int64_t>(slice_us, 1)) {
+  hot_.set_graph_dropper([this](void* graph) { backend_.drop_graph(graph); });
   // Kernels that fail on an asynchronous device are reported from its completion thread, as
   // fail() reports them at issue on a synchronous one (the result is poisoned either way).
   backend_.set_async_error_sink([this](uint64_t session, uint64_t handle, const char* op,
@@ -47,6 +48,7 @@ Executor::Executor(Backend& backend, SendFn send, uint64_t max_reply_chunk_bytes
 
 Executor::~Executor() {
   stop();
+  hot_.clear();  // hands the paths' device graphs back while the backend is here
   backend_.set_async_error_sink(nullptr);  // the sink reports through this executor
 }
 
@@ -308,7 +310,7 @@ ErrorRecord Executor::record(const char* op, const Status& st) const {
 }
 
 void Executor::fail(uint64_t session, uint64_t out, const char* op, const Status& st) {
-  ++errors_;
+  if (!held_errors_) ++errors_;  // (held ones are counted when sent)
   auto rec = std::make_shared<ErrorRecord>(record(op, st));
   rec->handle = out;
   if (out != 0 && !tensors_.count(out)) {
@@ -321,6 +323,10 @@ void Executor::fail(uint64_t session, uint64_t out, const char* op, const Status
   e->set_session(session);
   e->set_handle(out);
   error_to_wire(*rec, e->mutable_error());
+  if (held_errors_) {
+    held_errors_->push_back(std::move(m));
+    return;
+  }
   send_(std::move(m));
 }
 
@@ -465,6 +471,7 @@ Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {
   auto fresh = backend_.alloc(static_cast<size_t>(dst.meta.nbytes()));
   if (!fresh.is_ok()) return fresh.status();
   Tensor old = dst;  // keeps the shared bytes alive while they are copied
+  if (replaced_storages_) replaced_storages_->push_back(ReplacedStorage{&dst, dst.storage});
   dst.storage = std::move(*fresh);
   if (op == OpId::k_copy_) return Status::ok();  // copy_ overwrites every element
   // The others (host_chunk, strided_copy_) write only some elements: the rest keep the old
@@ -782,6 +789,9 @@ void Executor::fill_load(v1::WorkerLoad* l) const {
   l->set_hot_path_hits(hot_runs_.load(std::memory_order_relaxed));
   l->set_hot_paths(hot_paths_.load(std::memory_order_relaxed));
   l->set_fused_ops(fused_ops_.load(std::memory_order_relaxed));
+  l->set_graph_launches(graph_launches_.load(std::memory_order_relaxed));
+  l->set_graph_instantiations(graph_instantiations_.load(std::memory_order_relaxed));
+  l->set_graph_fallbacks(graph_fallbacks_.load(std::memory_order_relaxed));
   if (peer_) {
     PeerStats ps = peer_->stats();
     l->set_peer_bytes_sent(ps.bytes_sent);

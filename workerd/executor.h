@@ -54,6 +54,9 @@ class Executor {
 
   void start();
   void stop();  // finishes the slice in progress, drops the rest
+  // Hot paths recorded as device graphs where the device has them (the worker option
+  // device_graphs; on by default). Set before start().
+  void set_device_graphs(bool on) { device_graphs_ = on; }
 
   // Hands over a batch (from the I/O thread), decoded at `received` (read when it is traced).
   // A session's batches execute in arrival order.
@@ -117,6 +120,15 @@ class Executor {
   // where the fused part ends (the caller goes on from there), 0 when nothing was done.
   uint32_t run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
                            const v1::HotRun& run);
+  // The segment's instructions recorded as one device graph and launched (Backend::begin_graph).
+  // False when nothing was done (the caller runs them one by one): the device could not start
+  // a capture, or a result handle is taken. Everything else ends as eager execution would:
+  // errors found while recording are sent once the graph is launched, and a capture the device
+  // invalidated is undone and its instructions run again eagerly (a fallback, counted).
+  bool run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::GraphSegment& seg,
+                         v1::HotRun& run);
+  // Instruction k of a path with the run's handles put in (the path keeps its own copy).
+  void bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run);
   void note_hot_paths() { hot_paths_.store(hot_.size(), std::memory_order_relaxed); }
   void log_instr(uint64_t session, const v1::Instr& in) const;  // trace level
   void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp
@@ -190,6 +202,19 @@ class Executor {
   std::atomic<uint64_t> hot_runs_{0};   // HotRuns executed
   std::atomic<uint64_t> hot_paths_{0};  // hot paths held (hot_.size(), published)
   std::atomic<uint64_t> fused_ops_{0};  // ops run inside fused chains
+  std::atomic<uint64_t> graph_launches_{0};        // graph segments run as one device launch
+  std::atomic<uint64_t> graph_instantiations_{0};  // of them, new executable graphs (no update)
+  std::atomic<uint64_t> graph_fallbacks_{0};       // captures that failed: run eagerly again
+  bool device_graphs_ = true;
+  // While a graph segment records: the error messages of its instructions (sent after the
+  // launch, dropped when the segment runs again eagerly) and the storages copy-on-write
+  // replaced (put back then: the copy was only recorded).
+  std::vector<v1::WorkerMessage>* held_errors_ = nullptr;
+  struct ReplacedStorage {
+    Tensor* tensor;
+    std::shared_ptr<Storage> old;
+  };
+  std::vector<ReplacedStorage>* replaced_storages_ = nullptr;
   static void bump(std::atomic<uint64_t>& c, uint64_t by = 1) {  // one writer at a time
     c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }

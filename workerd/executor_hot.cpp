@@ -19,13 +19,18 @@ namespace gt::worker {
 
 void Executor::define_hot_paths(v1::WorkerBatch& b) {
   const uint64_t session = b.session();
-  const bool fuse = backend_.fuses_chains();
+  HotPathDevice device;
+  device.fuse = backend_.fuses_chains();
+  if (device_graphs_ && backend_.captures_graphs())
+    device.capturable = [this](OpId op) { return backend_.capturable(op); };
   for (const v1::HotPath& p : b.hot_define()) {
-    Status st = hot_.define(session, p, fuse);
+    Status st = hot_.define(session, p, device);
     if (!st.is_ok()) fail(session, 0, "hot path", st);
     else if (spdlog::should_log(spdlog::level::debug))
-      spdlog::debug("session {}: hot path {} defined: {} instructions, {} fused chains", session,
-                    p.id(), p.instrs_size(), hot_.find(session, p.id())->chains.size());
+      spdlog::debug("session {}: hot path {} defined: {} instructions, {} fused chains, {} graph "
+                    "segments", session, p.id(), p.instrs_size(),
+                    hot_.find(session, p.id())->chains.size(),
+                    hot_.find(session, p.id())->segments.size());
   }
   b.clear_hot_define();  // a batch resumed after its turn must not define them again
   note_hot_paths();
@@ -54,17 +59,22 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
     return;
   }
   bump(hot_runs_);
-  const uint64_t first_out = run.first_out();
-  auto handle_of = [&](uint64_t ref) {
-    return (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
-                     : first_out + static_cast<uint64_t>(p->result[ref >> 1]);
-  };
-  const bool log_instrs = spdlog::should_log(spdlog::level::trace);
   const size_t n = p->instrs.size();
   size_t next_free = 0;
+  auto free_result = [&](uint32_t instr) {
+    free_handle(session, run.first_out() + static_cast<uint64_t>(p->result[instr]));
+  };
   for (size_t k = 0; k < n;) {
     while (next_free < p->frees.size() && p->frees[next_free].at <= k)
-      free_handle(session, first_out + static_cast<uint64_t>(p->result[p->frees[next_free++].instr]));
+      free_result(p->frees[next_free++].instr);
+    if (!p->segment_at.empty() && p->segment_at[k] >= 0) {
+      // Frees inside a segment wait for its end (an eager rerun may still read their tensors).
+      HotPathDef::GraphSegment& seg = p->segments[static_cast<size_t>(p->segment_at[k])];
+      if (run_graph_segment(session, *p, seg, run)) {
+        k = seg.end;
+        continue;
+      }
+    }
     if (!p->chain_at.empty() && p->chain_at[k] >= 0) {
       const FusedChain& ch = p->chains[static_cast<size_t>(p->chain_at[k])];
       if (const uint32_t end = run_fused_chain(session, *p, ch, run); end != 0) {
@@ -73,22 +83,79 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
       }
     }
     v1::Instr& t = p->instrs[k];
-    for (uint32_t i = p->ref_begin[k]; i < p->ref_begin[k + 1]; ++i)
-      t.set_inputs(static_cast<int>(i - p->ref_begin[k]), handle_of(p->refs[i]));
-    t.set_out(p->result[k] >= 0 ? first_out + static_cast<uint64_t>(p->result[k]) : 0);
+    bind_instr(*p, k, run);
     const int upload = p->upload[k];
     // A payload in shared memory: run_instr reads it in place and releases its region.
     const bool shm = upload >= 0 && run.shm_size() > 0 && run.shm(upload).generation() != 0;
     if (upload >= 0) t.mutable_data()->swap(*run.mutable_data(upload));
     if (shm) *t.mutable_shm() = run.shm(upload);
-    if (log_instrs) log_instr(session, t);
+    if (spdlog::should_log(spdlog::level::trace)) log_instr(session, t);
     run_instr(session, t);
     if (upload >= 0) t.mutable_data()->swap(*run.mutable_data(upload));  // the path keeps none
     if (shm) t.clear_shm();
     ++k;
   }
-  while (next_free < p->frees.size())
-    free_handle(session, first_out + static_cast<uint64_t>(p->result[p->frees[next_free++].instr]));
+  while (next_free < p->frees.size()) free_result(p->frees[next_free++].instr);
+}
+
+void Executor::bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run) {
+  const uint64_t first_out = run.first_out();
+  v1::Instr& t = p.instrs[k];
+  for (uint32_t i = p.ref_begin[k]; i < p.ref_begin[k + 1]; ++i) {
+    const uint64_t ref = p.refs[i];
+    t.set_inputs(static_cast<int>(i - p.ref_begin[k]),
+                 (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
+                           : first_out + static_cast<uint64_t>(p.result[ref >> 1]));
+  }
+  t.set_out(p.result[k] >= 0 ? first_out + static_cast<uint64_t>(p.result[k]) : 0);
+}
+
+bool Executor::run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::GraphSegment& seg,
+                                 v1::HotRun& run) {
+  const uint64_t first_out = run.first_out();
+  // A result handle already taken is eager mode's error to report (and undoing a failed
+  // capture must not erase a tensor that was there before).
+  for (uint32_t k = seg.begin; k < seg.end; ++k)
+    if (p.result[k] >= 0 && tensors_.count(first_out + static_cast<uint64_t>(p.result[k])))
+      return false;
+  if (!backend_.begin_graph(session).is_ok()) return false;
+  const uint64_t ops_before = ops_executed_.load(std::memory_order_relaxed);
+  std::vector<v1::WorkerMessage> held;
+  std::vector<ReplacedStorage> replaced;
+  held_errors_ = &held;
+  replaced_storages_ = &replaced;
+  const bool log_instrs = spdlog::should_log(spdlog::level::trace);
+  for (uint32_t k = seg.begin; k < seg.end; ++k) {
+    bind_instr(p, k, run);
+    if (log_instrs) log_instr(session, p.instrs[k]);
+    run_instr(session, p.instrs[k]);
+  }
+  held_errors_ = nullptr;
+  replaced_storages_ = nullptr;
+  auto launched = backend_.end_graph(session, seg.graph);
+  if (launched.is_ok()) {
+    bump(graph_launches_);
+    if (launched->instantiated) bump(graph_instantiations_);
+    for (v1::WorkerMessage& m : held) {
+      ++errors_;
+      send_(std::move(m));
+    }
+    return true;
+  }
+  // Nothing recorded ran: undo what the recording did on the host, then run the segment again
+  // the eager way (its errors are found again, and sent then).
+  bump(graph_fallbacks_);
+  spdlog::warn("session {}: a hot path's device graph failed ({}); running it eagerly", session,
+               launched.status().message());
+  for (auto it = replaced.rbegin(); it != replaced.rend(); ++it) it->tensor->storage = it->old;
+  for (uint32_t k = seg.begin; k < seg.end; ++k)
+    if (p.result[k] >= 0) free_handle(session, first_out + static_cast<uint64_t>(p.result[k]));
+  ops_executed_.store(ops_before, std::memory_order_relaxed);
+  for (uint32_t k = seg.begin; k < seg.end; ++k) {
+    bind_instr(p, k, run);
+    run_instr(session, p.instrs[k]);
+  }
+  return true;
 }
 
 uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,

@@ -51,6 +51,29 @@ void find_chains(HotPathDef& d) {
   }
 }
 
+// Graph segments: maximal runs of at least two instructions without an upload whose ops the
+// device can record.
+void find_segments(HotPathDef& d, const std::function<bool(OpId)>& capturable) {
+  const size_t n = d.instrs.size();
+  d.segment_at.assign(n, -1);
+  auto recordable = [&](size_t k) {
+    if (d.upload[k] >= 0) return false;
+    auto op = op_from_wire(d.instrs[k].op());
+    return op && capturable(*op);
+  };
+  size_t k = 0;
+  while (k < n) {
+    size_t e = k;
+    while (e < n && recordable(e)) ++e;
+    if (e - k >= 2) {
+      d.segment_at[k] = static_cast<int32_t>(d.segments.size());
+      d.segments.push_back(
+          HotPathDef::GraphSegment{static_cast<uint32_t>(k), static_cast<uint32_t>(e), nullptr});
+    }
+    k = e == k ? k + 1 : e;
+  }
+}
+
 Status check_and_build(const v1::HotPath& p, HotPathDef& d) {
   const size_t n = static_cast<size_t>(p.instrs_size());
   if (n == 0) return invalid_argument("hot path {} has no instructions", p.id());
@@ -100,7 +123,7 @@ Status check_and_build(const v1::HotPath& p, HotPathDef& d) {
 
 }  // namespace
 
-Status HotPathStore::define(uint64_t session, const v1::HotPath& p, bool fuse) {
+Status HotPathStore::define(uint64_t session, const v1::HotPath& p, const HotPathDevice& device) {
   SessionPaths& s = sessions_[session];
   forget(session, p.id());
   const size_t n = static_cast<size_t>(p.instrs_size());
@@ -109,7 +132,8 @@ Status HotPathStore::define(uint64_t session, const v1::HotPath& p, bool fuse) {
                               session, s.paths.size(), s.instructions);
   HotPathDef d;
   GT_RETURN_IF_ERROR(check_and_build(p, d));
-  if (fuse) find_chains(d);
+  if (device.fuse) find_chains(d);
+  if (device.capturable) find_segments(d, device.capturable);
   s.instructions += n;
   s.paths.emplace(p.id(), std::move(d));
   ++paths_;
@@ -129,6 +153,7 @@ void HotPathStore::forget(uint64_t session, uint64_t id) {
   auto it = s->second.paths.find(id);
   if (it == s->second.paths.end()) return;
   s->second.instructions -= it->second.instrs.size();
+  drop_graphs(it->second);
   s->second.paths.erase(it);
   --paths_;
 }
@@ -137,12 +162,22 @@ void HotPathStore::drop_session(uint64_t session) {
   auto s = sessions_.find(session);
   if (s == sessions_.end()) return;
   paths_ -= s->second.paths.size();
+  for (auto& [id, d] : s->second.paths) drop_graphs(d);
   sessions_.erase(s);
 }
 
 void HotPathStore::clear() {
+  for (auto& [session, s] : sessions_)
+    for (auto& [id, d] : s.paths) drop_graphs(d);
   sessions_.clear();
   paths_ = 0;
+}
+
+void HotPathStore::drop_graphs(HotPathDef& d) {
+  for (HotPathDef::GraphSegment& g : d.segments) {
+    if (g.graph != nullptr && drop_graph_) drop_graph_(g.graph);
+    g.graph = nullptr;
+  }
 }
 
 }  // namespace gt::worker

@@ -8,10 +8,15 @@
 //
 // At definition the path is also analysed for elementwise chains the device may fuse
 // (workerd/fusion.h): runs of consecutive fusable ops, each consuming the previous one's result,
-// that result read nowhere else and freed inside the path, so it never needs to exist.
+// that result read nowhere else and freed inside the path, so it never needs to exist. On a
+// device with graphs (Backend::captures_graphs) it is cut into graph segments instead: runs of
+// instructions the device may record (no upload, capturable ops), each recorded and launched
+// as one device graph at every run (executor_hot.cpp), whose executable graph the segment keeps
+// from run to run and the store hands back to the device (the graph dropper) with its path.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -41,6 +46,19 @@ struct HotPathDef {
   std::vector<int32_t> chain_at;
   // The decoded ops of the chains' instructions (attrs view the instrs above: stable).
   std::vector<std::optional<DecodedInstr>> decoded;
+  // Graph segments (begin ascending) and, per instruction, the segment starting there (-1).
+  struct GraphSegment {
+    uint32_t begin = 0, end = 0;
+    void* graph = nullptr;  // the device's executable graph of the last run (Backend::end_graph)
+  };
+  std::vector<GraphSegment> segments;
+  std::vector<int32_t> segment_at;
+};
+
+// What a path's definition looks for on the device that will run it.
+struct HotPathDevice {
+  bool fuse = false;                       // fusable chains (Backend::fuses_chains)
+  std::function<bool(OpId)> capturable;    // graph segments (null: none)
 };
 
 class HotPathStore {
@@ -51,16 +69,20 @@ class HotPathStore {
   static constexpr size_t kMaxPathsPerSession = 65536;
   static constexpr size_t kMaxInstructionsPerSession = size_t{1} << 20;
 
-  // Checks and keeps `p` for `session`; `fuse`: look for chains to fuse. Redefining an id
-  // replaces it.
-  Status define(uint64_t session, const v1::HotPath& p, bool fuse);
+  // Checks and keeps `p` for `session`, with the chains or graph segments the device can use.
+  // Redefining an id replaces it.
+  Status define(uint64_t session, const v1::HotPath& p, const HotPathDevice& device);
   HotPathDef* find(uint64_t session, uint64_t id);
   void forget(uint64_t session, uint64_t id);
   void drop_session(uint64_t session);
   void clear();
   size_t size() const { return paths_; }  // paths held, all sessions
+  // Called with each executable graph of a path that goes (forget, drop_session, clear).
+  void set_graph_dropper(std::function<void(void*)> drop) { drop_graph_ = std::move(drop); }
 
  private:
+  void drop_graphs(HotPathDef& d);
+  std::function<void(void*)> drop_graph_;
   struct SessionPaths {
     std::unordered_map<uint64_t, HotPathDef> paths;
     size_t instructions = 0;

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   lo.max_frame_bytes = o.max_frame_bytes;
   lo.reconnect_ms = o.reconnect_ms;
   lo.turn_us = o.turn_us;
+  lo.device_graphs = o.device_graphs;
   lo.exit_on_disconnect = o.exit_on_disconnect;
   // Derived: the row names a file, the link needs the secret in it (read once, now).
   if (!o.worker_secret_file.empty()) {

@@ -28,6 +28,7 @@ struct WorkerLinkOptions {
   bool exit_on_disconnect = false;
   std::string worker_secret;
   int64_t turn_us = 2000;  // a session's turn on the executor while others wait (FairQueue)
+  bool device_graphs = true;  // hot paths as device graphs (Executor::set_device_graphs)
 };
 
 class WorkerLink {

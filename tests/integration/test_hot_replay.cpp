@@ -56,13 +56,14 @@ struct Run {
   std::vector<float> losses;
   uint64_t replays = 0, fused_ops = 0, hits = 0;
   int64_t bytes_saved = 0;
+  uint64_t graph_launches = 0, graph_instantiations = 0, graph_fallbacks = 0;
 };
 
 // Six steps on x [4, 8], two on x2 [6, 8] (a shape change), one on x again.
-Run run_loop(bool replay) {
+Run run_loop(bool replay, std::vector<std::string> worker_args = {}) {
   std::vector<std::string> args;
   if (!replay) args.push_back("--hot-path-replay=false");
-  Daemons d(DaemonOptions{1, args});
+  Daemons d(DaemonOptions{1, args, std::move(worker_args)});
   Loop a(d.address(), /*chain=*/true);
   Run r;
   for (int i = 0; i < 6; ++i) r.losses.push_back(a.step(1));
@@ -77,6 +78,9 @@ Run run_loop(bool replay) {
       worker_when(a.c, [&](const v1::WorkerStatus& ws) { return ws.hot_path_hits() >= want_hits; });
   r.fused_ops = w.fused_ops();
   r.hits = w.hot_path_hits();
+  r.graph_launches = w.graph_launches();
+  r.graph_instantiations = w.graph_instantiations();
+  r.graph_fallbacks = w.graph_fallbacks();
   return r;
 }
 
@@ -97,6 +101,34 @@ TEST_CASE("hot paths replayed by reference: bitwise the eager losses, chains fus
   CHECK(hot.hits == 7);
   // Each step's add, relu, mul, add, relu, mul, exp runs as one fused pass.
   CHECK(hot.fused_ops == 7 * 7);
+}
+
+TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager losses; a failed "
+          "capture runs eagerly", "[hot][replay][sim][graph]") {
+  const std::vector<std::string> sim = {"--device", "sim", "--sim-launch-us", "20"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> a = sim;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const Run eager = run_loop(false, sim);
+  const Run graphs = run_loop(true, sim);
+  const Run faulty = run_loop(true, with({"--sim-graph-fault-every", "3"}));
+  const Run off = run_loop(true, with({"--device-graphs=false"}));
+  CHECK(graphs.losses == eager.losses);  // bitwise, step by step
+  CHECK(faulty.losses == eager.losses);
+  CHECK(off.losses == eager.losses);
+  CHECK(eager.graph_launches == 0);
+  // Each replayed step is one segment (no uploads inside): one graph launch per replay, a new
+  // executable graph for each shape (x, x2) and updates otherwise.
+  CHECK(graphs.replays == 7);
+  CHECK(graphs.graph_launches == 7);
+  CHECK(graphs.graph_instantiations == 2);
+  CHECK(graphs.graph_fallbacks == 0);
+  CHECK(faulty.graph_fallbacks == 2);  // captures 3 and 6 of 7
+  CHECK(faulty.graph_launches == 5);
+  CHECK(off.replays == 7);
+  CHECK(off.graph_launches == 0);
 }
 
 TEST_CASE("hot paths: two sessions with the same loop keep separate paths", "[hot][replay]") {

@@ -167,6 +167,7 @@ Status CudaBackend::run_kernel(const KernelArgs& args) {
   ctx.alloc = &allocator();
   ctx.api = api_;
   ctx.allow_tf32 = opts_.allow_tf32;
+  ctx.capturing = capturing(args.session);
   ctx.check_slot = libs.check_slot;
   ctx.check_host = libs.check_host;
   ctx.report = [this, session = args.session, handle = args.out.handle, op = args.op,

@@ -7,6 +7,7 @@
 namespace gt::worker::cuda {
 
 using device::Event;
+using device::Graph;
 using device::Stream;
 
 namespace {
@@ -119,7 +120,14 @@ Status CudaDeviceApi::synchronize_event(Event e) {
 
 Status CudaDeviceApi::stream_wait_event(Stream s, Event e) {
   GT_RETURN_IF_ERROR(use_device());
-  GT_CUDA_CHECK(cudaStreamWaitEvent(as_stream(s), as_event(e), 0));
+  bool capturing = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    capturing = capturing_.count(as_stream(s)) != 0;
+  }
+  // In a capture an event recorded outside it can only be waited for as an external node.
+  GT_CUDA_CHECK(cudaStreamWaitEvent(as_stream(s), as_event(e),
+                                    capturing ? cudaEventWaitExternal : cudaEventWaitDefault));
   return Status::ok();
 }
 
@@ -156,6 +164,59 @@ Status CudaDeviceApi::launch_host_func(Stream s, std::function<void()> fn) {
   return Status::ok();
 }
 
+Status CudaDeviceApi::begin_capture(Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  {
+    std::lock_guard<std::mutex> lk(mu_);  // before the capture starts: poll_health stays away
+    capturing_.insert(as_stream(s));
+  }
+  const cudaError_t e = cudaStreamBeginCapture(as_stream(s), cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess) {
+    std::lock_guard<std::mutex> lk(mu_);
+    capturing_.erase(as_stream(s));
+  }
+  GT_CUDA_CHECK(e);
+  return Status::ok();
+}
+
+Result<Graph> CudaDeviceApi::end_capture(Stream s, Graph reuse) {
+  GT_RETURN_IF_ERROR(use_device());
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(as_stream(s), &graph);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    capturing_.erase(as_stream(s));
+  }
+  GT_CUDA_CHECK(ended);  // an invalidated capture: nothing of it runs
+  struct GraphGuard {
+    cudaGraph_t g;
+    ~GraphGuard() { (void)cudaGraphDestroy(g); }
+  } guard{graph};
+  auto* old = static_cast<cudaGraphExec_t>(reuse);
+  if (old != nullptr) {
+    cudaGraphExecUpdateResultInfo info{};
+    if (cudaGraphExecUpdate(old, graph, &info) == cudaSuccess) return reuse;
+    (void)cudaGetLastError();  // another topology: instantiate instead
+  }
+  cudaGraphExec_t exec = nullptr;
+  GT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  if (old != nullptr) (void)cudaGraphExecDestroy(old);
+  return static_cast<Graph>(exec);
+}
+
+Status CudaDeviceApi::launch_graph(Graph g, Stream s) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g), as_stream(s)));
+  return Status::ok();
+}
+
+// A graph in flight is freed once it has finished (cudaGraphExecDestroy's contract).
+void CudaDeviceApi::destroy_graph(Graph g) {
+  if (g != nullptr && use_device().is_ok())
+    (void)cuda_status(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g)),
+                      "cudaGraphExecDestroy", __FILE__, __LINE__);
+}
+
 Status CudaDeviceApi::sticky_error() const { return cuda_sticky_error(); }
 
 // A kernel's fault surfaces at the next call that looks at its stream: query them all (none
@@ -165,6 +226,7 @@ Status CudaDeviceApi::poll_health() {
   if (!use_device().is_ok()) return cuda_sticky_error();
   std::lock_guard<std::mutex> lk(mu_);
   for (cudaStream_t s : streams_) {
+    if (capturing_.count(s)) continue;
     const cudaError_t r = cudaStreamQuery(s);
     if (r != cudaSuccess && r != cudaErrorNotReady)
       (void)cuda_status(r, "cudaStreamQuery", __FILE__, __LINE__);

@@ -5,6 +5,11 @@
 // after which the context is unusable (an illegal address, a launch failure, a device-side
 // assert) -- is remembered process-wide by cuda_status(), whichever call saw it first, and
 // reported by sticky_error(): the worker then has to go (ARCHITECTURE §6).
+//
+// Graph capture runs in cudaStreamCaptureModeRelaxed, so that the caching allocator may still
+// call cudaMalloc while a session's stream captures; a wait on an event is then recorded as an
+// external event wait (the allocator's cross-stream handoff), and poll_health() leaves the
+// capturing streams alone (a query of one would invalidate its capture).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -46,6 +51,11 @@ class CudaDeviceApi final : public device::DeviceApi {
   Status fill_zero(void* dst, size_t n, device::Stream s) override;
   Status launch_host_func(device::Stream s, std::function<void()> fn) override;
 
+  Status begin_capture(device::Stream s) override;
+  Result<device::Graph> end_capture(device::Stream s, device::Graph reuse) override;
+  Status launch_graph(device::Graph g, device::Stream s) override;
+  void destroy_graph(device::Graph g) override;
+
   Status sticky_error() const override;
   Status poll_health() override;
 
@@ -58,7 +68,8 @@ class CudaDeviceApi final : public device::DeviceApi {
   int device_;
   uint64_t total_;
   std::mutex mu_;
-  std::unordered_set<cudaStream_t> streams_;  // polled by poll_health()
+  std::unordered_set<cudaStream_t> streams_;    // polled by poll_health()
+  std::unordered_set<cudaStream_t> capturing_;  // not polled: a query would invalidate it
 };
 
 }  // namespace gt::worker::cuda

@@ -70,6 +70,7 @@ struct OpContext {
   device::CachingAllocator* alloc = nullptr;
   device::DeviceApi* api = nullptr;  // host functions
   bool allow_tf32 = false;
+  bool capturing = false;  // the stream records a graph (StreamBackend::begin_graph)
   int64_t* check_slot = nullptr;  // two device int64 of the session: bad position, its value
   int64_t* check_host = nullptr;  // two pinned int64 the host function reads them from
   // A failure found on the device: poisons the op's result, raised at the next sync point

@@ -85,7 +85,8 @@ Status gemm_float(const MatmulPlan& p, DType dt, MatmulPrecision precision, cons
         static_cast<int>(batches), compute, CUBLAS_GEMM_DEFAULT));
     return Status::ok();
   }
-  if (fits_int(batches) && fits_int(p.m) && fits_int(p.n) && fits_int(p.k)) {
+  // (Not while a graph is captured: the pointer arrays' pageable copy could not be recorded.)
+  if (!ctx.capturing && fits_int(batches) && fits_int(p.m) && fits_int(p.n) && fits_int(p.k)) {
     // Irregular broadcast (e.g. [2,1,3] x [1,4,3] batch dims): one batched GEMM over pointer
     // arrays. They go up by cudaMemcpyAsync from pageable memory, which stages the bytes before
     // returning, so the host vector may die with this scope.

@@ -14,7 +14,15 @@
 //     host buffer valid (and untouched) until then (an event or a host callback says when);
 //   - a host callback runs on a device/driver thread once the stream reaches it, and may not
 //     call this API (on CUDA that deadlocks or fails);
-//   - a sticky error (the context is lost) makes every later call fail: sticky_error() says so.
+//   - a sticky error (the context is lost) makes every later call fail: sticky_error() says so;
+//   - graph capture (CUDA graphs; hot paths, ARCHITECTURE §7): between begin_capture(s) and
+//     end_capture(s), work enqueued on s is recorded into a graph instead of run, and
+//     launch_graph() runs the recorded work later as one launch. While s captures, waiting for
+//     it or asking about it (synchronize_stream, stream_idle) and recording an event on it are
+//     errors that also invalidate the capture (end_capture then fails and nothing of it runs);
+//     stream_wait_event(s, e) is recorded as a wait for what e stands for when the graph runs
+//     (CUDA's external event wait); a transfer reads or writes its host buffer when the graph
+//     runs. Only the capturing thread may enqueue on s meanwhile.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +36,7 @@ namespace gt::worker::device {
 
 using Stream = void*;  // a cudaStream_t, or the sim device's stream
 using Event = void*;   // a cudaEvent_t, or the sim device's event
+using Graph = void*;   // a cudaGraphExec_t, or the sim device's executable graph
 
 class DeviceApi {
  public:
@@ -72,6 +81,23 @@ class DeviceApi {
 
   // Runs fn on a device thread once `s` reaches this point (it may not call this API).
   virtual Status launch_host_func(Stream s, std::function<void()> fn) = 0;
+
+  // Graph capture (see above). end_capture turns what was recorded into an executable graph:
+  // `reuse` (an executable graph from an earlier capture, or nullptr) is updated in place when
+  // the new graph has the same topology -- the same nodes with other arguments, which is what a
+  // hot path's next run records (cudaGraphExecUpdate) -- and returned; else a new one is made
+  // and `reuse` destroyed. On error (an invalidated capture) `reuse` is left as it was and
+  // nothing recorded runs. A device without graphs says so (Unimplemented) at begin_capture.
+  virtual Status begin_capture(Stream s) { return unimplemented("{}: no graph capture", kind()); }
+  virtual Result<Graph> end_capture(Stream s, Graph reuse) {
+    return unimplemented("{}: no graph capture", kind());
+  }
+  // Enqueues the graph's work on `s`, in the order it was recorded, as one launch.
+  virtual Status launch_graph(Graph g, Stream s) {
+    return unimplemented("{}: no graph capture", kind());
+  }
+  // A launched graph finishes its work first (the device keeps what it needs).
+  virtual void destroy_graph(Graph g) {}
 
   // Ok, or the error that made the device unusable (CUDA's sticky errors: an illegal address,
   // a launch failure). Once set it stays set.

@@ -216,6 +216,45 @@ Status StreamBackend::zero_bytes(const DeviceBytes& b, uint64_t session) {
   return device_->fill_zero(static_cast<unsigned char*>(b.block) + b.offset, b.n, s);
 }
 
+// The ops whose kernels check index values on the device and report a bad one from a host
+// function (CUDA's OpContext::check_indices, the sim's kernels alike): a recorded host function
+// would report for the run it was recorded in. The rest are kernels, device copies and
+// library calls (cuBLAS captures), which graphs hold.
+bool StreamBackend::capturable(OpId op) const {
+  switch (op) {
+    case OpId::k_index_select:
+    case OpId::k_gather:
+    case OpId::k_scatter_add:
+    case OpId::k_index_add:
+    case OpId::k_one_hot:
+      return false;
+    default:
+      return supports(op);
+  }
+}
+
+Status StreamBackend::begin_graph(uint64_t session) {
+  GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
+  GT_RETURN_IF_ERROR(device_->begin_capture(s));
+  capturing_ = session;
+  return Status::ok();
+}
+
+Result<Backend::GraphRun> StreamBackend::end_graph(uint64_t session, void*& slot) {
+  capturing_ = 0;
+  GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
+  GT_ASSIGN_OR_RETURN(Graph g, device_->end_capture(s, slot));
+  GraphRun run;
+  run.instantiated = g != slot;
+  slot = g;  // the old one, if any, was updated or destroyed by end_capture
+  GT_RETURN_IF_ERROR(device_->launch_graph(g, s));
+  return run;
+}
+
+void StreamBackend::drop_graph(void* slot) {
+  if (slot != nullptr) device_->destroy_graph(slot);
+}
+
 BackendStats StreamBackend::stats() const {
   AllocatorStats a = allocator_.stats();
   return BackendStats{a.allocated_bytes, a.reserved_bytes + a.workspace_bytes, a.peak_bytes};

@@ -16,6 +16,9 @@
 //              runs on the caller's thread. While callbacks are due, the completion thread polls
 //              the device's health every 100 ms: a lost context never runs host functions, so
 //              the due callbacks then complete with the sticky error instead of never
+//   graphs     begin_graph/end_graph capture a session's stream (DeviceApi graph capture) and
+//              launch what was recorded as one graph; ops whose kernels report through host
+//              functions (index checks) are not capturable
 //   errors     a kernel that fails on the device (an index out of range: the values are data)
 //              poisons its result's storage and is reported, with its result handle, to the
 //              executor's async error sink from the completion thread -- before the session's
@@ -56,6 +59,12 @@ class StreamBackend : public Backend {
   Status device_lost() const override { return device_->sticky_error(); }
   BackendStats stats() const override;
 
+  bool captures_graphs() const override { return true; }
+  bool capturable(OpId op) const override;
+  Status begin_graph(uint64_t session) override;
+  Result<GraphRun> end_graph(uint64_t session, void*& slot) override;
+  void drop_graph(void* slot) override;
+
   // Thread-safe: clearing it (nullptr) waits for a call in progress.
   void set_async_error_sink(AsyncErrorSink sink) override;
   // A kernel failed on the device (called by the device thread running it): marks its result's
@@ -76,6 +85,8 @@ class StreamBackend : public Backend {
 
   // The session's stream (created on first use, with on_session_created()).
   Result<Stream> stream_for(uint64_t session);
+  // Whether the session's stream is capturing a graph now (begin_graph .. end_graph).
+  bool capturing(uint64_t session) const { return capturing_ != 0 && capturing_ == session; }
   // Orders a block's use on `s` after its previous streams' work (CachingAllocator::use_on).
   Status use_on(const void* data, Stream s) { return allocator_.use_on(data, s); }
 
@@ -103,6 +114,7 @@ class StreamBackend : public Backend {
   void poll_health();
 
   std::unique_ptr<DeviceApi> device_;  // declared first: destroyed last
+  uint64_t capturing_ = 0;  // the session whose stream captures (the executor's thread only)
   uint64_t memory_ = 0;
   CachingAllocator allocator_;
   HostStaging staging_;

@@ -2,6 +2,8 @@
 
 #include "workerd/cpu/host_memory.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +14,7 @@
 namespace gt::worker::sim {
 
 using device::Event;
+using device::Graph;
 using device::Stream;
 using Clock = std::chrono::steady_clock;
 
@@ -22,10 +25,17 @@ constexpr size_t kAlignment = 512;  // what cudaMalloc guarantees (and more)
 // One stream: a FIFO and the device thread that drains it. `completed` counts finished items,
 // so an event is "the stream's count when it was recorded".
 struct SimDevice::SimStream {
+  // A recorded piece of work: what an Item holds, without its launch time.
+  struct Node {
+    int64_t copy_bytes = 0;  // as Item's
+    std::function<void()> work;
+  };
+  using Nodes = std::vector<Node>;
   struct Item {
     std::function<void()> work;
     Clock::time_point not_before;  // launch latency: enqueue time + launch_us
     int64_t copy_bytes = 0;        // > 0 for copies: the transfer time is added
+    std::shared_ptr<const Nodes> graph;  // a launched graph: its nodes, instead of work
   };
   std::mutex mu;
   // Two condition variables, so that the hot path wakes no one needlessly: `work` wakes the
@@ -42,6 +52,9 @@ struct SimDevice::SimStream {
   std::atomic<int> done_waiters{0};
   bool stop = false;
   std::thread thread;
+  // While capturing: what is enqueued, and why the capture is invalid ("" when it is not).
+  std::unique_ptr<Nodes> capture;
+  std::string invalid;
 
   // Waits on `done` (lock held) until pred(), counted so that the device thread notifies.
   template <class Pred>
@@ -61,24 +74,62 @@ struct SimDevice::SimStream {
 
 namespace {
 using SimStreamItem = SimDevice::SimStream::Item;
+using SimNode = SimDevice::SimStream::Node;
+
 // A lost device drops its queued kernels and copies; waits and host functions still run, so
-// whoever waits for a completion hears of the loss instead of hanging.
-void run_item(const SimDeviceOptions& opts_, const std::atomic<bool>& lost_,
-              SimStreamItem& item) {
-  const bool device_work = item.copy_bytes >= 0;
+// whoever waits for a completion hears of the loss instead of hanging. `not_before`: the
+// launch latency's end (a graph's nodes have none of their own).
+void run_work(const SimDeviceOptions& opts_, const std::atomic<bool>& lost_, int64_t copy_bytes,
+              Clock::time_point not_before, const std::function<void()>& work) {
+  const bool device_work = copy_bytes >= 0;
   if (device_work && lost_.load()) return;
-  auto start = item.not_before;
-  if (item.copy_bytes > 0 && opts_.gbps > 0)
+  auto start = not_before;
+  if (copy_bytes > 0 && opts_.gbps > 0)
     start += std::chrono::nanoseconds(
-        static_cast<int64_t>(static_cast<double>(item.copy_bytes) / opts_.gbps));
+        static_cast<int64_t>(static_cast<double>(copy_bytes) / opts_.gbps));
   if (device_work && start > Clock::now()) std::this_thread::sleep_until(start);
   const auto began = Clock::now();
-  if (!device_work || !lost_.load()) item.work();
-  if (item.copy_bytes == 0 && opts_.kernel_us > 0)  // a kernel's device time
+  if (!device_work || !lost_.load()) work();
+  if (copy_bytes == 0 && opts_.kernel_us > 0)  // a kernel's device time
     std::this_thread::sleep_until(began + std::chrono::microseconds(opts_.kernel_us));
 }
 
+void run_item(const SimDeviceOptions& opts, const std::atomic<bool>& lost, SimStreamItem& item) {
+  if (!item.graph) {
+    run_work(opts, lost, item.copy_bytes, item.not_before, item.work);
+    return;
+  }
+  // One launch latency for the whole graph, then its nodes back to back.
+  if (item.not_before > Clock::now()) std::this_thread::sleep_until(item.not_before);
+  for (const SimNode& n : *item.graph) run_work(opts, lost, n.copy_bytes, Clock::now(), n.work);
+}
+
+// Queues an item (the stream's lock is held).
+Status push_locked(SimDevice::SimStream& st, SimStreamItem&& item) {
+  if (st.stop) return invalid_argument("sim stream is being destroyed");
+  const bool idle = st.queue.empty();  // else the device thread looks again before sleeping
+  st.queue.push_back(std::move(item));
+  ++st.enqueued;
+  if (idle) st.work.notify_one();
+  return Status::ok();
+}
+
+// Waiting for, querying or recording on a capturing stream (device_api.h): an error that
+// invalidates the capture. The stream's lock is held.
+Status invalidate_locked(SimDevice::SimStream& st, const char* call) {
+  if (st.invalid.empty()) st.invalid = fmt::format("{} on the capturing stream", call);
+  return failed_precondition("{} on a stream that is capturing a graph (the capture is now invalid)",
+                             call);
+}
+
+// Nodes of the same kind: a kernel, a copy, or a wait / host function.
+int node_kind(const SimNode& n) { return n.copy_bytes < 0 ? -1 : n.copy_bytes == 0 ? 0 : 1; }
+
 }  // namespace
+
+struct SimDevice::SimGraph {
+  std::shared_ptr<const SimStream::Nodes> nodes;  // replaced by an update; launches keep theirs
+};
 
 struct SimDevice::SimEvent {
   std::shared_ptr<SimStream> stream;  // null: never recorded (complete)
@@ -213,6 +264,7 @@ Result<Stream> SimDevice::create_stream() {
       for (SimStream::Item& item : batch) {
         run_item(opts_, lost_, item);
         item.work = nullptr;  // what it captured goes before the count says it is done
+        item.graph.reset();
         raw->finished_one();
       }
       batch.clear();
@@ -257,6 +309,7 @@ Status SimDevice::synchronize_stream(Stream s) {
   SimStream* st = stream_of(s);
   if (st == nullptr) return invalid_argument("synchronize: unknown sim stream");
   std::unique_lock<std::mutex> lk(st->mu);
+  if (st->capture) return invalidate_locked(*st, "synchronize_stream");
   const uint64_t target = st->enqueued;
   st->wait_done(lk, [&] { return st->completed >= target; });
   lk.unlock();
@@ -267,6 +320,7 @@ Result<bool> SimDevice::stream_idle(Stream s) {
   SimStream* st = stream_of(s);
   if (st == nullptr) return invalid_argument("stream_idle: unknown sim stream");
   std::lock_guard<std::mutex> lk(st->mu);
+  if (st->capture) return invalidate_locked(*st, "stream_idle");
   return st->completed.load() >= st->enqueued;
 }
 
@@ -292,6 +346,7 @@ Status SimDevice::record_event(Event e, Stream s) {
   if (ev == events_.end() || st == streams_.end())
     return invalid_argument("record_event: unknown sim event or stream");
   std::lock_guard<std::mutex> slk(st->second->mu);
+  if (st->second->capture) return invalidate_locked(*st->second, "record_event");
   ev->second->stream = st->second;
   ev->second->target = st->second->enqueued;
   return Status::ok();
@@ -337,22 +392,102 @@ Status SimDevice::enqueue(Stream s, int64_t copy_bytes, std::function<void()> wo
   if (copy_bytes >= 0) GT_RETURN_IF_ERROR(sticky_error());
   SimStream* st = stream_of(s);
   if (st == nullptr) return invalid_argument("unknown sim stream");
+  std::unique_lock<std::mutex> lk(st->mu);
+  if (st->capture) {  // recorded, to run when the graph is launched
+    st->capture->push_back(SimStream::Node{copy_bytes, std::move(work)});
+    return Status::ok();
+  }
   SimStream::Item item;
   item.work = std::move(work);
   item.copy_bytes = copy_bytes;
   item.not_before = Clock::now();
   if (copy_bytes >= 0) item.not_before += std::chrono::microseconds(opts_.launch_us);
-  std::unique_lock<std::mutex> lk(st->mu);
   // A full launch queue blocks the caller, as CUDA's does.
   st->wait_done(lk, [&] {
     return st->stop || st->queue.size() + st->in_flight < opts_.max_queued;
   });
-  if (st->stop) return invalid_argument("sim stream is being destroyed");
-  const bool idle = st->queue.empty();  // else the device thread looks again before sleeping
-  st->queue.push_back(std::move(item));
-  ++st->enqueued;
-  if (idle) st->work.notify_one();
+  return push_locked(*st, std::move(item));
+}
+
+Status SimDevice::begin_capture(Stream s) {
+  GT_RETURN_IF_ERROR(sticky_error());
+  SimStream* st = stream_of(s);
+  if (st == nullptr) return invalid_argument("begin_capture: unknown sim stream");
+  std::lock_guard<std::mutex> lk(st->mu);
+  if (st->capture) return failed_precondition("begin_capture: the stream is already capturing");
+  st->capture = std::make_unique<SimStream::Nodes>();
+  st->invalid.clear();
   return Status::ok();
+}
+
+Result<Graph> SimDevice::end_capture(Stream s, Graph reuse) {
+  SimStream* st = stream_of(s);
+  if (st == nullptr) return invalid_argument("end_capture: unknown sim stream");
+  std::unique_ptr<SimStream::Nodes> nodes;
+  std::string invalid;
+  {
+    std::lock_guard<std::mutex> lk(st->mu);
+    if (!st->capture) return failed_precondition("end_capture: the stream is not capturing");
+    nodes = std::move(st->capture);
+    invalid.swap(st->invalid);
+  }
+  GT_RETURN_IF_ERROR(sticky_error());
+  std::lock_guard<std::mutex> lk(mu_);
+  ++captures_ended_;
+  if (invalid.empty() && opts_.fail_capture_every != 0 &&
+      captures_ended_ % opts_.fail_capture_every == 0)
+    invalid = "injected (fail_capture_every)";
+  if (!invalid.empty()) return failed_precondition("graph capture invalidated: {}", invalid);
+  std::shared_ptr<const SimStream::Nodes> recorded = std::move(nodes);
+  auto old = graphs_.find(reuse);
+  if (old != graphs_.end()) {
+    const SimStream::Nodes& was = *old->second->nodes;
+    bool same = was.size() == recorded->size();
+    for (size_t i = 0; same && i < was.size(); ++i)
+      same = node_kind(was[i]) == node_kind((*recorded)[i]);
+    if (same) {  // an update: the same executable graph, the new arguments
+      old->second->nodes = std::move(recorded);
+      return reuse;
+    }
+    graphs_.erase(old);
+  }
+  auto g = std::make_unique<SimGraph>();
+  g->nodes = std::move(recorded);
+  Graph handle = g.get();
+  graphs_.emplace(handle, std::move(g));
+  return handle;
+}
+
+Status SimDevice::launch_graph(Graph g, Stream s) {
+  GT_RETURN_IF_ERROR(sticky_error());
+  std::shared_ptr<const SimStream::Nodes> nodes;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = graphs_.find(g);
+    if (it == graphs_.end()) return invalid_argument("launch_graph: unknown sim graph");
+    nodes = it->second->nodes;
+  }
+  SimStream* st = stream_of(s);
+  if (st == nullptr) return invalid_argument("launch_graph: unknown sim stream");
+  SimStream::Item item;
+  item.graph = std::move(nodes);
+  item.not_before = Clock::now() + std::chrono::microseconds(opts_.launch_us);
+  std::unique_lock<std::mutex> lk(st->mu);
+  if (st->capture) return invalidate_locked(*st, "launch_graph");
+  st->wait_done(lk, [&] {
+    return st->stop || st->queue.size() + st->in_flight < opts_.max_queued;
+  });
+  return push_locked(*st, std::move(item));
+}
+
+void SimDevice::destroy_graph(Graph g) {
+  std::lock_guard<std::mutex> lk(mu_);
+  graphs_.erase(g);  // a queued launch holds its nodes
+}
+
+size_t SimDevice::graphs() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return graphs_.size();
 }
 
 Status SimDevice::copy_to_device(void* dst, const void* src, size_t n, Stream s) {

@@ -22,6 +22,14 @@
 //             runs the CPU kernels this way); it is the sim's only API beyond DeviceApi
 //   faults    inject_sticky_error() makes the device fail like a GPU after an illegal address:
 //             every later call returns the error, queued work is dropped
+//   graphs    a capturing stream records what is enqueued on it (a node per kernel, copy, wait
+//             or host function) instead of queueing it; a launched graph is one queue item:
+//             one launch latency, then its nodes back to back, each with its device time --
+//             the saving CUDA graphs give a GPU, made visible. The rules of device_api.h are
+//             enforced: waiting for, querying or recording an event on a capturing stream is
+//             an error that invalidates the capture; an update keeps the executable graph
+//             only for the same topology (the nodes' kinds, in order). `fail_capture_every`
+//             invalidates every Nth capture at its end (tests of the callers' fallback).
 //
 // A stream's queue is bounded (`max_queued` items, like CUDA's launch queue): enqueueing onto a
 // full stream blocks the caller until the device drains some.
@@ -48,6 +56,7 @@ struct SimDeviceOptions {
   int64_t kernel_us = 0;    // each kernel occupies its stream at least this long (device time)
   double gbps = 10.0;       // copy bandwidth (GB/s); 0 = instant
   size_t max_queued = 4096;  // items per stream before enqueueing blocks
+  uint64_t fail_capture_every = 0;  // every Nth end_capture fails (0: none; tests)
 };
 
 class SimDevice final : public device::DeviceApi {
@@ -85,6 +94,11 @@ class SimDevice final : public device::DeviceApi {
   Status fill_zero(void* dst, size_t n, device::Stream s) override;
   Status launch_host_func(device::Stream s, std::function<void()> fn) override;
 
+  Status begin_capture(device::Stream s) override;
+  Result<device::Graph> end_capture(device::Stream s, device::Graph reuse) override;
+  Status launch_graph(device::Graph g, device::Stream s) override;
+  void destroy_graph(device::Graph g) override;
+
   Status sticky_error() const override;
 
   // Runs `kernel` on the stream's device thread in stream order (a kernel launch).
@@ -94,12 +108,15 @@ class SimDevice final : public device::DeviceApi {
 
   struct SimStream;  // opaque: the sim's stream behind a device::Stream
 
-  // Test hooks: bytes in device allocations; whether `p` points into one.
+  // Test hooks: bytes in device allocations; whether `p` points into one; executable graphs
+  // held.
   uint64_t bytes_in_use() const;
   bool is_device_pointer(const void* p) const;
+  size_t graphs() const;
 
  private:
   struct SimEvent;
+  struct SimGraph;
   struct Capture {  // what an event stands for: a stream's count of completed items
     std::shared_ptr<SimStream> stream;  // null: never recorded (complete)
     uint64_t target = 0;
@@ -114,6 +131,8 @@ class SimDevice final : public device::DeviceApi {
   uint64_t in_use_ = 0;
   std::unordered_map<const void*, std::shared_ptr<SimStream>> streams_;
   std::unordered_map<const void*, std::shared_ptr<SimEvent>> events_;
+  std::unordered_map<const void*, std::unique_ptr<SimGraph>> graphs_;
+  uint64_t captures_ended_ = 0;
   std::atomic<bool> lost_{false};
   std::string lost_why_;
 };

@@ -1,11 +1,13 @@
 // The sim device keeps CUDA's semantics (workerd/device/device_api.h): stream order, independent
 // streams, event captures, host functions, lagging completion, bounded launch queues, device
-// memory, sticky errors. Everything the device-generic worker code relies on is checked here.
+// memory, sticky errors, graph capture. Everything the device-generic worker code relies on is checked here.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -173,5 +175,172 @@ TEST_CASE("sim device: a sticky error fails every later call, host functions sti
   // The completion callback already queued still ran (whoever waits on it hears of the loss).
   CHECK(callbacks == 1);
   CHECK(kernels <= 1);
+  dev.destroy_stream(*s);
+}
+
+// ---- graph capture (device_api.h; CUDA graphs) ----
+
+TEST_CASE("sim device: a captured graph runs nothing until launched, then all of it per launch "
+          "after one launch latency", "[sim][graph]") {
+  sim::SimDevice dev({.launch_us = 20000});
+  auto s = dev.create_stream();
+  GT_REQUIRE_OK(s.status());
+  std::atomic<int> count{0};
+  std::vector<int> order;
+  GT_REQUIRE_OK(dev.begin_capture(*s));
+  for (int i = 0; i < 10; ++i)
+    GT_REQUIRE_OK(dev.launch(*s, [&, i] {
+      ++count;
+      order.push_back(i);
+    }));
+  GT_REQUIRE_OK(dev.launch_host_func(*s, [&] { order.push_back(100); }));
+  auto g = dev.end_capture(*s, nullptr);
+  GT_REQUIRE_OK(g.status());
+  sleep_ms(60);
+  CHECK(count == 0);  // recorded, not run
+  const auto t0 = Clock::now();
+  GT_REQUIRE_OK(dev.launch_graph(*g, *s));
+  GT_REQUIRE_OK(dev.synchronize_stream(*s));
+  CHECK(count == 10);
+  // One launch latency for the graph, not one per kernel (10 x 20 ms eagerly).
+  CHECK(ms_since(t0) >= 19);
+  CHECK(ms_since(t0) < 150);
+  REQUIRE(order.size() == 11);
+  for (int i = 0; i < 10; ++i) CHECK(order[i] == i);
+  CHECK(order[10] == 100);
+  // A graph runs again at each launch.
+  GT_REQUIRE_OK(dev.launch_graph(*g, *s));
+  GT_REQUIRE_OK(dev.synchronize_stream(*s));
+  CHECK(count == 20);
+  CHECK(dev.graphs() == 1);
+  dev.destroy_graph(*g);
+  CHECK(dev.graphs() == 0);
+  dev.destroy_stream(*s);
+}
+
+TEST_CASE("sim device: an update keeps the executable graph for the same topology only",
+          "[sim][graph]") {
+  sim::SimDevice dev({.launch_us = 0});
+  auto s = dev.create_stream();
+  auto p = dev.malloc(512);
+  GT_REQUIRE_OK(p.status());
+  std::atomic<int> sum{0};
+  auto record = [&](int add, bool with_copy) -> Result<device::Graph> {
+    GT_RETURN_IF_ERROR(dev.begin_capture(*s));
+    GT_RETURN_IF_ERROR(dev.launch(*s, [&, add] { sum += add; }));
+    if (with_copy) GT_RETURN_IF_ERROR(dev.copy_on_device(*p, *p, 16, *s));
+    GT_RETURN_IF_ERROR(dev.launch(*s, [&, add] { sum += add; }));
+    return dev.end_capture(*s, nullptr);
+  };
+  auto first = record(1, false);
+  GT_REQUIRE_OK(first.status());
+  // The same nodes with other arguments: updated in place (the same handle, the new work).
+  GT_REQUIRE_OK(dev.begin_capture(*s));
+  GT_REQUIRE_OK(dev.launch(*s, [&] { sum += 100; }));
+  GT_REQUIRE_OK(dev.launch(*s, [&] { sum += 100; }));
+  auto updated = dev.end_capture(*s, *first);
+  GT_REQUIRE_OK(updated.status());
+  CHECK(*updated == *first);
+  GT_REQUIRE_OK(dev.launch_graph(*updated, *s));
+  GT_REQUIRE_OK(dev.synchronize_stream(*s));
+  CHECK(sum == 200);
+  // Another topology (a copy between the kernels): a new executable graph, the old one gone.
+  GT_REQUIRE_OK(dev.begin_capture(*s));
+  GT_REQUIRE_OK(dev.launch(*s, [&] { sum += 1000; }));
+  GT_REQUIRE_OK(dev.copy_on_device(*p, *p, 16, *s));
+  GT_REQUIRE_OK(dev.launch(*s, [&] { sum += 1000; }));
+  auto other = dev.end_capture(*s, *updated);
+  GT_REQUIRE_OK(other.status());
+  CHECK(*other != *updated);
+  CHECK(dev.graphs() == 1);
+  CHECK(dev.launch_graph(*updated, *s).code() == Code::kInvalidArgument);  // destroyed
+  GT_REQUIRE_OK(dev.launch_graph(*other, *s));
+  GT_REQUIRE_OK(dev.synchronize_stream(*s));
+  CHECK(sum == 2200);
+  // A launched graph destroyed before it ran still runs (its nodes go with the launch).
+  sim::SimDevice slow({.launch_us = 50000});
+  auto t = slow.create_stream();
+  GT_REQUIRE_OK(slow.begin_capture(*t));
+  GT_REQUIRE_OK(slow.launch(*t, [&] { sum += 5; }));
+  auto g = slow.end_capture(*t, nullptr);
+  GT_REQUIRE_OK(g.status());
+  GT_REQUIRE_OK(slow.launch_graph(*g, *t));
+  slow.destroy_graph(*g);
+  GT_REQUIRE_OK(slow.synchronize_stream(*t));
+  CHECK(sum == 2205);
+  slow.destroy_stream(*t);
+  dev.free(*p);
+  dev.destroy_stream(*s);
+}
+
+TEST_CASE("sim device: waiting for or asking about a capturing stream invalidates the capture; "
+          "nothing of it runs", "[sim][graph]") {
+  sim::SimDevice dev({.launch_us = 0});
+  auto s = dev.create_stream();
+  auto e = dev.create_event();
+  std::atomic<int> ran{0};
+  using Call = std::function<Status()>;
+  const std::vector<std::pair<const char*, Call>> calls = {
+      {"synchronize_stream", [&] { return dev.synchronize_stream(*s); }},
+      {"stream_idle", [&] { return dev.stream_idle(*s).status(); }},
+      {"record_event", [&] { return dev.record_event(*e, *s); }},
+  };
+  for (const auto& [name, call] : calls) {
+    INFO(name);
+    GT_REQUIRE_OK(dev.begin_capture(*s));
+    GT_REQUIRE_OK(dev.launch(*s, [&] { ++ran; }));
+    CHECK(call().code() == Code::kFailedPrecondition);
+    auto g = dev.end_capture(*s, nullptr);
+    CHECK(g.status().code() == Code::kFailedPrecondition);
+    CHECK(g.status().message().find(name) != std::string::npos);
+    // The stream is an ordinary stream again; what was recorded never runs.
+    GT_REQUIRE_OK(dev.launch(*s, [&] { ran += 10; }));
+    GT_REQUIRE_OK(dev.synchronize_stream(*s));
+    CHECK(ran == 10);
+    ran = 0;
+  }
+  CHECK(dev.graphs() == 0);
+  CHECK(dev.end_capture(*s, nullptr).status().code() == Code::kFailedPrecondition);  // none
+  dev.destroy_event(*e);
+  dev.destroy_stream(*s);
+}
+
+TEST_CASE("sim device: a wait recorded in a graph waits, when the graph runs, for the other "
+          "stream's work", "[sim][graph]") {
+  sim::SimDevice dev({.launch_us = 0});
+  auto a = dev.create_stream(), b = dev.create_stream();
+  auto e = dev.create_event();
+  std::atomic<int> x{0}, seen{-1};
+  GT_REQUIRE_OK(dev.launch(*b, [&] {
+    sleep_ms(200);
+    x = 1;
+  }));
+  GT_REQUIRE_OK(dev.record_event(*e, *b));  // b is not capturing: allowed
+  GT_REQUIRE_OK(dev.begin_capture(*a));
+  GT_REQUIRE_OK(dev.stream_wait_event(*a, *e));
+  GT_REQUIRE_OK(dev.launch(*a, [&] { seen = x.load(); }));
+  auto g = dev.end_capture(*a, nullptr);
+  GT_REQUIRE_OK(g.status());
+  GT_REQUIRE_OK(dev.launch_graph(*g, *a));
+  GT_REQUIRE_OK(dev.synchronize_stream(*a));
+  CHECK(seen == 1);
+  dev.destroy_graph(*g);
+  dev.destroy_event(*e);
+  dev.destroy_stream(*a);
+  dev.destroy_stream(*b);
+}
+
+TEST_CASE("sim device: fail_capture_every invalidates every Nth capture", "[sim][graph]") {
+  sim::SimDevice dev({.launch_us = 0, .fail_capture_every = 2});
+  auto s = dev.create_stream();
+  std::vector<bool> ok;
+  for (int i = 0; i < 4; ++i) {
+    GT_REQUIRE_OK(dev.begin_capture(*s));
+    GT_REQUIRE_OK(dev.launch(*s, [] {}));
+    auto g = dev.end_capture(*s, nullptr);
+    ok.push_back(g.is_ok());
+    if (g.is_ok()) dev.destroy_graph(*g);
+  }
+  CHECK(ok == std::vector<bool>{true, false, true, false});
   dev.destroy_stream(*s);
 }

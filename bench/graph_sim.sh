@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Hot paths as device graphs (issue 11, ARCHITECTURE §7) on the sim device: gt-bench-mlp's hot-path
+# MLP steps (a plain loop, and under gt::compile) through a sim worker with device_graphs on and
+# one with it off, alternated in one run; medians of the rounds and their ratio. The sim device
+# charges a launch latency per queued item (--sim-launch-us, default here 20 us) and per launched
+# graph once, so this shows what recording a step's kernels as one graph saves a device whose
+# launches cost time, and what recording costs the worker. It is not a GPU figure: on a GPU the
+# step is CUDA graphs + cuBLAS (scripts/device-check.sh).
+#
+#   bench/graph_sim.sh [--rounds N] [--json]      (from the repository root, after a build)
+#   SIM_LAUNCH_US=5 bench/graph_sim.sh            (another launch latency)
+set -uo pipefail
+USAGE=bench/graph_sim.sh
+ROUNDS=3
+source "$(dirname "$0")/overhead_common.sh" "$@"
+LAUNCH_US=${SIM_LAUNCH_US:-20}
+start_pair on -- --device sim --sim-launch-us "$LAUNCH_US" --device-graphs=true
+start_pair off -- --device sim --sim-launch-us "$LAUNCH_US" --device-graphs=false
+sleep 1
+declare -A LOOP COMPILED EAGER
+for r in $(seq "$ROUNDS"); do
+  for name in on off; do
+    out=$(GT_ADDRESS=127.0.0.1:$(cat "$D/$name.port") "$B/gt-bench-mlp" --steps 20 --warmup 5 2>&1)
+    EAGER[$name]+="$(sed -n 's/^  GT (client autograd + daemons): median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
+    LOOP[$name]+="$(sed -n 's/^  GT plain loop (hot path found): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
+    COMPILED[$name]+="$(sed -n 's/^  GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
+  done
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+eager_on=$(median "${EAGER[on]}"); eager_off=$(median "${EAGER[off]}")
+loop_on=$(median "${LOOP[on]}"); loop_off=$(median "${LOOP[off]}")
+comp_on=$(median "${COMPILED[on]}"); comp_off=$(median "${COMPILED[off]}")
+if (( JSON )); then
+  printf '{"rounds": %d, "sim_launch_us": %s, "eager_ms": %s, "loop_graphs_ms": %s, "loop_no_graphs_ms": %s, "loop_graphs_over_no_graphs": %s, "compiled_graphs_ms": %s, "compiled_no_graphs_ms": %s, "compiled_graphs_over_no_graphs": %s}\n' \
+    "$ROUNDS" "$LAUNCH_US" "$eager_off" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off")" \
+    "$comp_on" "$comp_off" "$(ratio "$comp_on" "$comp_off")"
+else
+  printf 'sim worker, launch latency %s us; median of %d rounds, ms per MLP step\n' "$LAUNCH_US" "$ROUNDS"
+  printf '| %-30s | %14s | %14s | %6s |\n' "" "device graphs" "no graphs" "ratio"
+  printf '| %-30s | %14s | %14s | %6s |\n' "eager (no hot path)" "$eager_on" "$eager_off" "$(ratio "$eager_on" "$eager_off")"
+  printf '| %-30s | %14s | %14s | %6s |\n' "plain loop (hot path found)" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off")"
+  printf '| %-30s | %14s | %14s | %6s |\n' "under gt::compile" "$comp_on" "$comp_off" "$(ratio "$comp_on" "$comp_off")"
+fi

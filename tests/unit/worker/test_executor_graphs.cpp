@@ -1,0 +1,245 @@
+// Hot paths as device graphs on the sim device (workerd/executor_hot.cpp, Backend::begin_graph;
+// ARCHITECTURE §7): each run of a path records its graph segments on the session's stream and
+// launches each as one graph, the first run instantiating it and the later ones updating it in
+// place. Results are bitwise the eager results of the same instructions; errors found while
+// recording are reported once, as eagerly; a capture the device invalidates runs again eagerly
+// with nothing visible but the fallback count (including a copy-on-write it had recorded); the
+// graphs go with their path and with the session.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "executor_test_util.h"
+#include "require_ok.h"
+#include "workerd/executor.h"
+#include "workerd/sim/sim_backend.h"
+
+using namespace gt;
+using gt::test::add_request;
+using gt::test::op;
+using gt::test::Outbox;
+using worker::Executor;
+using worker::SimBackend;
+using worker::SimBackendOptions;
+
+namespace {
+
+constexpr uint64_t kSession = 3;
+constexpr uint64_t local(uint64_t k) { return k << 1; }
+constexpr uint64_t bound(uint64_t s) { return (s << 1) | 1; }
+
+SimBackendOptions sim_options(uint64_t fail_capture_every = 0) {
+  SimBackendOptions o;
+  o.device.launch_us = 20;
+  o.device.memory_bytes = uint64_t{256} << 20;
+  o.device.fail_capture_every = fail_capture_every;
+  return o;
+}
+
+struct Rig {
+  explicit Rig(uint64_t fail_capture_every = 0, bool graphs = true)
+      : backend(sim_options(fail_capture_every)) {
+    ex.set_device_graphs(graphs);
+  }
+  SimBackend backend;
+  Outbox out;
+  Executor ex{backend, [this](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 64 << 20};
+  uint64_t next_request = 1;
+
+  v1::WorkerBatch batch() {
+    v1::WorkerBatch b;
+    b.set_session(kSession);
+    return b;
+  }
+  void run(v1::WorkerBatch b) { ex.execute(b); }
+  // The bytes of `handle` once the device has computed them, or the op its poison names.
+  std::pair<std::string, std::string> fetch(uint64_t handle) {
+    v1::WorkerBatch b = batch();
+    const uint64_t id = next_request++;
+    add_request(b, id, v1::Request::FETCH, handle);
+    run(std::move(b));
+    REQUIRE(out.wait_reply(id) != gt::test::Clock::time_point{});
+    std::string bytes, poison;
+    for (const auto& r : out.replies(id)) {
+      bytes += r.tensor().data();
+      if (r.errors_size() > 0) poison = r.errors(0).op();
+    }
+    return {bytes, poison};
+  }
+  v1::WorkerLoad load() {
+    v1::WorkerLoad l;
+    ex.fill_load(&l);
+    return l;
+  }
+};
+
+v1::Instr hot_run(uint64_t path, std::initializer_list<uint64_t> bindings, uint64_t first_out) {
+  v1::Instr in;
+  in.mutable_hot()->set_path(path);
+  in.mutable_hot()->set_first_out(first_out);
+  for (uint64_t b : bindings) in.mutable_hot()->add_bindings(b);
+  return in;
+}
+
+// y = relu(x @ w + b) * 0.5 over bindings x, w, b; the intermediates freed inside the path.
+// `in(k)` names instruction k's result (a local reference in a path, a handle eagerly).
+template <class In>
+void layer(v1::WorkerBatch* eager, v1::HotPath* path, const In& in, uint64_t x, uint64_t w,
+           uint64_t b, const std::vector<uint64_t>& outs) {
+  std::vector<v1::Instr> instrs = {
+      op(OpId::k_matmul, outs[0], {x, w}),
+      op(OpId::k_add, outs[1], {in(0), b}),
+      op(OpId::k_relu, outs[2], {in(1)}),
+      op(OpId::k_mul, outs[3], {in(2)}, make_binary_scalar(ScalarSide::kRight, 0.5, false)),
+  };
+  for (auto& i : instrs) *(eager ? eager->add_instrs() : path->add_instrs()) = i;
+  if (path)
+    for (uint32_t k : {0u, 1u, 2u}) {
+      path->add_frees(k);
+      path->add_free_at(k + 2);
+    }
+}
+
+v1::HotPath layer_path(uint64_t id) {
+  v1::HotPath p;
+  p.set_id(id);
+  p.set_bindings(3);
+  layer(nullptr, &p, [](uint64_t k) { return local(k); }, bound(0), bound(1), bound(2),
+        {1, 1, 1, 1});
+  return p;
+}
+
+// x [16, 32], w [32, 8], b [8] at handles 1, 2, 3; w2 [5, 8] (a misfit) at 4.
+void make_inputs(Rig& r) {
+  v1::WorkerBatch in = r.batch();
+  *in.add_instrs() = op(OpId::k_randn, 1, {}, make_random(Shape{16, 32}, DType::kFloat32, 1, 0));
+  *in.add_instrs() = op(OpId::k_randn, 2, {}, make_random(Shape{32, 8}, DType::kFloat32, 2, 0));
+  *in.add_instrs() = op(OpId::k_randn, 3, {}, make_random(Shape{8}, DType::kFloat32, 3, 0));
+  *in.add_instrs() = op(OpId::k_randn, 4, {}, make_random(Shape{5, 8}, DType::kFloat32, 4, 0));
+  r.run(std::move(in));
+}
+
+// The layer eagerly into 200..203, then three runs of the path into 100.., 110.., 120...
+void eager_then_hot(Rig& r, uint64_t w = 2) {
+  v1::WorkerBatch eager = r.batch();
+  layer(&eager, nullptr, [](uint64_t k) { return 200 + k; }, 1, w, 3, {200, 201, 202, 203});
+  r.run(std::move(eager));
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = layer_path(9);
+  for (uint64_t first : {100, 110, 120}) *hot.add_instrs() = hot_run(9, {1, w, 3}, first);
+  r.run(std::move(hot));
+}
+
+}  // namespace
+
+TEST_CASE("sim device: a hot path runs as one device graph, updated at each run, with the "
+          "eager results", "[worker][sim][hot][graph]") {
+  Rig r;
+  make_inputs(r);
+  eager_then_hot(r);
+  const auto [eager, pe] = r.fetch(203);
+  REQUIRE(eager.size() == 16 * 8 * sizeof(float));
+  CHECK(pe.empty());
+  for (uint64_t y : {103, 113, 123}) CHECK(r.fetch(y).first == eager);  // bitwise
+  CHECK(r.out.errors().empty());
+  const v1::WorkerLoad l = r.load();
+  CHECK(l.hot_path_hits() == 3);
+  CHECK(l.graph_launches() == 3);        // one segment: all four ops
+  CHECK(l.graph_instantiations() == 1);  // then updated in place
+  CHECK(l.graph_fallbacks() == 0);
+  CHECK(r.backend.sim().graphs() == 1);
+  // 4 inputs, the eager layer's 4 results, one result per run: the intermediates were freed.
+  CHECK(r.ex.tensor_count() == 4 + 4 + 3);
+  // The relu really ran (some zeros, some positives, each half of x @ w + b).
+  std::vector<float> v(16 * 8);
+  std::memcpy(v.data(), eager.data(), eager.size());
+  int zeros = 0;
+  for (float f : v) zeros += f == 0.0f;
+  CHECK(zeros > 0);
+  CHECK(zeros < 16 * 8);
+
+  // The path's graph goes with the session.
+  v1::WorkerBatch end = r.batch();
+  end.set_end_session(true);
+  r.run(std::move(end));
+  CHECK(r.backend.sim().graphs() == 0);
+  CHECK(r.ex.tensor_count() == 0);
+}
+
+TEST_CASE("sim device: with device graphs off, a hot path runs op by op, with the same results",
+          "[worker][sim][hot][graph]") {
+  Rig r(0, /*graphs=*/false);
+  make_inputs(r);
+  eager_then_hot(r);
+  const std::string eager = r.fetch(203).first;
+  for (uint64_t y : {103, 113, 123}) CHECK(r.fetch(y).first == eager);
+  CHECK(r.load().graph_launches() == 0);
+  CHECK(r.backend.sim().graphs() == 0);
+}
+
+TEST_CASE("sim device: a failed capture runs its segment eagerly, with nothing else visible",
+          "[worker][sim][hot][graph]") {
+  Rig r(/*fail_capture_every=*/2);  // the second run's capture fails
+  make_inputs(r);
+  eager_then_hot(r);
+  const std::string eager = r.fetch(203).first;
+  for (uint64_t y : {103, 113, 123}) CHECK(r.fetch(y).first == eager);
+  CHECK(r.out.errors().empty());
+  const v1::WorkerLoad l = r.load();
+  CHECK(l.graph_launches() == 2);
+  CHECK(l.graph_fallbacks() == 1);
+  CHECK(l.ops_executed() == 4 + 4 + 3 * 4);  // the failed capture's ops are not counted twice
+  CHECK(r.ex.tensor_count() == 4 + 4 + 3);
+}
+
+TEST_CASE("sim device: an error found while recording is reported once, naming its op, and "
+          "dependents inherit it", "[worker][sim][hot][graph]") {
+  Rig r;
+  make_inputs(r);
+  eager_then_hot(r, /*w=*/4);  // x [16, 32] @ w2 [5, 8]: matmul refuses the shapes
+  // Eagerly one error (matmul), and one per run: dependents inherit the poison silently.
+  const auto errors = r.out.errors();
+  REQUIRE(errors.size() == 4);
+  for (const auto& e : errors) CHECK(e.error().op() == "matmul");
+  CHECK(r.fetch(123).second == "matmul");
+  CHECK(r.fetch(203).second == "matmul");
+  CHECK(r.load().graph_launches() == 3);
+}
+
+TEST_CASE("sim device: a copy-on-write recorded by a failed capture is undone before the eager "
+          "rerun", "[worker][sim][hot][graph]") {
+  Rig r(/*fail_capture_every=*/1);  // every capture fails
+  // x [8] = 0..7 and a view v of it (shared bytes); y [4].
+  v1::WorkerBatch in = r.batch();
+  *in.add_instrs() = op(OpId::k_arange, 1, {}, make_arange(0, 8, 1, DType::kFloat32));
+  *in.add_instrs() = op(OpId::k_reshape, 2, {1}, make_reshape(Shape{8}));
+  *in.add_instrs() = op(OpId::k_arange, 3, {}, make_arange(10, 14, 1, DType::kFloat32));
+  r.run(std::move(in));
+  // The path: z = exp(y) - exp(y) (zeros); v[2:6] = z (strided_copy_ into the shared view: the
+  // view gets its own copy of x first, then z over four of its elements).
+  v1::HotPath p;
+  p.set_id(4);
+  p.set_bindings(2);
+  *p.add_instrs() = op(OpId::k_exp, 1, {bound(1)});
+  *p.add_instrs() = op(OpId::k_sub, 1, {local(0), local(0)});
+  const int64_t stride[] = {1};
+  *p.add_instrs() = op(OpId::k_strided_copy_, 0, {bound(0), local(1)},
+                       make_strided(Shape{4}, stride, 2));
+  p.add_frees(0);
+  p.add_free_at(2);
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = p;
+  *hot.add_instrs() = hot_run(4, {2, 3}, 50);
+  r.run(std::move(hot));
+  CHECK(r.out.errors().empty());
+  CHECK(r.load().graph_fallbacks() == 1);
+  auto floats = [](const std::string& s) {
+    std::vector<float> v(s.size() / 4);
+    std::memcpy(v.data(), s.data(), s.size());
+    return v;
+  };
+  CHECK(floats(r.fetch(2).first) == std::vector<float>{0, 1, 0, 0, 0, 0, 6, 7});
+  CHECK(floats(r.fetch(1).first) == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});  // untouched
+}
