@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
 # Hot paths as device graphs (issue 11, ARCHITECTURE §7) on the sim device: gt-bench-mlp's hot-path
 # MLP steps (a plain loop, and under gt::compile) through a sim worker with device_graphs on and
-# one with it off, alternated in one run; medians of the rounds and their ratio. The sim device
-# charges a launch latency per queued item (--sim-launch-us, default here 20 us) and per launched
-# graph once, so this shows what recording a step's kernels as one graph saves a device whose
-# launches cost time, and what recording costs the worker. It is not a GPU figure: on a GPU the
-# step is CUDA graphs + cuBLAS (scripts/device-check.sh).
+# one with it off, alternated in one run; medians of the rounds and their ratio.
+#
+# The sim device is given a GPU's launch costs, as a model: each kernel or copy launch takes
+# SIM_LAUNCH_CPU_US (default 5: an H200's empty-kernel launch measured ~4.5 us) of the worker's
+# executor thread, a node recorded into a graph SIM_CAPTURE_CPU_US (default 1, an assumption),
+# a graph launch one launch; and every launch waits SIM_LAUNCH_US (default 5) on the device. So
+# this shows what recording a step's kernels as one graph saves where launches cost the host,
+# and what recording costs. It is not a GPU figure: on a GPU the step is CUDA graphs + cuBLAS
+# (scripts/device-check.sh).
 #
 #   bench/graph_sim.sh [--rounds N] [--json]      (from the repository root, after a build)
-#   SIM_LAUNCH_US=5 bench/graph_sim.sh            (another launch latency)
+#   SIM_LAUNCH_CPU_US=0 bench/graph_sim.sh        (free launches: what remains is the cost)
 set -uo pipefail
 USAGE=bench/graph_sim.sh
 ROUNDS=3
 source "$(dirname "$0")/overhead_common.sh" "$@"
-LAUNCH_US=${SIM_LAUNCH_US:-20}
-start_pair on -- --device sim --sim-launch-us "$LAUNCH_US" --device-graphs=true
-start_pair off -- --device sim --sim-launch-us "$LAUNCH_US" --device-graphs=false
+LAUNCH_US=${SIM_LAUNCH_US:-5}
+LAUNCH_CPU_US=${SIM_LAUNCH_CPU_US:-5}
+CAPTURE_CPU_US=${SIM_CAPTURE_CPU_US:-1}
+SIM=(--device sim --sim-launch-us "$LAUNCH_US" --sim-launch-cpu-us "$LAUNCH_CPU_US"
+     --sim-capture-cpu-us "$CAPTURE_CPU_US")
+start_pair on -- "${SIM[@]}" --device-graphs=true
+start_pair off -- "${SIM[@]}" --device-graphs=false
 sleep 1
 declare -A LOOP COMPILED EAGER
 for r in $(seq "$ROUNDS"); do
@@ -31,11 +39,12 @@ eager_on=$(median "${EAGER[on]}"); eager_off=$(median "${EAGER[off]}")
 loop_on=$(median "${LOOP[on]}"); loop_off=$(median "${LOOP[off]}")
 comp_on=$(median "${COMPILED[on]}"); comp_off=$(median "${COMPILED[off]}")
 if (( JSON )); then
-  printf '{"rounds": %d, "sim_launch_us": %s, "eager_ms": %s, "loop_graphs_ms": %s, "loop_no_graphs_ms": %s, "loop_graphs_over_no_graphs": %s, "compiled_graphs_ms": %s, "compiled_no_graphs_ms": %s, "compiled_graphs_over_no_graphs": %s}\n' \
-    "$ROUNDS" "$LAUNCH_US" "$eager_off" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off")" \
+  printf '{"rounds": %d, "sim_launch_us": %s, "sim_launch_cpu_us": %s, "sim_capture_cpu_us": %s, "eager_ms": %s, "loop_graphs_ms": %s, "loop_no_graphs_ms": %s, "loop_graphs_over_no_graphs": %s, "compiled_graphs_ms": %s, "compiled_no_graphs_ms": %s, "compiled_graphs_over_no_graphs": %s}\n' \
+    "$ROUNDS" "$LAUNCH_US" "$LAUNCH_CPU_US" "$CAPTURE_CPU_US" "$eager_off" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off")" \
     "$comp_on" "$comp_off" "$(ratio "$comp_on" "$comp_off")"
 else
-  printf 'sim worker, launch latency %s us; median of %d rounds, ms per MLP step\n' "$LAUNCH_US" "$ROUNDS"
+  printf 'sim worker: launch %s us of host time + %s us latency, %s us per recorded node; median of %d rounds, ms per MLP step\n' \
+    "$LAUNCH_CPU_US" "$LAUNCH_US" "$CAPTURE_CPU_US" "$ROUNDS"
   printf '| %-30s | %14s | %14s | %6s |\n' "" "device graphs" "no graphs" "ratio"
   printf '| %-30s | %14s | %14s | %6s |\n' "eager (no hot path)" "$eager_on" "$eager_off" "$(ratio "$eager_on" "$eager_off")"
   printf '| %-30s | %14s | %14s | %6s |\n' "plain loop (hot path found)" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off")"

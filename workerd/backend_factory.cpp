@@ -39,6 +39,8 @@ Result<std::unique_ptr<Backend>> make_backend(const WorkerOptions& opts) {
     so.max_memory_bytes = limit.value_or(0);
     so.fault_after_kernels = opts.sim_fault_after;
     so.device.fail_capture_every = opts.sim_graph_fault_every;
+    so.device.launch_cpu_us = opts.sim_launch_cpu_us;
+    so.device.capture_cpu_us = opts.sim_capture_cpu_us;
     return std::unique_ptr<Backend>(std::make_unique<SimBackend>(so));
   }
   int index = -1;

@@ -122,6 +122,15 @@ Status invalidate_locked(SimDevice::SimStream& st, const char* call) {
                              call);
 }
 
+// The host time of a launch call: spent on the caller's thread, as the CUDA runtime spends it
+// (a spin: sleeping has too coarse a granularity for microseconds).
+void spend_host_us(int64_t us) {
+  if (us <= 0) return;
+  const auto until = Clock::now() + std::chrono::microseconds(us);
+  while (Clock::now() < until) {
+  }
+}
+
 // Nodes of the same kind: a kernel, a copy, or a wait / host function.
 int node_kind(const SimNode& n) { return n.copy_bytes < 0 ? -1 : n.copy_bytes == 0 ? 0 : 1; }
 
@@ -395,7 +404,14 @@ Status SimDevice::enqueue(Stream s, int64_t copy_bytes, std::function<void()> wo
   std::unique_lock<std::mutex> lk(st->mu);
   if (st->capture) {  // recorded, to run when the graph is launched
     st->capture->push_back(SimStream::Node{copy_bytes, std::move(work)});
+    lk.unlock();
+    spend_host_us(opts_.capture_cpu_us);
     return Status::ok();
+  }
+  if (copy_bytes >= 0 && opts_.launch_cpu_us > 0) {
+    lk.unlock();
+    spend_host_us(opts_.launch_cpu_us);
+    lk.lock();
   }
   SimStream::Item item;
   item.work = std::move(work);
@@ -449,11 +465,12 @@ Result<Graph> SimDevice::end_capture(Stream s, Graph reuse) {
       old->second->nodes = std::move(recorded);
       return reuse;
     }
-    graphs_.erase(old);
   }
+  // A new one (made before the old one goes, so that its handle differs, as on CUDA).
   auto g = std::make_unique<SimGraph>();
   g->nodes = std::move(recorded);
   Graph handle = g.get();
+  if (old != graphs_.end()) graphs_.erase(old);
   graphs_.emplace(handle, std::move(g));
   return handle;
 }
@@ -469,6 +486,7 @@ Status SimDevice::launch_graph(Graph g, Stream s) {
   }
   SimStream* st = stream_of(s);
   if (st == nullptr) return invalid_argument("launch_graph: unknown sim stream");
+  spend_host_us(opts_.launch_cpu_us);
   SimStream::Item item;
   item.graph = std::move(nodes);
   item.not_before = Clock::now() + std::chrono::microseconds(opts_.launch_us);

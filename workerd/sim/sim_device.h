@@ -28,7 +28,9 @@
 //             the saving CUDA graphs give a GPU, made visible. The rules of device_api.h are
 //             enforced: waiting for, querying or recording an event on a capturing stream is
 //             an error that invalidates the capture; an update keeps the executable graph
-//             only for the same topology (the nodes' kinds, in order). `fail_capture_every`
+//             only for the same topology (the nodes' kinds, in order). `launch_cpu_us` and
+//             `capture_cpu_us` charge the calling thread for a launch and a recorded node, as
+//             CUDA's launch API does the host (benchmarks of graphs). `fail_capture_every`
 //             invalidates every Nth capture at its end (tests of the callers' fallback).
 //
 // A stream's queue is bounded (`max_queued` items, like CUDA's launch queue): enqueueing onto a
@@ -57,6 +59,11 @@ struct SimDeviceOptions {
   double gbps = 10.0;       // copy bandwidth (GB/s); 0 = instant
   size_t max_queued = 4096;  // items per stream before enqueueing blocks
   uint64_t fail_capture_every = 0;  // every Nth end_capture fails (0: none; tests)
+  // Host time a launch call takes on the calling thread (a kernel, a copy, a graph), and a node
+  // recorded in a capture: what CUDA's launch API costs the host, which graphs amortize
+  // (benchmarks; 0: free).
+  int64_t launch_cpu_us = 0;
+  int64_t capture_cpu_us = 0;
 };
 
 class SimDevice final : public device::DeviceApi {

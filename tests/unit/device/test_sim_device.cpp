@@ -344,3 +344,24 @@ TEST_CASE("sim device: fail_capture_every invalidates every Nth capture", "[sim]
   CHECK(ok == std::vector<bool>{true, false, true, false});
   dev.destroy_stream(*s);
 }
+
+TEST_CASE("sim device: launch_cpu_us and capture_cpu_us charge the calling thread",
+          "[sim][graph]") {
+  sim::SimDevice dev({.launch_us = 0, .launch_cpu_us = 2000, .capture_cpu_us = 1000});
+  auto s = dev.create_stream();
+  auto t0 = Clock::now();
+  for (int i = 0; i < 10; ++i) GT_REQUIRE_OK(dev.launch(*s, [] {}));
+  CHECK(ms_since(t0) >= 19);  // 10 launches x 2 ms, on this thread
+  t0 = Clock::now();
+  GT_REQUIRE_OK(dev.begin_capture(*s));
+  for (int i = 0; i < 10; ++i) GT_REQUIRE_OK(dev.launch(*s, [] {}));
+  auto g = dev.end_capture(*s, nullptr);
+  GT_REQUIRE_OK(g.status());
+  CHECK(ms_since(t0) >= 9);  // 10 nodes x 1 ms
+  t0 = Clock::now();
+  GT_REQUIRE_OK(dev.launch_graph(*g, *s));
+  CHECK(ms_since(t0) >= 1);  // one launch
+  GT_REQUIRE_OK(dev.synchronize_stream(*s));
+  dev.destroy_graph(*g);
+  dev.destroy_stream(*s);
+}
