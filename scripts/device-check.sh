@@ -4,7 +4,8 @@
 # test_cuda_daemons) in its own process, failures again with CUDA_LAUNCH_BLOCKING=1, the kernel
 # table (gt-bench-kernels: each kernel vs D2D copy, results checked), the service benchmarks
 # (gt-bench-gpu, then its TF32 GEMM pass), gt-bench and gt-bench-mlp through a CUDA worker beside
-# PyTorch on the same GPU (when a Python with CUDA torch is found), two CUDA workers data parallel
+# PyTorch on the same GPU (when a Python with CUDA torch is found), gt-bench-mlp with CUDA
+# graphs on and off (issue 11), two CUDA workers data parallel
 # on GPU 0 with peer_transport auto (must fall back to the staged link and say so) and, with two
 # GPUs, over NCCL (issue 5), and prints one summary table. A healthy run takes a few minutes on an
 # H200; the timeouts below bound it at about 10 (two GPUs), so give the device tool 600 s.
@@ -208,6 +209,32 @@ cat "$LOGS/svc-bandwidth.log"
 kill "$SWID" "$SPID" 2>/dev/null
 wait "$SWID" "$SPID" 2>/dev/null
 rm -rf "$SVC_DIR"
+
+# 3c. Hot paths as CUDA graphs (issue 11): gt-bench-mlp's hot-path steps through a CUDA worker
+# with device_graphs on and off, one after the other on the same GPU.
+echo "device-check: gt-bench-mlp with CUDA graphs on and off"
+GRAPHS_RC=0
+declare -A GRAPH_STEP
+for flag in true false; do
+  GDIR=$(mktemp -d /tmp/gt-graphs-XXXXXX)
+  "$BIN/gt-dispatcherd" --port 0 --port-file "$GDIR/port" --unix-socket "$GDIR/d.sock" \
+    --log-level warn >"$LOGS/graphs-$flag-dispatcher.log" 2>&1 &
+  GPID=$!
+  for _ in $(seq 100); do [[ -s "$GDIR/port" ]] && break; sleep 0.1; done
+  "$BIN/gt-workerd" --dispatcher "unix:$GDIR/d.sock" --device 0 --device-graphs=$flag \
+    --log-level warn >"$LOGS/graphs-$flag-worker.log" 2>&1 &
+  GWID=$!
+  sleep 2
+  GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout 60 "$BIN/gt-bench-mlp" --steps 50 \
+    >"$LOGS/graphs-$flag-mlp.log" 2>&1 || GRAPHS_RC=1
+  GRAPH_STEP[$flag]=$(sed -n 's/^  GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' \
+    "$LOGS/graphs-$flag-mlp.log")
+  cat "$LOGS/graphs-$flag-mlp.log"
+  kill "$GWID" "$GPID" 2>/dev/null
+  wait "$GWID" "$GPID" 2>/dev/null
+  rm -rf "$GDIR"
+done
+GRAPHS_LINE="${GRAPH_STEP[true]:-?} vs ${GRAPH_STEP[false]:-?} ms"
 MLP_LINE=$(grep -oE 'GT / torch = [0-9.]+x' "$LOGS/svc-mlp.log" | head -1)
 [[ -n "$MLP_LINE" ]] || MLP_LINE=$(grep -oE 'median [0-9.]+ ms/step' "$LOGS/svc-mlp.log" | head -1)
 SMALL_LINE=$(grep -oE 'median [0-9]+ ops/s' "$LOGS/svc-gt-bench.log" | head -1)
@@ -237,6 +264,8 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "gt-bench: small-op stre
   - - ">=150k/s" "$([[ $SVC_RC == 0 ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP step, CUDA worker" "${MLP_LINE:0:18}" \
   "PyTorch, same GPU" - "<=1.5x" "$([[ $SVC_RC == 0 ]] && echo ran || echo FAIL)"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP hot step, graphs on/off" "${GRAPHS_LINE:0:18}" \
+  "graphs off" - "faster" "$([[ $GRAPHS_RC == 0 ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, 1 GPU, auto" "${DP_LINE:0:18}" \
   "1 worker" - "same loss" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL) (${DP_FALLBACK:-no fallback message})"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, NCCL (rc $NCCL_RC)" - \
@@ -246,4 +275,4 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, NCCL (r
 [[ $KERNELS_RC == 0 ]] || echo "| gt-bench-kernels exited $KERNELS_RC (a WRONG RESULT row, or see $LOGS/kernels.log)"
 echo "logs: $LOGS"
 [[ $TEST_RC == 0 && $KERNELS_RC == 0 && $BENCH_RC == 0 && $TF32_RC == 0 && $DP_RC == 0 && \
-   $SVC_RC == 0 && $NCCL_RC == 0 ]]
+   $SVC_RC == 0 && $NCCL_RC == 0 && $GRAPHS_RC == 0 ]]

@@ -3,6 +3,8 @@
 //   - a sync behind seconds of queued GPU work: the worker keeps answering heartbeats (no device
 //     wait on its I/O thread), stays registered, and another session's ops complete meanwhile
 //     (the sim-device twin runs in CI: test_sim_worker);
+//   - hot paths as CUDA graphs: the replayed loop gives bitwise the eager losses, each replay one
+//     graph launch, updated in place (the sim-device twin runs in CI: test_hot_replay);
 //   - NCCL itself: libnccl.so.2 loads and a one-rank communicator all-reduces on GPU 0, so a
 //     failing two-GPU run can be told apart from a missing or broken library.
 // Binaries come from $GT_BIN_DIR (the device bundle's bin/) or else this build's bin/.
@@ -26,6 +28,7 @@
 
 #include "backlog_probe.h"
 #include "daemons.h"
+#include "hot_loop.h"
 #include "instr_builder.h"
 #include "libgtcore/op_attrs.h"
 #include "raw_client.h"
@@ -93,6 +96,23 @@ TEST_CASE("cuda worker: a sync behind seconds of GPU work; the worker stays regi
   REQUIRE(floats_of(hr).size() == 1);
   CHECK(floats_of(hr)[0] == Approx(static_cast<double>(kN)).epsilon(1e-4));
   check_still_registered(d);
+}
+
+TEST_CASE("cuda worker: hot paths run as CUDA graphs with bitwise the eager losses", "[.gpu]") {
+  if (!have_gpu()) return;
+  const std::vector<std::string> gpu = {"--device", "0"};
+  const Run eager = run_loop(false, gpu);
+  const Run graphs = run_loop(true, gpu);
+  std::vector<std::string> off = gpu;
+  off.push_back("--device-graphs=false");
+  const Run plain = run_loop(true, off);
+  CHECK(graphs.losses == eager.losses);
+  CHECK(plain.losses == eager.losses);
+  CHECK(graphs.replays == 7);
+  CHECK(graphs.graph_launches == 7);
+  CHECK(graphs.graph_instantiations == 2);  // x and x2; updates otherwise
+  CHECK(graphs.graph_fallbacks == 0);
+  CHECK(plain.graph_launches == 0);
 }
 
 TEST_CASE("nccl: libnccl.so.2 loads and a one-rank communicator all-reduces on GPU 0", "[.gpu]") {

@@ -22,23 +22,6 @@ using namespace gt::testing;
 
 namespace {
 
-v1::StatusReport status_of(RawClient& c) { return c.request(v1::Request::STATUS).status(); }
-
-// The worker's figures arrive with its heartbeat answers: waits until `ok` holds for them.
-template <class Ok>
-v1::WorkerStatus worker_when(RawClient& c, Ok ok) {
-  v1::WorkerStatus w;
-  for (int i = 0; i < 100; ++i) {
-    const v1::StatusReport s = status_of(c);
-    if (s.workers_size() == 1) {
-      w = s.workers(0);
-      if (ok(w)) break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return w;
-}
-
 // The worker's own tensor count (STATS), waiting a little for it to reach 0 (a session's end
 // runs on the worker after the dispatcher has seen the client go).
 uint64_t worker_tensors_once_idle(RawClient& c) {
@@ -50,38 +33,6 @@ uint64_t worker_tensors_once_idle(RawClient& c) {
     if (tensors != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return tensors;
-}
-
-struct Run {
-  std::vector<float> losses;
-  uint64_t replays = 0, fused_ops = 0, hits = 0;
-  int64_t bytes_saved = 0;
-  uint64_t graph_launches = 0, graph_instantiations = 0, graph_fallbacks = 0;
-};
-
-// Six steps on x [4, 8], two on x2 [6, 8] (a shape change), one on x again.
-Run run_loop(bool replay, std::vector<std::string> worker_args = {}) {
-  std::vector<std::string> args;
-  if (!replay) args.push_back("--hot-path-replay=false");
-  Daemons d(DaemonOptions{1, args, std::move(worker_args)});
-  Loop a(d.address(), /*chain=*/true);
-  Run r;
-  for (int i = 0; i < 6; ++i) r.losses.push_back(a.step(1));
-  for (int i = 0; i < 2; ++i) r.losses.push_back(a.step(2));
-  r.losses.push_back(a.step(1));
-  const v1::StatusReport s = status_of(a.c);
-  REQUIRE(s.sessions_size() == 1);
-  r.replays = s.sessions(0).hot_path_replays();
-  r.bytes_saved = s.sessions(0).hot_path_bytes_saved();
-  const uint64_t want_hits = replay ? r.replays : 0;
-  const v1::WorkerStatus w =
-      worker_when(a.c, [&](const v1::WorkerStatus& ws) { return ws.hot_path_hits() >= want_hits; });
-  r.fused_ops = w.fused_ops();
-  r.hits = w.hot_path_hits();
-  r.graph_launches = w.graph_launches();
-  r.graph_instantiations = w.graph_instantiations();
-  r.graph_fallbacks = w.graph_fallbacks();
-  return r;
 }
 
 }  // namespace
