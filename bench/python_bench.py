@@ -17,8 +17,12 @@
       eager vs plain loop vs gt.compile (target >= 2.5x faster) vs torch eager; the GT results
       bitwise equal
 
+  (g) a chain ending in a reduction: ((x*a + b).relu() * c).exp().sum(), fetched, on 128 K float32
+      (the most a chain's reduction tail fuses: one thread sums as it goes) -> ms, median, GT eager
+      vs plain loop vs gt.compile vs torch eager; the GT results bitwise equal
+
   PYTHONPATH=build/python /usr/bin/python3 bench/python_bench.py [--ops N] [--reps R]
-      [--steps S] [--only abcdef] [--json]
+      [--steps S] [--only abcdefg] [--json]
 
 GT runs on GT_ADDRESS when set, else on the embedded default (a private dispatcher + one worker).
 Without torch (apt-get install python3-torch) it prints GT's figures and says torch is missing.
@@ -154,6 +158,26 @@ def fused_chain(m, n, mode="eager"):
     return run
 
 
+# ---- (g) ------------------------------------------------------------------------------------------
+def chain_sum(t):
+    return chain(t).sum()
+
+
+def fused_chain_sum(m, n, mode="eager"):
+    """chain(x).sum() on n float32, fetched (gt: `mode` as gt_mode; replayed, the chain and its
+    sum are one pass on the worker)."""
+    x = m.from_numpy(np.random.default_rng(4).standard_normal(n).astype(np.float32))
+    fn = gt_mode(chain_sum, mode) if m is gt else chain_sum
+    state = {}
+
+    def run():
+        state["y"] = fn(x).item()
+        return state["y"]
+
+    run.result = lambda: state["y"]
+    return run
+
+
 # ---- (e) ------------------------------------------------------------------------------------------
 def cnn_step(m):
     """One training step of a small CNN written against module `m` (gt or torch)."""
@@ -231,7 +255,7 @@ def main():
     ap.add_argument("--ops", type=int, default=200000, help="ops per small-op run")
     ap.add_argument("--reps", type=int, default=5, help="runs of (a), (b)")
     ap.add_argument("--steps", type=int, default=100, help="timed MLP steps (each side)")
-    ap.add_argument("--only", default="abcdef")
+    ap.add_argument("--only", default="abcdefg")
     ap.add_argument("--chain-elems", type=int, default=16 << 20, help="elements of (f)")
     ap.add_argument("--json", action="store_true", help="also print one JSON object of figures")
     ap.add_argument("--torch-threads", type=int, default=0,
@@ -309,6 +333,29 @@ def main():
             t = res[3][0]
             FIGURES["chain_torch_ms"] = round(t * 1e3, 3)
             line += f"; torch eager {t * 1e3:.1f} ms"
+        print(line, flush=True)
+        if not same:
+            sys.exit(1)
+
+    if "g" in args.only:
+        n = 1 << 17
+        fns = [fused_chain_sum(gt, n, mode) for mode in ("eager", "auto", "compiled")]
+        fns += [fused_chain_sum(torch, n)] if torch is not None else []
+        res = interleaved(fns, args.reps * 20, blocks=args.reps, warmup=2)
+        e, a, h = res[0][0], res[1][0], res[2][0]
+        same = len({f.result() for f in fns[0:3]}) == 1
+        FIGURES["chain_sum_gt_ms"] = round(e * 1e3, 3)
+        FIGURES["chain_sum_gt_auto_ms"] = round(a * 1e3, 3)
+        FIGURES["chain_sum_gt_hot_ms"] = round(h * 1e3, 3)
+        FIGURES["chain_sum_hot_speedup"] = round(e / h, 3)
+        line = (f"(g) ((x*a + b).relu() * c).exp().sum() + fetch on {n:,} float32: gt eager "
+                f"{e * 1e3:.3f} ms, plain loop {a * 1e3:.3f} ms ({e / a:.2f}x faster), gt.compile "
+                f"{h * 1e3:.3f} ms ({e / h:.2f}x faster); the three bitwise "
+                f"{'equal' if same else 'DIFFERENT'}")
+        if torch is not None:
+            t = res[3][0]
+            FIGURES["chain_sum_torch_ms"] = round(t * 1e3, 3)
+            line += f"; torch eager {t * 1e3:.3f} ms"
         print(line, flush=True)
         if not same:
             sys.exit(1)

@@ -77,18 +77,24 @@ Status Backend::run_fused(const FusedArgs& args) {
   if (!fuses_chains()) return unimplemented("fused chains: not on {}", device_kind());
   GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head));
   GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out));
-  if (args.out.meta.shape != args.head.meta.shape)
+  if (args.tail != FusedTail::kNone) {
+    if (args.out.numel() != 1 || args.head.numel() < 1 ||
+        args.head.numel() > kMaxFusedTailElements)
+      return invalid_argument("fused chain: a reduction of {} elements to {}", args.head.numel(),
+                              args.out.meta.shape.str());
+  } else if (args.out.meta.shape != args.head.meta.shape) {
     return invalid_argument("fused chain: result shape {} differs from its head's {}",
                             args.out.meta.shape.str(), args.head.meta.shape.str());
+  }
   if (args.steps.empty()) return invalid_argument("fused chain: no steps");
   for (const FusedStep& st : args.steps) {
     if (!fusable_op(st.op)) return invalid_argument("fused chain: {} is not fusable", op_name(st.op));
     if (st.arg != FusedArg::kTensor) continue;
     if (!st.operand) return invalid_argument("fused chain: {} without its operand", op_name(st.op));
     GT_RETURN_IF_ERROR(check_fused_tensor("an operand", *st.operand));
-    if (!broadcasts_to(st.operand->meta.shape, args.out.meta.shape) || st.operand->numel() == 0)
+    if (!broadcasts_to(st.operand->meta.shape, args.head.meta.shape) || st.operand->numel() == 0)
       return invalid_argument("fused chain: operand {} does not broadcast to {}",
-                              st.operand->meta.shape.str(), args.out.meta.shape.str());
+                              st.operand->meta.shape.str(), args.head.meta.shape.str());
   }
   try {
     return run_fused_kernel(args);

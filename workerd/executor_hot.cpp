@@ -179,8 +179,22 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
   // (an operand of another dtype, a broadcast of the value itself): that one and the rest run
   // one by one after it.
   uint32_t end = ch.begin;
+  FusedTail tail = FusedTail::kNone;
   for (uint32_t k = ch.begin; k < ch.end; ++k, end = k) {
     const DecodedInstr& dec = *p.decoded[k];
+    if (ch.tail && k + 1 == ch.end) {
+      // The tail: fused when it reduces the whole value to one element, and the value is small
+      // enough for one thread (else it runs after the fused part, eagerly).
+      metas_.assign(1, value);
+      auto meta = infer_meta(dec.op, metas_, dec.attrs);
+      if (!meta.is_ok() || meta->dtype != DType::kFloat32 || meta->shape.numel() != 1 ||
+          value.shape.numel() < 1 || value.shape.numel() > kMaxFusedTailElements)
+        break;
+      tail = dec.op == OpId::k_mean ? FusedTail::kMean : FusedTail::kSum;
+      value = *meta;
+      end = k + 1;
+      break;
+    }
     const uint32_t rb = p.ref_begin[k], arity = p.ref_begin[k + 1] - rb;
     // Which input is the chain's value: the head's first input, else the previous result.
     uint32_t vi = 0;
@@ -232,7 +246,7 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
   auto storage = backend_.alloc(static_cast<size_t>(value.nbytes()));
   if (!storage.is_ok()) return 0;  // eager reports the failure, op by op
   out.storage = std::move(*storage);
-  if (!backend_.run_fused(FusedArgs{*head, steps, out, session}).is_ok()) return 0;
+  if (!backend_.run_fused(FusedArgs{*head, steps, out, session, tail}).is_ok()) return 0;
   const uint64_t ops = end - ch.begin;
   for (uint64_t i = 0; i < ops; ++i) count_op();
   bump(fused_ops_, ops);

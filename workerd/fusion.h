@@ -9,6 +9,13 @@
 // executor, executor_hot.cpp): float32 throughout, every other operand a scalar attribute or a
 // tensor that broadcasts to the chain's shape (a bias, a column [m, 1]), the chain's value never
 // broadcast itself. Else the chain's instructions run one by one, as eager.
+//
+// A chain may end in a reduction of its value to one element (sum or mean over every element,
+// nothing else reading the value): its tail. The fused kernel then feeds its blocks, in order, to
+// the summation the eager reduction uses (the cascade of cpu/cascade_sum.h), so the result is
+// bitwise eager's, and only the reduction's one-element result is made. That summation is
+// sequential: a chain with a tail runs on one thread, so a tail is fused only up to
+// kMaxFusedTailElements (beyond, the chain keeps its threads and the reduction runs after it).
 #pragma once
 
 #include <cstdint>
@@ -21,10 +28,17 @@ namespace gt::worker {
 
 struct Tensor;
 
-// Instructions [begin, end) of a hot path.
+// Instructions [begin, end) of a hot path; with `tail`, instruction end - 1 is the reduction.
 struct FusedChain {
   uint32_t begin = 0, end = 0;
+  bool tail = false;
 };
+
+enum class FusedTail : uint8_t { kNone, kSum, kMean };
+
+// The reductions a chain may end in.
+constexpr bool tail_op(OpId op) { return op == OpId::k_sum || op == OpId::k_mean; }
+constexpr int64_t kMaxFusedTailElements = int64_t{1} << 17;
 
 // The ops a chain may hold: the unary elementwise ops and add / sub / mul / div / maximum /
 // minimum (pow, // and % have integer and double-exponent special cases of their own).
@@ -49,12 +63,14 @@ struct FusedStep {
 };
 
 // What a device's fused-chain kernel gets (Backend::run_fused): `head` the chain's first input,
-// `out` its last result (allocated; the shape and dtype of head), both float32.
+// `out` its last result (allocated; the shape and dtype of head -- or one element, the tail's
+// reduction of it), both float32.
 struct FusedArgs {
   const Tensor& head;
   std::span<const FusedStep> steps;
   Tensor& out;
   uint64_t session;
+  FusedTail tail = FusedTail::kNone;
 };
 
 }  // namespace gt::worker

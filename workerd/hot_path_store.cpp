@@ -7,7 +7,8 @@ namespace gt::worker {
 namespace {
 
 // Chains: consecutive fusable instructions, each (but the first) reading the previous one's
-// result exactly once, that result read by nothing else and freed inside the path.
+// result exactly once, that result read by nothing else and freed inside the path; and the
+// reduction that may end one (its tail, fusion.h).
 void find_chains(HotPathDef& d) {
   const size_t n = d.instrs.size();
   std::vector<uint32_t> uses(n, 0);
@@ -34,6 +35,15 @@ void find_chains(HotPathDef& d) {
       if (d.refs[i] == prev) return true;
     return false;
   };
+  // e ends the chain as its tail: a sum or mean of the chain's last result alone.
+  auto tail = [&](size_t e) {
+    if (e >= n || d.result[e] < 0 || d.ref_begin[e + 1] - d.ref_begin[e] != 1 || !links(e))
+      return false;
+    auto dec = decode_instr(d.instrs[e]);
+    if (!dec.is_ok() || !tail_op(dec->op)) return false;
+    d.decoded[e] = std::move(*dec);
+    return true;
+  };
   d.chain_at.assign(n, -1);
   size_t k = 0;
   while (k < n) {
@@ -43,9 +53,12 @@ void find_chains(HotPathDef& d) {
     }
     size_t e = k + 1;
     while (e < n && links(e) && fusable(e)) ++e;
+    const bool with_tail = tail(e);
+    if (with_tail) ++e;
     if (e - k >= 2) {
       d.chain_at[k] = static_cast<int32_t>(d.chains.size());
-      d.chains.push_back(FusedChain{static_cast<uint32_t>(k), static_cast<uint32_t>(e)});
+      d.chains.push_back(
+          FusedChain{static_cast<uint32_t>(k), static_cast<uint32_t>(e), with_tail});
     }
     k = e;
   }

@@ -3,11 +3,14 @@
 // eager kernel's, written with the same math (elementwise_math.h) on float32: the first step
 // reads the head, the later ones update the result block in place, so a chain of k ops reads its
 // head and tensor operands once and writes its result once, where eager execution makes and
-// rereads k full tensors. Results are bitwise the eager ones.
+// rereads k full tensors. Results are bitwise the eager ones. A chain with a reduction tail
+// (fusion.h) runs on one thread, its blocks computed as the eager summation asks for its values
+// (cascade_sum.h): the same values added in the same order.
 #include <algorithm>
 #include <array>
 #include <vector>
 
+#include "workerd/cpu/cascade_sum.h"
 #include "workerd/cpu/kernels.h"
 #include "workerd/cpu/wide_simd.h"
 #include "workerd/kernels/elementwise_math.h"
@@ -17,6 +20,8 @@ namespace {
 
 // Elements per block: the result block and a tensor operand's block fit in L1 together.
 constexpr int64_t kBlock = 2048;
+// A tail's summation reads runs of 4 vector loads that never cross a multiple of them.
+static_assert(kBlock % (4 * kLanes) == 0);
 // Elements per thread, at least (as the eager transcendental kernels split).
 constexpr int64_t kGrain = 1 << 16;
 
@@ -207,20 +212,40 @@ Status run_fused_chain(const FusedArgs& args) {
   }
   std::vector<OperandPlan> plans;
   plans.reserve(args.steps.size());
-  for (const FusedStep& st : args.steps) plans.push_back(plan_operand(st, args.out.meta.shape));
+  for (const FusedStep& st : args.steps) plans.push_back(plan_operand(st, args.head.meta.shape));
   const float* head = args.head.data<float>();
   float* out = args.out.data<float>();
+  // Elements [b, b + len) of the chain into o (tmp: a gathered operand's block).
+  auto run_block = [&](float* o, int64_t b, int64_t len, float* tmp) {
+    const float* v = head + b;
+    for (size_t k = 0; k < args.steps.size(); ++k) {
+      const FusedStep& st = args.steps[k];
+      run_step(st, plans[k], table[static_cast<size_t>(st.op)], o, v, b, len, tmp);
+      v = o;
+    }
+  };
+  if (args.tail != FusedTail::kNone) {
+    const int64_t count = args.head.numel();
+    std::vector<float> block(kBlock), tmp(kBlock);
+    int64_t have = 0, have_end = 0;  // the block computed: elements [have, have_end)
+    // The summation asks for runs in order, none across a block (a block is whole groups).
+    auto src = [&](int64_t i, int64_t len) -> const float* {
+      if (i < have || i + len > have_end) {
+        have = i / kBlock * kBlock;
+        have_end = std::min(have + kBlock, count);
+        run_block(block.data(), have, have_end - have, tmp.data());
+      }
+      return block.data() + (i - have);
+    };
+    const float sum = row_sum_from<float>(count, src);
+    // A mean is the float32 sum divided by n in float32, as the eager mean.
+    out[0] = args.tail == FusedTail::kMean ? sum / static_cast<float>(count) : sum;
+    return Status::ok();
+  }
   parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
     float tmp[kBlock];  // a gathered operand's block
-    for (int64_t b = begin; b < end; b += kBlock) {
-      const int64_t len = std::min(kBlock, end - b);
-      const float* v = head + b;
-      for (size_t k = 0; k < args.steps.size(); ++k) {
-        const FusedStep& st = args.steps[k];
-        run_step(st, plans[k], table[static_cast<size_t>(st.op)], out + b, v, b, len, tmp);
-        v = out + b;
-      }
-    }
+    for (int64_t b = begin; b < end; b += kBlock)
+      run_block(out + b, b, std::min(kBlock, end - b), tmp);
   });
   return Status::ok();
 }

@@ -346,3 +346,91 @@ TEST_CASE("hot paths are forgotten on request and die with their session", "[wor
   CHECK(r.load().hot_paths() == 0);
   CHECK(r.ex.tensor_count() == 0);
 }
+
+namespace {
+// sum or mean(relu(x * 1.5 - 0.25) * bias) over x [n] (handle 1) and bias [n] (handle 2): two
+// fusable ops, one with a tensor operand, and the reduction as the chain's tail. Eagerly into
+// 300..303 (303 the reduction), then as a HotRun into 400..403.
+void reduce_eager_then_hot(Rig& r, int64_t n, OpId reduction, uint64_t path) {
+  v1::WorkerBatch in = r.batch();
+  *in.add_instrs() = random(1, Shape{n}, 21);
+  *in.add_instrs() = random(2, Shape{n}, 22);
+  r.run(std::move(in));
+  auto steps = [&](v1::WorkerBatch& b, auto ref, uint64_t x, uint64_t bias,
+                   const std::vector<uint64_t>& outs) {
+    *b.add_instrs() = op(OpId::k_mul, outs[0], {x}, scalar(ScalarSide::kRight, 1.5));
+    *b.add_instrs() = op(OpId::k_sub, outs[1], {ref(0)}, scalar(ScalarSide::kRight, 0.25));
+    free_here(b, {ref(0)});
+    *b.add_instrs() = op(OpId::k_relu, outs[2], {ref(1)});
+    free_here(b, {ref(1)});
+    *b.add_instrs() = op(OpId::k_mul, outs[3], {ref(2), bias});
+    free_here(b, {ref(2)});
+    *b.add_instrs() = op(reduction, outs[4], {ref(3)}, make_reduce(kAllDims, false));
+    free_here(b, {ref(3)});
+  };
+  v1::WorkerBatch eager = r.batch();
+  steps(eager, [](uint64_t k) { return 300 + k; }, 1, 2, {300, 301, 302, 303, 304});
+  r.run(std::move(eager));
+  v1::WorkerBatch tmp;
+  steps(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), {1, 1, 1, 1, 1});
+  v1::HotPath p;
+  p.set_id(path);
+  p.set_bindings(2);
+  *p.mutable_instrs() = tmp.instrs();
+  for (int i = 0; i < tmp.frees_size(); ++i) {
+    p.add_frees(static_cast<uint32_t>(tmp.frees(i) >> 1));
+    p.add_free_at(tmp.free_at(i));
+  }
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = p;
+  *hot.add_instrs() = hot_run(path, {1, 2}, 400);
+  r.run(std::move(hot));
+}
+}  // namespace
+
+TEST_CASE("a chain ending in a sum or mean fuses the reduction, bitwise eager's",
+          "[worker][hot]") {
+  // Below one vector, one block and a tail of leftovers, several blocks, at the limit.
+  for (int64_t n : {int64_t{5}, int64_t{2048 + 8 + 3}, int64_t{19200}, int64_t{1} << 17}) {
+    for (OpId reduction : {OpId::k_sum, OpId::k_mean}) {
+      INFO("n " << n << ", " << op_name(reduction));
+      Rig r;
+      reduce_eager_then_hot(r, n, reduction, 8);
+      CHECK(r.out.errors().empty());
+      const auto [eager, pe] = r.fetch(304);
+      const auto [hot, ph] = r.fetch(404);
+      REQUIRE(eager.size() == sizeof(float));
+      CHECK(hot == eager);  // bitwise
+      CHECK(r.load().fused_ops() == 5);  // four steps and the reduction
+      CHECK(r.ex.tensor_count() == 2 + 1 + 1);  // x, bias, the eager sum, the fused one
+      // Against the host, in double.
+      const std::string xs = r.fetch(1).first, bs = r.fetch(2).first;
+      std::vector<float> x(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      std::memcpy(x.data(), xs.data(), xs.size());
+      std::memcpy(b.data(), bs.data(), bs.size());
+      double want = 0, scale = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double t = std::max(0.0f, x[i] * 1.5f - 0.25f) * b[i];
+        want += t;
+        scale += std::abs(t);
+      }
+      if (reduction == OpId::k_mean) {
+        want /= static_cast<double>(n);
+        scale /= static_cast<double>(n);
+      }
+      float got = 0;
+      std::memcpy(&got, hot.data(), sizeof got);
+      CHECK(std::abs(got - want) <= 1e-5 * scale + 1e-6);
+    }
+  }
+}
+
+TEST_CASE("a chain over more elements than one thread should sum keeps its threads; the "
+          "reduction runs after it", "[worker][hot]") {
+  Rig r;
+  reduce_eager_then_hot(r, (int64_t{1} << 17) + 1, OpId::k_sum, 8);
+  CHECK(r.out.errors().empty());
+  CHECK(r.fetch(404).first == r.fetch(304).first);
+  CHECK(r.load().fused_ops() == 4);  // the steps only
+  CHECK(r.ex.tensor_count() == 2 + 1 + 1);
+}
