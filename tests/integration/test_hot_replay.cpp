@@ -50,8 +50,9 @@ TEST_CASE("hot paths replayed by reference: bitwise the eager losses, chains fus
   // Replayed: steps 2-6 on x (defined at the second), step 8 on x2, step 9 back on x.
   CHECK(hot.replays == 7);
   CHECK(hot.hits == 7);
-  // Each step's add, relu, mul, add, relu, mul, exp runs as one fused pass.
-  CHECK(hot.fused_ops == 7 * 7);
+  // Each step's add, relu, mul, add, relu, mul, exp and the loss's sum (the chain's reduction
+  // tail) run as one fused pass.
+  CHECK(hot.fused_ops == 7 * 8);
 }
 
 TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager losses; a failed "
