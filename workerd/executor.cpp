@@ -471,7 +471,7 @@ Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {
   auto fresh = backend_.alloc(static_cast<size_t>(dst.meta.nbytes()));
   if (!fresh.is_ok()) return fresh.status();
   Tensor old = dst;  // keeps the shared bytes alive while they are copied
-  if (replaced_storages_) replaced_storages_->push_back(ReplacedStorage{&dst, dst.storage});
+  if (replaced_storages_) replaced_storages_->push_back(ReplacedStorage{dst.handle, dst.storage});
   dst.storage = std::move(*fresh);
   if (op == OpId::k_copy_) return Status::ok();  // copy_ overwrites every element
   // The others (host_chunk, strided_copy_) write only some elements: the rest keep the old

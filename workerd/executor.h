@@ -129,6 +129,9 @@ class Executor {
                          v1::HotRun& run);
   // Instruction k of a path with the run's handles put in (the path keeps its own copy).
   void bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run);
+  // The segment's instructions through run_instr, with its own frees in stream order.
+  void run_segment_instrs(uint64_t session, HotPathDef& p, const HotPathDef::GraphSegment& seg,
+                          const v1::HotRun& run);
   void note_hot_paths() { hot_paths_.store(hot_.size(), std::memory_order_relaxed); }
   void log_instr(uint64_t session, const v1::Instr& in) const;  // trace level
   void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp
@@ -211,7 +214,7 @@ class Executor {
   // replaced (put back then: the copy was only recorded).
   std::vector<v1::WorkerMessage>* held_errors_ = nullptr;
   struct ReplacedStorage {
-    Tensor* tensor;
+    uint64_t handle;
     std::shared_ptr<Storage> old;
   };
   std::vector<ReplacedStorage>* replaced_storages_ = nullptr;

@@ -68,7 +68,8 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
     while (next_free < p->frees.size() && p->frees[next_free].at <= k)
       free_result(p->frees[next_free++].instr);
     if (!p->segment_at.empty() && p->segment_at[k] >= 0) {
-      // Frees inside a segment wait for its end (an eager rerun may still read their tensors).
+      // The segment applies its own frees; those of earlier results wait for its end, when the
+      // frees up to there are applied (the segment's again: freeing a handle twice does nothing).
       HotPathDef::GraphSegment& seg = p->segments[static_cast<size_t>(p->segment_at[k])];
       if (run_graph_segment(session, *p, seg, run)) {
         k = seg.end;
@@ -124,12 +125,7 @@ bool Executor::run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::Gr
   std::vector<ReplacedStorage> replaced;
   held_errors_ = &held;
   replaced_storages_ = &replaced;
-  const bool log_instrs = spdlog::should_log(spdlog::level::trace);
-  for (uint32_t k = seg.begin; k < seg.end; ++k) {
-    bind_instr(p, k, run);
-    if (log_instrs) log_instr(session, p.instrs[k]);
-    run_instr(session, p.instrs[k]);
-  }
+  run_segment_instrs(session, p, seg, run);
   held_errors_ = nullptr;
   replaced_storages_ = nullptr;
   auto launched = backend_.end_graph(session, seg.graph);
@@ -147,15 +143,28 @@ bool Executor::run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::Gr
   bump(graph_fallbacks_);
   spdlog::warn("session {}: a hot path's device graph failed ({}); running it eagerly", session,
                launched.status().message());
-  for (auto it = replaced.rbegin(); it != replaced.rend(); ++it) it->tensor->storage = it->old;
+  // (A storage replaced on a tensor the segment made and freed is gone with it.)
+  for (auto it = replaced.rbegin(); it != replaced.rend(); ++it)
+    if (auto t = tensors_.find(it->handle); t != tensors_.end()) t->second.storage = it->old;
   for (uint32_t k = seg.begin; k < seg.end; ++k)
     if (p.result[k] >= 0) free_handle(session, first_out + static_cast<uint64_t>(p.result[k]));
   ops_executed_.store(ops_before, std::memory_order_relaxed);
+  run_segment_instrs(session, p, seg, run);
+  return true;
+}
+
+void Executor::run_segment_instrs(uint64_t session, HotPathDef& p,
+                                  const HotPathDef::GraphSegment& seg, const v1::HotRun& run) {
+  const bool log_instrs = spdlog::should_log(spdlog::level::trace);
+  size_t next_free = 0;
   for (uint32_t k = seg.begin; k < seg.end; ++k) {
+    while (next_free < seg.frees.size() && seg.frees[next_free].at <= k)
+      free_handle(session,
+                  run.first_out() + static_cast<uint64_t>(p.result[seg.frees[next_free++].instr]));
     bind_instr(p, k, run);
+    if (log_instrs) log_instr(session, p.instrs[k]);
     run_instr(session, p.instrs[k]);
   }
-  return true;
 }
 
 uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,

@@ -65,7 +65,7 @@ void find_chains(HotPathDef& d) {
 }
 
 // Graph segments: maximal runs of at least two instructions without an upload whose ops the
-// device can record.
+// device can record, with the frees inside them of results they make (d.frees is built).
 void find_segments(HotPathDef& d, const std::function<bool(OpId)>& capturable) {
   const size_t n = d.instrs.size();
   d.segment_at.assign(n, -1);
@@ -80,8 +80,10 @@ void find_segments(HotPathDef& d, const std::function<bool(OpId)>& capturable) {
     while (e < n && recordable(e)) ++e;
     if (e - k >= 2) {
       d.segment_at[k] = static_cast<int32_t>(d.segments.size());
-      d.segments.push_back(
-          HotPathDef::GraphSegment{static_cast<uint32_t>(k), static_cast<uint32_t>(e), nullptr});
+      HotPathDef::GraphSegment seg{static_cast<uint32_t>(k), static_cast<uint32_t>(e), nullptr, {}};
+      for (const HotPathDef::Free& f : d.frees)
+        if (f.at > k && f.at < e && f.instr >= k) seg.frees.push_back(f);
+      d.segments.push_back(std::move(seg));
     }
     k = e == k ? k + 1 : e;
   }

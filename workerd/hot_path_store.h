@@ -50,6 +50,10 @@ struct HotPathDef {
   struct GraphSegment {
     uint32_t begin = 0, end = 0;
     void* graph = nullptr;  // the device's executable graph of the last run (Backend::end_graph)
+    // The path's frees inside the segment of results made inside it (by `at`): applied in
+    // stream order while it records, as eagerly. Frees of earlier results wait for its end (a
+    // failed capture runs the segment again, which reads them).
+    std::vector<Free> frees;
   };
   std::vector<GraphSegment> segments;
   std::vector<int32_t> segment_at;

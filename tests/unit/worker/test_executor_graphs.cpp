@@ -301,3 +301,46 @@ TEST_CASE("sim device: a block another session freed is claimed inside a capture
   CHECK(wrong == 0);  // session 4's late write did not land on y
   CHECK(backend.allocator_stats().cross_stream_waits >= 1);
 }
+
+TEST_CASE("sim device: a long segment of temporaries frees them in stream order while it records "
+          "(memory as eager)", "[worker][sim][hot][graph]") {
+  SimBackendOptions o = sim_options();
+  o.max_memory_bytes = uint64_t{64} << 20;
+  SimBackend backend(o);
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 64 << 20);
+  // 40 x (t = zeros [1 M] + 1; s = t.sum()): 320 MiB of 4 MiB temporaries, each freed after its
+  // use; the sums survive. Held to the segment's end they could not fit in 64 MiB.
+  v1::HotPath p;
+  p.set_id(1);
+  const Shape big{1 << 20};
+  for (uint32_t i = 0; i < 40; ++i) {
+    const uint32_t z = 3 * i;
+    *p.add_instrs() = op(OpId::k_zeros, 1, {}, make_shape_dtype(big, DType::kFloat32));
+    *p.add_instrs() = op(OpId::k_add, 1, {local(z)}, make_binary_scalar(ScalarSide::kRight, 1, false));
+    *p.add_instrs() = op(OpId::k_sum, 1, {local(z + 1)}, make_reduce(kAllDims, false));
+    p.add_frees(z);
+    p.add_free_at(z + 2);
+    p.add_frees(z + 1);
+    p.add_free_at(z + 3);
+  }
+  v1::WorkerBatch b;
+  b.set_session(kSession);
+  *b.add_hot_define() = p;
+  for (uint64_t first : {1000, 2000}) *b.add_instrs() = hot_run(1, {}, first);
+  add_request(b, 1, v1::Request::FETCH, 2000 + 3 * 39 + 2);  // the last run's last sum
+  ex.execute(b);
+  REQUIRE(out.wait_reply(1) != gt::test::Clock::time_point{});
+  CHECK(out.errors().empty());
+  std::string bytes;
+  for (const auto& r : out.replies(1)) bytes += r.tensor().data();
+  float s = 0;
+  REQUIRE(bytes.size() == sizeof s);
+  std::memcpy(&s, bytes.data(), sizeof s);
+  CHECK(s == static_cast<float>(1 << 20));
+  v1::WorkerLoad l;
+  ex.fill_load(&l);
+  CHECK(l.graph_launches() == 2);
+  CHECK(ex.tensor_count() == 2 * 40);  // the sums
+  CHECK(backend.allocator_stats().peak_bytes <= uint64_t{24} << 20);
+}
