@@ -85,6 +85,9 @@ uint32_t WorkerPool::least_loaded() const {
 }
 
 bool WorkerPool::idle() const {
+  // A request still waiting for its answer counts: an asynchronous device (CUDA, sim) acks work
+  // when it is issued, and answers a SYNC or FETCH only once the work is done.
+  if (!requests_.empty()) return false;
   for (const auto& [id, w] : workers_)
     if (w.outstanding() > 0 || !w.sched.empty()) return false;
   return true;
@@ -254,7 +257,10 @@ void WorkerPool::relay_fetch_chunk(WorkerState& w, uint64_t rid, PendingRequest&
     return;
   }
   events_.fetch_reply(w, pr, head, meta, payload, last);
-  if (last) requests_.erase(rid);
+  if (last) {
+    requests_.erase(rid);
+    if (requests_.empty()) events_.worker_progressed();  // (a drain may be waiting for it)
+  }
 }
 
 void WorkerPool::on_reply(WorkerState& w, v1::Reply& reply) {
@@ -275,6 +281,7 @@ void WorkerPool::on_reply(WorkerState& w, v1::Reply& reply) {
   requests_.erase(it);
   pr->remaining--;
   finish_if_answered(*pr);
+  if (requests_.empty()) events_.worker_progressed();  // (a drain may be waiting for it)
 }
 
 void WorkerPool::on_gone(WorkerState& w, const std::string& why, bool expected) {

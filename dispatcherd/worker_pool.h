@@ -92,7 +92,8 @@ class WorkerPool {
     virtual double batch_queued(uint64_t session, uint64_t count) = 0;
     // `count` instructions of `session` were executed, or lost with their worker.
     virtual void batch_done(uint64_t session, uint64_t count) = 0;
-    // A worker acknowledged work: paused sessions may resume, a drain may have finished.
+    // A worker acknowledged work, or answered the last request waiting: paused sessions may
+    // resume, a drain may have finished.
     virtual void worker_progressed() = 0;
     // A worker reported a failed instruction of rep.session().
     virtual void worker_error(const WorkerState& w, const v1::ErrorReport& rep) = 0;
@@ -170,7 +171,7 @@ class WorkerPool {
   // One heartbeat: pings every worker, and drops those silent past heartbeat_timeout_ms or with
   // work outstanding and no progress for progress_timeout_ms.
   void check_liveness();
-  // Nothing is queued or in flight on any worker.
+  // Nothing is queued or in flight on any worker, and no request waits for its answer.
   bool idle() const;
 
  private:
