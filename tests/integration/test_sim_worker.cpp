@@ -118,31 +118,3 @@ TEST_CASE("sim worker: a plain loop of temporaries, its repetitions replayed as 
   }
   CHECK(launches >= 1);
 }
-
-TEST_CASE("sim worker: SIGTERM drains until the session's sync is answered, not only acked",
-          "[sim][integration][drain]") {
-  // An asynchronous device acks work when it is issued and answers the SYNC once it is done:
-  // the dispatcher's drain waits for the answer (it used to exit on the acks, dropping it).
-  Daemons d(DaemonOptions{1, {}, {"--device", "sim", "--sim-kernel-us", "2000"}});
-  RawClient c(d.address());
-  REQUIRE(c.hello().kind_case() == v1::ServerMessage::kWelcome);
-  v1::ClientMessage m;
-  *m.mutable_batch()->add_instrs() = from_floats(1, std::vector<float>(4096, 1.0f), Shape{64, 64});
-  for (uint64_t id = 1; id <= 300; ++id)  // 300 kernels of 2 ms: 0.6 s of device work
-    *m.mutable_batch()->add_instrs() = make_instr(OpId::k_matmul, id + 1, {id, 1});
-  auto* req = m.mutable_batch()->add_requests();
-  req->set_request_id(77);
-  req->set_kind(v1::Request::SYNC);
-  c.send(m);
-  ::kill(d.dispatcher_pid(), SIGTERM);
-  bool got_reply = false;
-  while (auto msg = c.read(10000)) {
-    if (msg->kind_case() == v1::ServerMessage::kReply && msg->reply().request_id() == 77) {
-      CHECK(msg->reply().errors_size() == 0);
-      got_reply = true;
-      break;
-    }
-  }
-  CHECK(got_reply);
-  CHECK(wait_process(d.dispatcher_pid(), 10000) == 0);
-}

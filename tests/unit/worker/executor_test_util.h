@@ -1,4 +1,5 @@
-// What the executor tests share: an outbox standing in for the dispatcher, and batch builders.
+// What the executor tests share: an outbox standing in for the dispatcher, and batch and
+// hot-path builders.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -80,6 +81,19 @@ inline void free_here(v1::WorkerBatch& b, std::initializer_list<uint64_t> handle
     b.add_frees(h);
     b.add_free_at(static_cast<uint32_t>(b.instrs_size()));
   }
+}
+
+// Hot-path references (v1::HotPath): instruction k's result, binding s.
+constexpr uint64_t local(uint64_t k) { return k << 1; }
+constexpr uint64_t bound(uint64_t s) { return (s << 1) | 1; }
+
+// A run of hot path `path` with `bindings`, its results numbered from first_out.
+inline v1::Instr hot_run(uint64_t path, std::initializer_list<uint64_t> bindings, uint64_t first_out) {
+  v1::Instr in;
+  in.mutable_hot()->set_path(path);
+  in.mutable_hot()->set_first_out(first_out);
+  for (uint64_t b : bindings) in.mutable_hot()->add_bindings(b);
+  return in;
 }
 
 inline void add_request(v1::WorkerBatch& b, uint64_t id, v1::Request::Kind kind, uint64_t handle = 0) {

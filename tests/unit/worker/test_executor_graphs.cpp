@@ -18,6 +18,9 @@
 
 using namespace gt;
 using gt::test::add_request;
+using gt::test::bound;
+using gt::test::hot_run;
+using gt::test::local;
 using gt::test::op;
 using gt::test::Outbox;
 using worker::Executor;
@@ -27,8 +30,6 @@ using worker::SimBackendOptions;
 namespace {
 
 constexpr uint64_t kSession = 3;
-constexpr uint64_t local(uint64_t k) { return k << 1; }
-constexpr uint64_t bound(uint64_t s) { return (s << 1) | 1; }
 
 SimBackendOptions sim_options(uint64_t fail_capture_every = 0) {
   SimBackendOptions o;
@@ -74,14 +75,6 @@ struct Rig {
     return l;
   }
 };
-
-v1::Instr hot_run(uint64_t path, std::initializer_list<uint64_t> bindings, uint64_t first_out) {
-  v1::Instr in;
-  in.mutable_hot()->set_path(path);
-  in.mutable_hot()->set_first_out(first_out);
-  for (uint64_t b : bindings) in.mutable_hot()->add_bindings(b);
-  return in;
-}
 
 // y = relu(x @ w + b) * 0.5 over bindings x, w, b; the intermediates freed inside the path.
 // `in(k)` names instruction k's result (a local reference in a path, a handle eagerly).

@@ -17,7 +17,10 @@
 
 using namespace gt;
 using gt::test::add_request;
+using gt::test::bound;
 using gt::test::free_here;
+using gt::test::hot_run;
+using gt::test::local;
 using gt::test::op;
 using gt::test::Outbox;
 using worker::CpuBackend;
@@ -27,8 +30,6 @@ using worker::Executor;
 namespace {
 
 constexpr uint64_t kSession = 7;
-constexpr uint64_t local(uint64_t k) { return k << 1; }
-constexpr uint64_t bound(uint64_t s) { return (s << 1) | 1; }
 
 struct Rig {
   CpuBackend backend{CpuBackendOptions{0, 1, 0}};
@@ -93,14 +94,12 @@ void chain(v1::WorkerBatch& b, const In& in, uint64_t x, uint64_t bias, uint64_t
   free_here(b, {in(5)});
 }
 
-// The same chain as a HotPath over bindings (x, bias, w).
-v1::HotPath chain_path(uint64_t id) {
-  v1::WorkerBatch tmp;
-  chain(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), bound(2),
-        {1, 1, 1, 1, 1, 1, 1});
+// A batch built over path references (local(k), bound(s)) as HotPath `id`: its frees of local
+// results become the path's.
+v1::HotPath path_of(const v1::WorkerBatch& tmp, uint64_t id, uint32_t bindings) {
   v1::HotPath p;
   p.set_id(id);
-  p.set_bindings(3);
+  p.set_bindings(bindings);
   *p.mutable_instrs() = tmp.instrs();
   for (int i = 0; i < tmp.frees_size(); ++i) {
     p.add_frees(static_cast<uint32_t>(tmp.frees(i) >> 1));
@@ -109,13 +108,12 @@ v1::HotPath chain_path(uint64_t id) {
   return p;
 }
 
-v1::Instr hot_run(uint64_t path, std::vector<uint64_t> bindings, uint64_t first_out) {
-  v1::Instr in;
-  auto* h = in.mutable_hot();
-  h->set_path(path);
-  for (uint64_t b : bindings) h->add_bindings(b);
-  h->set_first_out(first_out);
-  return in;
+// The same chain as a HotPath over bindings (x, bias, w).
+v1::HotPath chain_path(uint64_t id) {
+  v1::WorkerBatch tmp;
+  chain(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), bound(2),
+        {1, 1, 1, 1, 1, 1, 1});
+  return path_of(tmp, id, 3);
 }
 
 // Inputs x [rows, cols] (1), bias [bias_shape] (2), w [rows, cols] (3).
@@ -373,16 +371,8 @@ void reduce_eager_then_hot(Rig& r, int64_t n, OpId reduction, uint64_t path) {
   r.run(std::move(eager));
   v1::WorkerBatch tmp;
   steps(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), {1, 1, 1, 1, 1});
-  v1::HotPath p;
-  p.set_id(path);
-  p.set_bindings(2);
-  *p.mutable_instrs() = tmp.instrs();
-  for (int i = 0; i < tmp.frees_size(); ++i) {
-    p.add_frees(static_cast<uint32_t>(tmp.frees(i) >> 1));
-    p.add_free_at(tmp.free_at(i));
-  }
   v1::WorkerBatch hot = r.batch();
-  *hot.add_hot_define() = p;
+  *hot.add_hot_define() = path_of(tmp, path, 2);
   *hot.add_instrs() = hot_run(path, {1, 2}, 400);
   r.run(std::move(hot));
 }
