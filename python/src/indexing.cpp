@@ -58,7 +58,8 @@ gt::TensorIndex to_index(py::handle h) {
                        std::string(py::str(py::type::handle_of(h))));
 }
 
-// IndexError for integer indices out of range (the dims they apply to are known here).
+// IndexError for integer indices out of range and masks of the wrong shape (the dims they apply
+// to are known here).
 void check_integer_ranges(const gt::Tensor& t, const std::vector<gt::TensorIndex>& ix) {
   const int64_t rank = t.dim();
   int64_t consuming = 0;
@@ -72,6 +73,17 @@ void check_integer_ranges(const gt::Tensor& t, const std::vector<gt::TensorIndex
   for (const auto& i : ix) {
     if (i.is_ellipsis()) {
       d += std::max<int64_t>(0, rank - consuming);
+    } else if (i.is_tensor() && i.tensor().dtype() == gt::DType::kBool) {
+      // A mask must match the dims it covers (torch's IndexError and wording).
+      const gt::Tensor& m = i.tensor();
+      if (d + m.dim() > rank) return;  // too many indices: gt::Tensor::index reports it
+      for (int64_t j = 0; j < m.dim(); ++j)
+        if (m.shape()[static_cast<int>(j)] != t.shape()[static_cast<int>(d + j)])
+          throw py::index_error("The shape of the mask " + m.shape().str() + " at index " +
+                                std::to_string(j) + " does not match the shape of the indexed "
+                                "tensor " + t.shape().str() + " at index " +
+                                std::to_string(d + j));
+      d += m.dim();
     } else if (i.is_slice() || i.is_tensor()) {
       d += dims_of(i);
     } else if (i.is_integer()) {

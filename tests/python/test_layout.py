@@ -94,9 +94,9 @@ def test_index_errors(a):
         t[0, -4]
     with pytest.raises(TypeError):
         t[gt.tensor([0.0])]  # float index tensor
-    with pytest.raises(ValueError, match="shape of the mask"):
+    with pytest.raises(IndexError, match="shape of the mask"):
         t[gt.tensor([True, False, True], dtype="bool")]  # a mask must match the leading dims
-    with pytest.raises(ValueError, match="shape of the mask"):
+    with pytest.raises(IndexError, match="shape of the mask"):
         t[[True, False, True]]
     with pytest.raises(TypeError, match="int64, int32 or bool"):
         t[0, gt.tensor([0.5])]  # a float index tensor inside a tuple
