@@ -121,7 +121,9 @@ void WorkerPool::send_now(WorkerState& w, DrrScheduler::Item&& item) {
                   "({} in flight)",
                   w.id, first, item.session, b->instrs_size(), b->frees_size(),
                   b->requests_size(), w.inflight_count);
-  Status st = w.conn->io->send(item.msg);
+  // Uploads' payloads go to the socket from the batch itself, which the connection keeps until
+  // they are written (no serialized copy of them).
+  Status st = w.conn->io->send_owned(std::make_shared<v1::DispatchMessage>(std::move(item.msg)));
   if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
 }
 

@@ -221,11 +221,9 @@ bool RemoteSession::flush_queue() {
     queued_payload_ = 0;
   }
   space_cv_.notify_all();
-  wbuf_.clear();
-  Status st = append_frame(&wbuf_, sending_);
+  Status st = wparts_.build(sending_, kDefaultMaxFrameBytes);
+  if (st.is_ok()) st = send_all_parts(fd_, wparts_.parts());
   sending_.Clear();
-  if (st.is_ok()) st = send_all(fd_, wbuf_);
-  if (wbuf_.capacity() > (64u << 20)) wbuf_ = std::string();
   if (!st.is_ok()) mark_lost(st.message());
   return true;
 }

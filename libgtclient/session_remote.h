@@ -21,6 +21,7 @@
 #include "libgtclient/session_embedded.h"
 #include "libgtclient/session_shm_pool.h"
 #include "libgtcore/frame_codec.h"
+#include "libgtcore/frame_gather.h"
 #include "proto/gt.pb.h"
 
 namespace gt::detail {
@@ -142,7 +143,8 @@ class RemoteSession : public Session {
 
   std::mutex write_mu_;                // one writer on the socket at a time
   v1::ClientMessage sending_;          // guarded by write_mu_
-  std::string wbuf_;                   // guarded by write_mu_
+  // sending_'s frame: its uploads' payloads are written from sending_ itself (FrameParts).
+  FrameParts wparts_;                  // guarded by write_mu_
   FrameDecoder decoder_;               // used only by the thread holding the reader role
   // Reused by the reader for every frame (no allocation per reply).
   v1::ServerMessage rx_msg_;

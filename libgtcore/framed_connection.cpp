@@ -250,12 +250,36 @@ Status FramedConnection::send_parts(std::string_view header, std::string_view pa
   if (payload.size() >= kSealBytes && fds_out_.empty()) {
     // Its own buffer (chunk-sized: the allocator reuses it), after the frames queued before it.
     sealed_bytes_ += out_.size() + payload.size();
-    sealed_.push_back(std::move(out_));
-    sealed_.emplace_back(payload);
+    sealed_.push_back(Sealed{std::move(out_), {}, nullptr});
+    sealed_.push_back(Sealed{std::string(payload), {}, nullptr});
     out_ = std::string();
   } else {
     out_.append(payload);
   }
+  schedule_write();
+  return Status::ok();
+}
+
+Status FramedConnection::send_owned(std::shared_ptr<const google::protobuf::MessageLite> msg) {
+  if (closed_ || abort_pending_) return unavailable("connection closed");
+  if (!msg) return invalid_argument("send_owned: no message");
+  // Descriptors index frames in out_: sealing would move them (send() copies instead).
+  if (!fds_out_.empty() || msg->ByteSizeLong() < kSealBytes) return send(*msg);
+  GT_RETURN_IF_ERROR(out_parts_.build(*msg, 0xffffffffull));
+  const std::vector<std::string_view>& parts = out_parts_.parts();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string_view part = parts[i];
+    if (!out_parts_.aliased(i)) {
+      out_.append(part);
+      continue;
+    }
+    // A payload in the message: the frames before it are sealed, then it, kept with its message.
+    sealed_bytes_ += out_.size() + part.size();
+    if (!out_.empty()) sealed_.push_back(Sealed{std::move(out_), {}, nullptr});
+    out_ = std::string();
+    sealed_.push_back(Sealed{{}, part, msg});
+  }
+  if (backlog_) *backlog_ += out_parts_.bytes();
   schedule_write();
   return Status::ok();
 }
@@ -294,7 +318,7 @@ void FramedConnection::write_from(size_t sent) {
     const bool with_tail = fds_writing_.empty();
     std::vector<asio::const_buffer> parts;
     parts.reserve(writing_sealed_.size() + 1);
-    for (const std::string& s : writing_sealed_) parts.emplace_back(asio::buffer(s));
+    for (const Sealed& s : writing_sealed_) parts.emplace_back(asio::buffer(s.data()));
     if (with_tail) parts.emplace_back(asio::buffer(writing_));
     asio::async_write(socket_, parts, [self = shared_from_this(), with_tail](
                                           boost::system::error_code ec, size_t n) {

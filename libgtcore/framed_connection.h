@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "libgtcore/frame_codec.h"
+#include "libgtcore/frame_gather.h"
 #include "libgtcore/status.h"
 #include "libgtcore/unique_fd.h"
 
@@ -58,6 +59,10 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // nothing queued before it goes to the socket at once from the caller's memory; what the
   // socket does not take is copied into the queue.
   Status send_parts(std::string_view header, std::string_view payload);
+  // Appends one frame holding `msg`, whose large bytes fields (uploads' payloads) are written
+  // from the message itself, which the connection keeps until they are out (FrameParts): no
+  // serialized copy of them is made. Small messages are simply serialized.
+  Status send_owned(std::shared_ptr<const google::protobuf::MessageLite> msg);
   // Appends one frame holding `msg` with `fd` attached to it (SCM_RIGHTS; Unix sockets only):
   // the peer's take_fd() returns it once the frame has arrived (one descriptor per write, in
   // frame order: a peer that claims one per such frame gets each frame's own).
@@ -128,7 +133,15 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // of its own, with the frames queued before them sealed ahead: all go before out_, in order.
   // The queue is then never one string that grows by reallocation, which for a client that
   // reads slower than a worker writes faulted in hundreds of MiB of fresh pages per fetch.
-  std::deque<std::string> sealed_, writing_sealed_;
+  // An entry is a buffer of its own, or bytes of a message it keeps alive (send_owned).
+  struct Sealed {
+    std::string bytes;
+    std::string_view kept;                 // with `keep`: the bytes to write
+    std::shared_ptr<const void> keep;
+    std::string_view data() const { return keep ? kept : std::string_view(bytes); }
+  };
+  std::deque<Sealed> sealed_, writing_sealed_;
+  FrameParts out_parts_;  // send_owned's, reused
   size_t sealed_bytes_ = 0, writing_sealed_bytes_ = 0;
   // Descriptors to pass, each with the end of its frame in out_ (then writing_): each leaves
   // with a write that ends there, starting at or before its frame, so the peer always has a

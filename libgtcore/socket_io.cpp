@@ -35,37 +35,39 @@ void enlarge_socket_buffers(int fd) {
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
 }
 
-Status send_all_parts(int fd, std::initializer_list<std::string_view> parts) {
-  constexpr size_t kMaxParts = 8;
+Status send_all_parts(int fd, std::span<const std::string_view> parts) {
+  constexpr size_t kMaxParts = 64;  // iovecs per sendmsg (IOV_MAX is larger)
   iovec iov[kMaxParts];
-  size_t count = 0;
-  for (std::string_view p : parts) {
-    if (p.empty()) continue;
-    if (count == kMaxParts) return invalid_argument("send_all_parts: more than {} parts", kMaxParts);
-    iov[count++] = iovec{const_cast<char*>(p.data()), p.size()};
-  }
-  size_t first = 0;  // the first part not yet written completely
-  while (first < count) {
-    msghdr msg{};
-    msg.msg_iov = iov + first;
-    msg.msg_iovlen = count - first;
-    ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-      continue;
+  size_t next = 0;  // the first part not yet in iov
+  while (true) {
+    size_t count = 0;
+    while (next < parts.size() && count < kMaxParts) {
+      std::string_view p = parts[next++];
+      if (!p.empty()) iov[count++] = iovec{const_cast<char*>(p.data()), p.size()};
     }
-    if (n <= 0)
-      return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
-    auto left = static_cast<size_t>(n);
-    while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
-    if (first < count) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
+    if (count == 0) return Status::ok();
+    size_t first = 0;  // the first of iov not yet written completely
+    while (first < count) {
+      msghdr msg{};
+      msg.msg_iov = iov + first;
+      msg.msg_iovlen = count - first;
+      ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        pollfd p{fd, POLLOUT, 0};
+        ::poll(&p, 1, -1);
+        continue;
+      }
+      if (n <= 0)
+        return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
+      auto left = static_cast<size_t>(n);
+      while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+      if (first < count) {
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+        iov[first].iov_len -= left;
+      }
     }
   }
-  return Status::ok();
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 #include <string_view>
 
 #include "libgtcore/frame_codec.h"
@@ -16,7 +17,10 @@ Status send_all(int fd, std::string_view data);
 
 // Writes all of `parts`, in order, with scatter-gather I/O (sendmsg): a frame's header and a
 // payload that lives elsewhere (a tensor's memory) leave without being copied together first.
-Status send_all_parts(int fd, std::initializer_list<std::string_view> parts);
+Status send_all_parts(int fd, std::span<const std::string_view> parts);
+inline Status send_all_parts(int fd, std::initializer_list<std::string_view> parts) {
+  return send_all_parts(fd, std::span<const std::string_view>(parts.begin(), parts.size()));
+}
 
 // Raises the socket's kernel send and receive buffers towards kSocketBufferBytes (the system's
 // net.core.[wr]mem_max caps it): a large fetch then crosses each hop in a few big steps instead

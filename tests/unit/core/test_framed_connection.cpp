@@ -1,6 +1,7 @@
 // FramedConnection's write queue: frames and large payloads (send_parts) queued in one turn leave
 // in order and intact, whether a payload goes to the socket at once, is sealed into a buffer of
-// its own (>= kSealBytes) or appended; pending_bytes() counts all of it until it is written.
+// its own (>= kSealBytes) or appended; messages sent with send_owned leave their payloads in
+// the message, kept alive until written; pending_bytes() counts all of it until it is written.
 #include <catch2/catch.hpp>
 
 #include <sys/socket.h>
@@ -86,6 +87,59 @@ TEST_CASE("frames and large payloads queued together arrive in order, intact", "
   for (size_t i = 0; i < sent.size(); ++i) {
     INFO("frame " << i);
     CHECK(got[i].size() == sent[i].size());
+    CHECK(got[i] == sent[i]);
+  }
+  CHECK(a->pending_bytes() == 0);
+}
+
+TEST_CASE("send_owned writes payloads from the message it keeps, in order with other frames",
+          "[framing]") {
+  asio::io_context io;
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  auto a = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[0]), 1 << 30);
+  auto b = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[1]), 1 << 30);
+  std::vector<std::string> got;  // each frame's serialized body
+  b->start([&](std::string_view body) { got.emplace_back(body); }, [](const Status&) {});
+  a->start([](std::string_view) {}, [](const Status&) {});
+  // A worker batch with two uploads (4 MiB and 300 KiB) and a small one, between plain frames.
+  auto batch = [](char fill) {
+    auto m = std::make_shared<v1::DispatchMessage>();
+    v1::WorkerBatch* b = m->mutable_batch();
+    b->set_session(3);
+    for (size_t n : {size_t{4} << 20, size_t{16}, size_t{300} << 10}) {
+      v1::Instr* in = b->add_instrs();
+      in->set_op(7);
+      in->set_out(n);
+      std::string data(n, fill);
+      data[n / 2] = 'M';
+      in->set_data(std::move(data));
+    }
+    return m;
+  };
+  std::vector<std::string> sent;
+  auto plain = [&](const std::string& text) {
+    REQUIRE(a->send(frame_of(text)).is_ok());
+    sent.push_back(frame_of(text).SerializeAsString());
+  };
+  auto owned = [&](char fill) {
+    std::shared_ptr<v1::DispatchMessage> m = batch(fill);
+    sent.push_back(m->SerializeAsString());
+    REQUIRE(a->send_owned(std::move(m)).is_ok());  // the connection holds the only reference
+  };
+  plain("one");
+  owned('a');
+  plain("two");
+  owned('b');
+  owned('c');
+  plain("three");
+  CHECK(a->pending_bytes() >= 12u << 20);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline)
+    io.run_for(std::chrono::milliseconds(20));
+  REQUIRE(got.size() == sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    INFO("frame " << i);
     CHECK(got[i] == sent[i]);
   }
   CHECK(a->pending_bytes() == 0);
