@@ -31,7 +31,10 @@ Result<std::shared_ptr<ShmMapping>> ShmMapping::map(int fd, uint64_t bytes, bool
   return std::shared_ptr<ShmMapping>(new ShmMapping(static_cast<char*>(p), bytes));
 }
 
-ShmMapping::~ShmMapping() { ::munmap(data_, static_cast<size_t>(size_)); }
+ShmMapping::~ShmMapping() {
+  if (unmapper_) unmapper_(data_, size_);
+  else ::munmap(data_, static_cast<size_t>(size_));
+}
 
 Result<ShmArenaFile> create_shm_arena(uint64_t bytes) {
   UniqueFd fd(::memfd_create("gt-shm-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING));

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -35,10 +36,19 @@ class ShmMapping {
   char* data() const { return data_; }
   uint64_t size() const { return size_; }
 
+  // Unmaps in its stead when the mapping goes: given the address and size, it must munmap
+  // them (a worker first unregisters them from its device, on another thread). Set by the
+  // thread holding a reference, before the last reference can go.
+  void set_unmapper(std::function<void(char*, uint64_t)> fn) { unmapper_ = std::move(fn); }
+  // Whether the device has it registered: 0 not tried, 1 yes, -1 it could not (a worker's own
+  // record, kept with the mapping; only its executor thread reads and writes it).
+  int device_registration = 0;
+
  private:
   ShmMapping(char* data, uint64_t size) : data_(data), size_(size) {}
   char* data_;
   uint64_t size_;
+  std::function<void(char*, uint64_t)> unmapper_;
 };
 
 struct ShmArenaFile {

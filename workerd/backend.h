@@ -170,6 +170,17 @@ class Backend {
   // nothing recorded runs and `slot` is unchanged. drop_graph() destroys a slot's graph (a
   // launched one finishes first). Only ops with capturable(op) may run in between: their
   // kernels use no host function, host memory or wait (index checks report from the host).
+  // Host memory another process shares with this worker (a client's shared-memory arena),
+  // registered with the device so that reads of tensors into it are copied there directly
+  // instead of through a staging buffer (CUDA: cudaHostRegister). Unimplemented where the
+  // device reaches host memory anyway (the CPU) or cannot. unregister_host_memory is called once
+  // the copies into it are done; it unregisters on a thread of the device's (never the
+  // caller's: it may wait for the device), then runs `then` (the unmap).
+  virtual Status register_host_memory(void* p, size_t bytes) {
+    return unimplemented("{}: no host memory registration", device_kind());
+  }
+  virtual void unregister_host_memory(void* p, std::function<void()> then) { then(); }
+
   virtual bool captures_graphs() const { return false; }
   virtual bool capturable(OpId op) const { return false; }
   virtual Status begin_graph(uint64_t session) {

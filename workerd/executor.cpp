@@ -1,5 +1,7 @@
 #include "workerd/executor.h"
 
+#include <sys/mman.h>
+
 #include <spdlog/spdlog.h>
 
 #include "libgtcore/comm.h"
@@ -633,7 +635,21 @@ bool Executor::send_fetch_to_shm(uint64_t session, const v1::Request& req, const
     return true;
   }
   // An asynchronous device: the copies are enqueued now, in stream order, straight into the
-  // region; the replies leave once they are done (the arena stays mapped until then).
+  // region; the replies leave once they are done (the arena stays mapped until then). The
+  // arena is registered with the device at its first fetch (pinned on CUDA: the device then
+  // writes into it directly, without a staging buffer), and unregistered when it is unmapped,
+  // after the copies into it (their completions hold it).
+  if (arena->device_registration == 0) {
+    Status reg = backend_.register_host_memory(arena->data(), arena->size());
+    arena->device_registration = reg.is_ok() ? 1 : -1;
+    if (reg.is_ok())
+      arena->set_unmapper([&backend = backend_](char* p, uint64_t n) {
+        backend.unregister_host_memory(p, [p, n] { ::munmap(p, static_cast<size_t>(n)); });
+      });
+    else
+      spdlog::debug("session {}: shared-memory arena not registered with the device ({}): its "
+                    "fetches are staged", session, reg.message());
+  }
   Status st;
   for (uint64_t offset = 0; offset < total && st.is_ok(); offset += kShmChunkBytes)
     st = backend_.start_copy_to_host(t, offset, base + offset,

@@ -164,6 +164,18 @@ Status CudaDeviceApi::launch_host_func(Stream s, std::function<void()> fn) {
   return Status::ok();
 }
 
+// Pins the pages (page-locked, mapped for DMA): async copies then go straight to or from them.
+Status CudaDeviceApi::register_host(void* p, size_t bytes) {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaHostRegister(p, bytes, cudaHostRegisterPortable));
+  return Status::ok();
+}
+
+void CudaDeviceApi::unregister_host(void* p) {
+  if (p != nullptr && use_device().is_ok())
+    (void)cuda_status(cudaHostUnregister(p), "cudaHostUnregister", __FILE__, __LINE__);
+}
+
 Status CudaDeviceApi::begin_capture(Stream s) {
   GT_RETURN_IF_ERROR(use_device());
   {

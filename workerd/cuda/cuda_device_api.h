@@ -51,6 +51,9 @@ class CudaDeviceApi final : public device::DeviceApi {
   Status fill_zero(void* dst, size_t n, device::Stream s) override;
   Status launch_host_func(device::Stream s, std::function<void()> fn) override;
 
+  Status register_host(void* p, size_t bytes) override;
+  void unregister_host(void* p) override;
+
   Status begin_capture(device::Stream s) override;
   Result<device::Graph> end_capture(device::Stream s, device::Graph reuse) override;
   Status launch_graph(device::Graph g, device::Stream s) override;

@@ -99,6 +99,13 @@ class DeviceApi {
   // A launched graph finishes its work first (the device keeps what it needs).
   virtual void destroy_graph(Graph g) {}
 
+  // Host memory the device may copy from and to directly, as host_alloc's (cudaHostRegister: the
+  // pages are pinned until unregister_host). A device without it says so (Unimplemented).
+  virtual Status register_host(void* p, size_t bytes) {
+    return unimplemented("{}: no host memory registration", kind());
+  }
+  virtual void unregister_host(void* p) {}
+
   // Ok, or the error that made the device unusable (CUDA's sticky errors: an illegal address,
   // a launch failure). Once set it stays set.
   virtual Status sticky_error() const = 0;

@@ -184,9 +184,14 @@ Result<bool> StreamBackend::read_bytes_if_idle(const DeviceBytes& b, void* dst, 
 Status StreamBackend::start_read_bytes(const DeviceBytes& b, void* dst, uint64_t session) {
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
   GT_RETURN_IF_ERROR(use_on(b.block, s));
+  const auto* src = static_cast<const unsigned char*>(b.block) + b.offset;
+  if (registered(dst, b.n)) {  // the device writes it there itself
+    ++direct_reads_;
+    return device_->copy_to_host(dst, src, b.n, s);
+  }
+  ++staged_reads_;
   GT_ASSIGN_OR_RETURN(HostStaging::Buffer buf, staging_.acquire(b.n));
-  Status st = device_->copy_to_host(buf.data, static_cast<const unsigned char*>(b.block) + b.offset,
-                                    b.n, s);
+  Status st = device_->copy_to_host(buf.data, src, b.n, s);
   if (st.is_ok())  // the host function copies it out once the stream got there
     st = device_->launch_host_func(s, [this, buf, dst, n = b.n] {
       std::memcpy(dst, buf.data, n);
@@ -214,6 +219,35 @@ Status StreamBackend::zero_bytes(const DeviceBytes& b, uint64_t session) {
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
   GT_RETURN_IF_ERROR(use_on(b.block, s));
   return device_->fill_zero(static_cast<unsigned char*>(b.block) + b.offset, b.n, s);
+}
+
+Status StreamBackend::register_host_memory(void* p, size_t bytes) {
+  GT_RETURN_IF_ERROR(device_->register_host(p, bytes));
+  std::lock_guard<std::mutex> lk(registered_mu_);
+  registered_[reinterpret_cast<uintptr_t>(p)] = bytes;
+  return Status::ok();
+}
+
+void StreamBackend::unregister_host_memory(void* p, std::function<void()> then) {
+  bool known;
+  {
+    std::lock_guard<std::mutex> lk(registered_mu_);
+    known = registered_.erase(reinterpret_cast<uintptr_t>(p)) != 0;
+  }
+  // On the completion thread: the caller may be the I/O thread, and unpinning may wait.
+  completions_.push([this, p, known, then = std::move(then)] {
+    if (known) device_->unregister_host(p);
+    then();
+  });
+}
+
+bool StreamBackend::registered(const void* p, size_t n) const {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lk(registered_mu_);
+  auto it = registered_.upper_bound(a);
+  if (it == registered_.begin()) return false;
+  --it;
+  return a - it->first <= it->second && n <= it->second - (a - it->first);
 }
 
 // The ops whose kernels check index values on the device and report a bad one from a host

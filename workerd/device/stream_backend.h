@@ -16,6 +16,8 @@
 //              runs on the caller's thread. While callbacks are due, the completion thread polls
 //              the device's health every 100 ms: a lost context never runs host functions, so
 //              the due callbacks then complete with the sticky error instead of never
+//   registered host memory (a client's shared-memory arena, register_host_memory): reads into
+//              it are copied there by the device directly, without a staging buffer
 //   graphs     begin_graph/end_graph capture a session's stream (DeviceApi graph capture) and
 //              launch what was recorded as one graph; ops whose kernels report through host
 //              functions (index checks) are not capturable
@@ -30,8 +32,10 @@
 // device state through the session hooks; its destructor must call shutdown() first.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -58,6 +62,12 @@ class StreamBackend : public Backend {
   void when_done(uint64_t session, std::function<void(Status)> done) override;
   Status device_lost() const override { return device_->sticky_error(); }
   BackendStats stats() const override;
+
+  Status register_host_memory(void* p, size_t bytes) override;
+  void unregister_host_memory(void* p, std::function<void()> then) override;
+  // Reads of tensors that went to registered host memory directly / through a staging buffer.
+  uint64_t direct_reads() const { return direct_reads_.load(); }
+  uint64_t staged_reads() const { return staged_reads_.load(); }
 
   bool captures_graphs() const override { return true; }
   bool capturable(OpId op) const override;
@@ -115,6 +125,11 @@ class StreamBackend : public Backend {
 
   std::unique_ptr<DeviceApi> device_;  // declared first: destroyed last
   uint64_t capturing_ = 0;  // the session whose stream captures (the executor's thread only)
+  // Host memory registered with the device (register_host_memory): start -> bytes.
+  bool registered(const void* p, size_t n) const;
+  mutable std::mutex registered_mu_;
+  std::map<uintptr_t, size_t> registered_;
+  std::atomic<uint64_t> direct_reads_{0}, staged_reads_{0};
   uint64_t memory_ = 0;
   CachingAllocator allocator_;
   HostStaging staging_;

@@ -425,6 +425,27 @@ Status SimDevice::enqueue(Stream s, int64_t copy_bytes, std::function<void()> wo
   return push_locked(*st, std::move(item));
 }
 
+Status SimDevice::register_host(void* p, size_t bytes) {
+  GT_RETURN_IF_ERROR(sticky_error());
+  if (p == nullptr || bytes == 0) return invalid_argument("register_host: nothing to register");
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!registered_.emplace(p, bytes).second)
+    return invalid_argument("register_host: already registered");  // (cudaHostRegister's too)
+  return Status::ok();
+}
+
+void SimDevice::unregister_host(void* p) {
+  std::lock_guard<std::mutex> lk(mu_);
+  registered_.erase(p);
+}
+
+uint64_t SimDevice::registered_host_bytes() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  uint64_t n = 0;
+  for (const auto& [p, bytes] : registered_) n += bytes;
+  return n;
+}
+
 Status SimDevice::begin_capture(Stream s) {
   GT_RETURN_IF_ERROR(sticky_error());
   SimStream* st = stream_of(s);

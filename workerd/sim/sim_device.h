@@ -101,6 +101,11 @@ class SimDevice final : public device::DeviceApi {
   Status fill_zero(void* dst, size_t n, device::Stream s) override;
   Status launch_host_func(device::Stream s, std::function<void()> fn) override;
 
+  // Bookkeeping only (the sim's copies reach any host memory): what is registered, for tests.
+  Status register_host(void* p, size_t bytes) override;
+  void unregister_host(void* p) override;
+  uint64_t registered_host_bytes() const;
+
   Status begin_capture(device::Stream s) override;
   Result<device::Graph> end_capture(device::Stream s, device::Graph reuse) override;
   Status launch_graph(device::Graph g, device::Stream s) override;
@@ -139,6 +144,7 @@ class SimDevice final : public device::DeviceApi {
   std::unordered_map<const void*, std::shared_ptr<SimStream>> streams_;
   std::unordered_map<const void*, std::shared_ptr<SimEvent>> events_;
   std::unordered_map<const void*, std::unique_ptr<SimGraph>> graphs_;
+  std::unordered_map<const void*, size_t> registered_;  // host memory: start -> bytes
   uint64_t captures_ended_ = 0;
   std::atomic<bool> lost_{false};
   std::string lost_why_;

@@ -2,8 +2,10 @@
 // not completion. Syncs and fetches are answered when the session's device work is done,
 // without a device wait on the calling (I/O) thread and without delaying other sessions;
 // uploads own their bytes; device-side errors arrive at the next sync point; a block freed by
-// one session's stream is reused by another only after that work; a lost device is reported.
+// one session's stream is reused by another only after that work; a lost device is reported;
+// a fetch into a client's shared-memory arena is written there directly (registered memory).
 #include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +15,7 @@
 
 #include "executor_test_util.h"
 #include "libgtcore/instr_codec.h"
+#include "libgtcore/shm_arena.h"
 #include "require_ok.h"
 #include "workerd/executor.h"
 #include "workerd/sim/sim_backend.h"
@@ -341,4 +344,56 @@ TEST_CASE("sim device: a hot path's run (upload inside) gives the eager results"
   CHECK(out.errors().empty());
   ex.stop();
   CHECK(ex.tensor_count() == 5);  // 12, 22, 30, 31, 32: the path's temporaries were freed
+}
+
+TEST_CASE("sim device: a fetch into a client's arena is written there by the device directly "
+          "(registered memory), unregistered when the arena goes", "[worker][sim][shm]") {
+  SimBackend backend(sim_options(100, 0));
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  constexpr uint64_t kArena = uint64_t{16} << 20;
+  auto arena = create_shm_arena(kArena);
+  REQUIRE(arena.is_ok());
+  GT_REQUIRE_OK(ex.attach_shm_arena(1, 1, kArena, UniqueFd(::dup(arena->fd.get()))));
+  v1::WorkerBatch b;
+  b.set_session(1);
+  *b.add_instrs() = op(OpId::k_arange, 1, {}, make_arange(0, 1 << 20, 1, DType::kFloat32));  // 4 MiB
+  *b.add_instrs() = op(OpId::k_mul, 2, {1}, make_binary_scalar(ScalarSide::kRight, 3.0, false));
+  for (uint64_t id : {5, 6}) {  // twice: registered once
+    add_request(b, id, v1::Request::FETCH, 2);
+    v1::ShmTarget* to = b.mutable_requests(b.requests_size() - 1)->mutable_shm();
+    to->set_generation(1);
+    to->set_offset(id == 5 ? 0 : uint64_t{8} << 20);
+    to->set_bytes(uint64_t{4} << 20);
+  }
+  ex.execute(b);
+  for (uint64_t id : {5, 6}) {
+    REQUIRE(out.wait_reply(id) != Clock::time_point{});
+    for (int i = 0; i < 200 && (out.replies(id).empty() || !out.replies(id).back().last()); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto chunks = out.replies(id);
+    REQUIRE(!chunks.empty());
+    for (const auto& c : chunks) {
+      CHECK(c.errors_size() == 0);
+      CHECK(c.tensor().shm_bytes() > 0);  // in the arena, not the socket
+    }
+  }
+  for (uint64_t base : {uint64_t{0}, uint64_t{8} << 20}) {
+    const auto* v = reinterpret_cast<const float*>(arena->mapping->data() + base);
+    size_t wrong = 0;
+    for (int i = 0; i < (1 << 20); ++i) wrong += v[i] != 3.0f * static_cast<float>(i);
+    CHECK(wrong == 0);
+  }
+  CHECK(backend.direct_reads() >= 2);
+  CHECK(backend.staged_reads() == 0);
+  CHECK(backend.sim().registered_host_bytes() == kArena);
+  // The session ends: the worker's mapping goes, and with it the registration.
+  v1::WorkerBatch end;
+  end.set_session(1);
+  end.set_end_session(true);
+  ex.execute(end);
+  for (int i = 0; i < 200 && backend.sim().registered_host_bytes() != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(backend.sim().registered_host_bytes() == 0);
+  ex.stop();
 }
