@@ -264,7 +264,8 @@ class Backend {
   }
   // Byte transfers between the host and `bytes` (checked: inside the tensor's storage, n > 0,
   // host pointers set), ordered after the session's queued work; write_bytes is done with
-  // `src` when it returns.
+  // `src` when it returns, unless `src` is registered host memory (register_host_memory: then
+  // once the session's work so far is done).
   struct DeviceBytes {
     void* block;    // the storage's block (Storage::data())
     size_t offset;  // of the first byte in it

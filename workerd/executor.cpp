@@ -343,14 +343,26 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
     return;
   }
   // An upload from the client's shared memory: its payload is read in place, and once the
-  // instruction has run (whatever came of it) its region is the client's again.
+  // instruction has run (whatever came of it) its region is the client's again -- or, where the
+  // device reads the registered arena itself (CUDA, sim), once the session's work so far is done.
   ShmArenaTable::Upload upload;
+  bool release_when_done = false;
   struct ReleaseAtExit {
+    Executor* ex;
+    uint64_t session;
     ShmArenaTable::Upload* u;
+    const bool* when_done;
     ~ReleaseAtExit() {
-      if (u->region) shm_mark_released(u->region, u->bytes);
+      if (!u->region) return;
+      if (!*when_done) {
+        shm_mark_released(u->region, u->bytes);
+        return;
+      }
+      ex->complete_later(session, [m = u->mapping, r = u->region, n = u->bytes](const Status&) {
+        shm_mark_released(r, n);
+      });
     }
-  } release_at_exit{&upload};
+  } release_at_exit{this, session, &upload, &release_when_done};
   if (in.has_shm()) {
     auto found = shm_.upload(session, in.shm().generation(), in.shm().offset(), in.shm().bytes());
     if (!found.is_ok()) {
@@ -359,6 +371,7 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
     }
     upload = std::move(*found);
     dec->attrs.data = std::string_view(upload.region, static_cast<size_t>(upload.bytes));
+    release_when_done = backend_.asynchronous() && register_arena(session, *upload.mapping);
   }
   const OpId op = dec->op;
   const OpAttrs& attrs = dec->attrs;
@@ -636,20 +649,8 @@ bool Executor::send_fetch_to_shm(uint64_t session, const v1::Request& req, const
   }
   // An asynchronous device: the copies are enqueued now, in stream order, straight into the
   // region; the replies leave once they are done (the arena stays mapped until then). The
-  // arena is registered with the device at its first fetch (pinned on CUDA: the device then
-  // writes into it directly, without a staging buffer), and unregistered when it is unmapped,
-  // after the copies into it (their completions hold it).
-  if (arena->device_registration == 0) {
-    Status reg = backend_.register_host_memory(arena->data(), arena->size());
-    arena->device_registration = reg.is_ok() ? 1 : -1;
-    if (reg.is_ok())
-      arena->set_unmapper([&backend = backend_](char* p, uint64_t n) {
-        backend.unregister_host_memory(p, [p, n] { ::munmap(p, static_cast<size_t>(n)); });
-      });
-    else
-      spdlog::debug("session {}: shared-memory arena not registered with the device ({}): its "
-                    "fetches are staged", session, reg.message());
-  }
+  // arena is registered with the device (register_arena): the device writes into it directly.
+  register_arena(session, *arena);
   Status st;
   for (uint64_t offset = 0; offset < total && st.is_ok(); offset += kShmChunkBytes)
     st = backend_.start_copy_to_host(t, offset, base + offset,
@@ -660,6 +661,21 @@ bool Executor::send_fetch_to_shm(uint64_t session, const v1::Request& req, const
       send_(shm_chunk_reply(request_id, meta, offset, std::min(total - offset, kShmChunkBytes)));
   });
   return true;
+}
+
+bool Executor::register_arena(uint64_t session, ShmMapping& arena) {
+  if (arena.device_registration == 0) {
+    Status reg = backend_.register_host_memory(arena.data(), arena.size());
+    arena.device_registration = reg.is_ok() ? 1 : -1;
+    if (reg.is_ok())
+      arena.set_unmapper([&backend = backend_](char* p, uint64_t n) {
+        backend.unregister_host_memory(p, [p, n] { ::munmap(p, static_cast<size_t>(n)); });
+      });
+    else
+      spdlog::debug("session {}: shared-memory arena not registered with the device ({}): its "
+                    "transfers are staged", session, reg.message());
+  }
+  return arena.device_registration == 1;
 }
 
 void Executor::send_fetch_from_host(const v1::Request& req, const Tensor& t, const char* host) {

@@ -151,6 +151,10 @@ class Executor {
   // completion. False (nothing sent) when the region cannot hold it.
   bool send_fetch_to_shm(uint64_t session, const v1::Request& req, const Tensor& t,
                          std::shared_ptr<ShmMapping> arena);
+  // Registers a client's arena with an asynchronous device at its first transfer (pinned on
+  // CUDA: the device then reads and writes it directly, without staging buffers), unregistered
+  // when it is unmapped, after the transfers (their completions hold it). Whether it is.
+  bool register_arena(uint64_t session, ShmMapping& arena);
   // Sends t's bytes in chunks straight from `host` (Backend::host_view) through send_parts_.
   void send_fetch_from_host(const v1::Request& req, const Tensor& t, const char* host);
   static std::string* start_fetch_chunk(v1::Reply* r, uint64_t request_id, const Tensor& t,

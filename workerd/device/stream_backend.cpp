@@ -202,14 +202,20 @@ Status StreamBackend::start_read_bytes(const DeviceBytes& b, void* dst, uint64_t
 }
 
 // The caller may reuse `src` once this returns, but the copy runs when the stream reaches it:
-// the bytes wait in a staging buffer, given back by a host function after the copy.
+// the bytes wait in a staging buffer, given back by a host function after the copy. Registered
+// host memory (register_host_memory) is read by the device itself: the caller keeps it as it is
+// until the session's work so far is done (when_done).
 Status StreamBackend::write_bytes(const DeviceBytes& b, const void* src, uint64_t session) {
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
   GT_RETURN_IF_ERROR(use_on(b.block, s));
+  auto* dst = static_cast<unsigned char*>(b.block) + b.offset;
+  if (registered(src, b.n)) {  // the device reads it there when the stream gets to it
+    ++direct_writes_;
+    return device_->copy_to_device(dst, src, b.n, s);
+  }
   GT_ASSIGN_OR_RETURN(HostStaging::Buffer buf, staging_.acquire(b.n));
   std::memcpy(buf.data, src, b.n);
-  Status st = device_->copy_to_device(static_cast<unsigned char*>(b.block) + b.offset, buf.data,
-                                      b.n, s);
+  Status st = device_->copy_to_device(dst, buf.data, b.n, s);
   if (st.is_ok()) st = device_->launch_host_func(s, [this, buf] { staging_.release(buf); });
   if (!st.is_ok()) staging_.release(buf);
   return st;

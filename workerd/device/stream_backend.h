@@ -17,7 +17,8 @@
 //              the device's health every 100 ms: a lost context never runs host functions, so
 //              the due callbacks then complete with the sticky error instead of never
 //   registered host memory (a client's shared-memory arena, register_host_memory): reads into
-//              it are copied there by the device directly, without a staging buffer
+//              it and writes from it are copied by the device directly, without a staging
+//              buffer (the caller keeps a written source as it is until when_done)
 //   graphs     begin_graph/end_graph capture a session's stream (DeviceApi graph capture) and
 //              launch what was recorded as one graph; ops whose kernels report through host
 //              functions (index checks) are not capturable
@@ -65,9 +66,11 @@ class StreamBackend : public Backend {
 
   Status register_host_memory(void* p, size_t bytes) override;
   void unregister_host_memory(void* p, std::function<void()> then) override;
-  // Reads of tensors that went to registered host memory directly / through a staging buffer.
+  // Reads of tensors that went to registered host memory directly / through a staging buffer,
+  // and writes from registered memory (tests).
   uint64_t direct_reads() const { return direct_reads_.load(); }
   uint64_t staged_reads() const { return staged_reads_.load(); }
+  uint64_t direct_writes() const { return direct_writes_.load(); }
 
   bool captures_graphs() const override { return true; }
   bool capturable(OpId op) const override;
@@ -129,7 +132,7 @@ class StreamBackend : public Backend {
   bool registered(const void* p, size_t n) const;
   mutable std::mutex registered_mu_;
   std::map<uintptr_t, size_t> registered_;
-  std::atomic<uint64_t> direct_reads_{0}, staged_reads_{0};
+  std::atomic<uint64_t> direct_reads_{0}, staged_reads_{0}, direct_writes_{0};
   uint64_t memory_ = 0;
   CachingAllocator allocator_;
   HostStaging staging_;

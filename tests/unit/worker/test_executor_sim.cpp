@@ -397,3 +397,43 @@ TEST_CASE("sim device: a fetch into a client's arena is written there by the dev
   CHECK(backend.sim().registered_host_bytes() == 0);
   ex.stop();
 }
+
+TEST_CASE("sim device: an upload from a client's registered arena is read by the device, and its "
+          "region released once that is done", "[worker][sim][shm]") {
+  SimBackend backend(sim_options(150000, 0));  // every copy and kernel starts 150 ms late
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  constexpr uint64_t kArena = uint64_t{4} << 20;
+  auto arena = create_shm_arena(kArena);
+  REQUIRE(arena.is_ok());
+  GT_REQUIRE_OK(ex.attach_shm_arena(1, 1, kArena, UniqueFd(::dup(arena->fd.get()))));
+  // The client's region at offset 4096: 1000 floats, then the release word (cleared).
+  char* region = arena->mapping->data() + 4096;
+  std::vector<float> vals(1000);
+  for (size_t i = 0; i < vals.size(); ++i) vals[i] = 0.5f * static_cast<float>(i) - 7;
+  std::memcpy(region, vals.data(), 4000);
+  shm_clear_released(region, 4000);
+  v1::WorkerBatch b;
+  b.set_session(1);
+  v1::Instr up = op(OpId::k_from_host, 1, {}, make_shape_dtype(Shape{1000}, DType::kFloat32));
+  up.mutable_shm()->set_generation(1);
+  up.mutable_shm()->set_offset(4096);
+  up.mutable_shm()->set_bytes(4000);
+  *b.add_instrs() = up;
+  ex.execute(b);
+  // Issued, not done: the device has not read the region yet, so it is not the client's again.
+  CHECK_FALSE(shm_released(region, 4000));
+  v1::WorkerBatch f;
+  f.set_session(1);
+  add_request(f, 9, v1::Request::FETCH, 1);
+  ex.execute(f);
+  REQUIRE(out.wait_reply(9) != Clock::time_point{});
+  for (int i = 0; i < 200 && !shm_released(region, 4000); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(shm_released(region, 4000));
+  CHECK(floats_of(out.replies(9)) == vals);
+  CHECK(out.errors().empty());
+  CHECK(backend.direct_writes() == 1);  // straight from the arena, no staging buffer
+  CHECK(backend.sim().registered_host_bytes() == kArena);
+  ex.stop();
+}
