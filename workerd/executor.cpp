@@ -191,6 +191,7 @@ void Executor::loop() {
         for (uint64_t s : sessions_) backend_.end_session(s);
         sessions_.clear();
         lk.lock();
+        device_backlog_.clear();
         executed_seq_ = 0;
         done_ahead_.clear();
         unacked_done_.clear();
@@ -201,10 +202,20 @@ void Executor::loop() {
       e = std::move(*queue_.pop());
       note_queue_locked();
       busy_ = true;
+      // What the session may still issue before its device backlog is full.
+      pace_left_ = UINT64_MAX;
+      if (paced()) {
+        auto b = device_backlog_.find(e.batch->session());
+        const uint64_t backlog = b == device_backlog_.end() ? 0 : b->second;
+        pace_left_ = backlog < device_queue_ops_ ? device_queue_ops_ - backlog : 0;
+      }
     }
+    const uint64_t session = e.batch->session();
     const auto started = std::chrono::steady_clock::now();
+    pace_start_ops_ = ops_executed_.load(std::memory_order_relaxed);
     const bool done =
         run_batch(*e.batch, &e.next, &e.next_free, true, started + slice_, e.received);
+    const uint64_t issued = ops_executed_.load(std::memory_order_relaxed) - pace_start_ops_;
     add_busy(started);
     check_device();
     bool more;
@@ -216,12 +227,41 @@ void Executor::loop() {
       } else if (!reset_requested_ && !stopping_) {
         queue_.push_front(std::move(e));  // its session continues on its next turn
       }
+      if (paced() && issued > 0) note_issued_locked(session, issued);
       note_queue_locked();
       more = queue_.size() != 0;
       busy_ = false;
     }
+    // (Registered after the count: it runs on the completion thread, later; counted, so that
+    // stop() waits for it.)
+    if (paced() && issued > 0)
+      complete_later(session, [this, session, issued](const Status&) {
+        note_device_done(session, issued);
+      });
     maybe_ack(more);
   }
+}
+
+void Executor::note_issued_locked(uint64_t session, uint64_t ops) {
+  uint64_t& backlog = device_backlog_[session];
+  backlog += ops;
+  if (backlog >= device_queue_ops_) queue_.set_paused(session, true);
+}
+
+void Executor::note_device_done(uint64_t session, uint64_t ops) {
+  bool resumed = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = device_backlog_.find(session);
+    if (it == device_backlog_.end()) return;
+    it->second -= std::min(it->second, ops);
+    if (it->second < device_queue_ops_ && queue_.paused(session)) {
+      queue_.set_paused(session, false);
+      resumed = true;
+    }
+    if (it->second == 0) device_backlog_.erase(it);
+  }
+  if (resumed) cv_.notify_one();
 }
 
 void Executor::execute(v1::WorkerBatch& b) {
@@ -254,9 +294,14 @@ bool Executor::run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may
     if (log_instrs) log_instr(session, in);
     if (in.op() == 0 && in.comm() == 0 && in.has_hot()) run_hot(session, in);
     else run_instr(session, in);
-    // Another session waits: take turns once this one has had its slice.
-    if (may_yield && *next < n && waiting_.load(std::memory_order_relaxed) > 0 &&
-        std::chrono::steady_clock::now() >= yield_at) {
+    // Another session waits: take turns once this one has had its slice. Or the session has
+    // issued as much as the device may have queued for it (device pacing): it waits for its
+    // completions.
+    const bool backlog_full =
+        ops_executed_.load(std::memory_order_relaxed) - pace_start_ops_ >= pace_left_;
+    if (may_yield && *next < n &&
+        (backlog_full || (waiting_.load(std::memory_order_relaxed) > 0 &&
+                          std::chrono::steady_clock::now() >= yield_at))) {
       if (tracing_) timings_.add_turn(b, begin, *next, received, started, Clock::now(), false);
       spdlog::debug("session {} batch {}: yields after {} of {} instructions", session,
                    b.first_seq(), *next, n);
@@ -295,6 +340,11 @@ void Executor::finish_batch(v1::WorkerBatch& b) {
   if (b.hot_forget_size() > 0) forget_hot_paths(b);
   for (const auto& r : b.requests()) answer(session, r);
   if (b.end_session()) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      device_backlog_.erase(session);  // (late completions find nothing to count down)
+      queue_.set_paused(session, false);
+    }
     shm_.drop(session);
     hot_.drop_session(session);
     note_hot_paths();

@@ -57,6 +57,11 @@ class Executor {
   // Hot paths recorded as device graphs where the device has them (the worker option
   // device_graphs; on by default). Set before start().
   void set_device_graphs(bool on) { device_graphs_ = on; }
+  // On an asynchronous device, at most about this many of a session's ops are issued ahead of
+  // the device (0: no bound): past it the session waits for its completions while others run,
+  // so the executor never blocks on a full launch queue (every session would wait behind it)
+  // and a session that ends leaves at most that much work behind. Set before start().
+  void set_device_queue_ops(uint64_t n) { device_queue_ops_ = n; }
 
   // Hands over a batch (from the I/O thread), decoded at `received` (read when it is traced).
   // A session's batches execute in arrival order.
@@ -213,6 +218,17 @@ class Executor {
   std::atomic<uint64_t> graph_instantiations_{0};  // of them, new executable graphs (no update)
   std::atomic<uint64_t> graph_fallbacks_{0};       // captures that failed: run eagerly again
   bool device_graphs_ = true;
+  // Device pacing (set_device_queue_ops): per session, ops issued and not yet known done
+  // (guarded by mu_); the issue budget of the batch running now (executor thread).
+  uint64_t device_queue_ops_ = 512;
+  std::unordered_map<uint64_t, uint64_t> device_backlog_;
+  uint64_t pace_left_ = UINT64_MAX;
+  uint64_t pace_start_ops_ = 0;
+  bool paced() const { return device_queue_ops_ != 0 && backend_.asynchronous(); }
+  // After a session issued `ops` more (mu_ held): paused once its backlog is full.
+  void note_issued_locked(uint64_t session, uint64_t ops);
+  // Their completion: resumed once its backlog has room again.
+  void note_device_done(uint64_t session, uint64_t ops);
   // While a graph segment records: the error messages of its instructions (sent after the
   // launch, dropped when the segment runs again eagerly) and the storages copy-on-write
   // replaced (put back then: the copy was only recorded).

@@ -20,9 +20,17 @@ void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRang
   auto& q = sessions_[session];
   if (batch->end_session()) {
     // Work for a session that is gone is dropped (a dead client's backlog must not keep the
-    // worker busy for nobody); communication stays, since peers wait for their halves of it.
+    // worker busy for nobody); communication stays, since peers wait for their halves of it. A
+    // batch already started keeps its place (its sequence range completes with it) but runs
+    // nothing more, and so does one that is running now, when it comes back (push_front).
+    ended_.insert(session);
     for (auto it = q.begin(); it != q.end();) {
-      if (it->comm || it->next > 0 || it->next_free > 0) {
+      if (it->comm) {
+        ++it;
+        continue;
+      }
+      if (it->next > 0 || it->next_free > 0) {
+        abandon(*it);
         ++it;
         continue;
       }
@@ -43,8 +51,14 @@ void FairQueue::push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRang
   enlist(session);
 }
 
-bool FairQueue::may_run(const Entry& head) const {
-  return !head.comm || (!comm_.empty() && comm_.front() == head.batch.get());
+bool FairQueue::may_run(uint64_t session, const Entry& head) const {
+  if (head.comm) return !comm_.empty() && comm_.front() == head.batch.get();
+  return !paused(session);
+}
+
+void FairQueue::set_paused(uint64_t session, bool paused) {
+  if (paused) paused_.insert(session);
+  else paused_.erase(session);
 }
 
 std::optional<FairQueue::Entry> FairQueue::pop() {
@@ -57,9 +71,10 @@ std::optional<FairQueue::Entry> FairQueue::pop() {
       --i;
       continue;
     }
-    if (!may_run(it->second.front())) continue;
+    if (!may_run(session, it->second.front())) continue;
     Entry e = std::move(it->second.front());
     it->second.pop_front();
+    if (e.batch->end_session()) ended_.erase(session);  // (its last batch)
     --size_;
     instructions_ -= remaining(e);
     order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -70,8 +85,16 @@ std::optional<FairQueue::Entry> FairQueue::pop() {
   return std::nullopt;
 }
 
+void FairQueue::abandon(Entry& e) {
+  const uint64_t before = remaining(e);
+  e.next = e.batch->instrs_size();
+  e.next_free = e.batch->frees_size();
+  instructions_ -= before - remaining(e);
+}
+
 void FairQueue::push_front(Entry e) {
   const uint64_t session = e.batch->session();
+  if (!e.comm && ended_.count(session)) abandon(e);
   instructions_ += remaining(e);
   sessions_[session].push_front(std::move(e));
   ++size_;
@@ -85,13 +108,16 @@ void FairQueue::comm_done(const v1::WorkerBatch* batch) {
 bool FairQueue::runnable() const {
   for (uint64_t session : order_) {
     auto it = sessions_.find(session);
-    if (it != sessions_.end() && !it->second.empty() && may_run(it->second.front())) return true;
+    if (it != sessions_.end() && !it->second.empty() && may_run(session, it->second.front()))
+      return true;
   }
   return false;
 }
 
 void FairQueue::clear() {
   sessions_.clear();
+  paused_.clear();
+  ended_.clear();
   order_.clear();
   comm_.clear();
   size_ = 0;

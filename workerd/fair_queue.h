@@ -8,6 +8,9 @@
 // dispatcher sends every member of a collective the same global order, and a member that ran
 // two sessions' collectives the other way round would deadlock with its peers.
 //
+// A session can be paused (its device backlog is full, Executor): its batches wait, except one
+// holding communication that is next in arrival order (peers wait for it).
+//
 // Not thread-safe: the executor guards it with its mutex.
 #pragma once
 
@@ -17,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -39,7 +43,8 @@ class FairQueue {
 
   // Appends a batch to its session's queue. A batch that ends its session first drops that
   // session's queued batches that hold no communication (their results can never be read);
-  // their sequence ranges go to `dropped` so they can be acknowledged.
+  // their sequence ranges go to `dropped` so they can be acknowledged. One already started
+  // (it yielded, or is running now) stays, but runs nothing more.
   void push(std::unique_ptr<v1::WorkerBatch> batch, std::vector<SeqRange>* dropped,
             std::chrono::steady_clock::time_point received = {});
   // The next batch to run, or nullopt when none may run now. Its session goes to the back of
@@ -51,6 +56,8 @@ class FairQueue {
   void comm_done(const v1::WorkerBatch* batch);
 
   bool runnable() const;  // pop() would return a batch
+  void set_paused(uint64_t session, bool paused);
+  bool paused(uint64_t session) const { return paused_.count(session) != 0; }
   size_t size() const { return size_; }
   // Instructions and frees queued and not yet run (monitoring: the worker's queue depth).
   uint64_t instructions() const { return instructions_; }
@@ -67,12 +74,16 @@ class FairQueue {
   }
 
  private:
-  bool may_run(const Entry& head) const;
+  bool may_run(uint64_t session, const Entry& head) const;
+  // What is left of a started batch is skipped: it completes without running more.
+  void abandon(Entry& e);
   void enlist(uint64_t session);
 
   std::unordered_map<uint64_t, std::deque<Entry>> sessions_;
   std::deque<uint64_t> order_;                // sessions with queued batches, round robin
   std::deque<const v1::WorkerBatch*> comm_;   // batches holding communication, arrival order
+  std::unordered_set<uint64_t> paused_;
+  std::unordered_set<uint64_t> ended_;  // sessions whose end is queued
   size_t size_ = 0;
   uint64_t instructions_ = 0;
 };

@@ -437,3 +437,50 @@ TEST_CASE("sim device: an upload from a client's registered arena is read by the
   CHECK(backend.sim().registered_host_bytes() == kArena);
   ex.stop();
 }
+
+TEST_CASE("sim device: a session issues at most device_queue_ops ahead of the device; when it "
+          "ends, the rest of its work is dropped, not run", "[worker][sim][pacing]") {
+  SimBackend backend(sim_options(0, 20000));  // every kernel holds its stream 20 ms
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+  ex.set_device_queue_ops(8);
+  ex.start();
+  auto ops = [&] {
+    v1::WorkerLoad l;
+    ex.fill_load(&l);
+    return l.ops_executed();
+  };
+  // Session 1: 300 kernels (6 s of device work) in one batch.
+  auto a = std::make_unique<v1::WorkerBatch>();
+  a->set_session(1);
+  a->set_first_seq(0);
+  *a->add_instrs() = op(OpId::k_full, 1, {}, make_full(Shape{4}, DType::kFloat32, 1.0));
+  for (uint64_t i = 1; i < 300; ++i) *a->add_instrs() = op(OpId::k_neg, i + 1, {i});
+  ex.enqueue(std::move(a));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // About 15 kernels ran in 300 ms; the session issued at most 8 beyond them (and one op more
+  // at each turn), not all 300.
+  const uint64_t issued = ops();
+  CHECK(issued >= 8);
+  CHECK(issued <= 8 + 30);
+  // Another session meanwhile: its sync is answered after its own kernel, not behind session 1.
+  auto b = std::make_unique<v1::WorkerBatch>();
+  b->set_session(2);
+  b->set_first_seq(300);
+  *b->add_instrs() = op(OpId::k_full, 1, {}, make_full(Shape{4}, DType::kFloat32, 2.0));
+  add_request(*b, 7, v1::Request::SYNC);
+  const auto t0 = Clock::now();
+  ex.enqueue(std::move(b));
+  REQUIRE(out.wait_reply(7) != Clock::time_point{});
+  CHECK(ms_between(t0, Clock::now()) < 1000);
+  // Session 1 ends: what it had not issued is dropped; the device is idle soon after.
+  auto end = std::make_unique<v1::WorkerBatch>();
+  end->set_session(1);
+  end->set_first_seq(301);
+  end->set_end_session(true);
+  add_request(*end, 8, v1::Request::SYNC);
+  ex.enqueue(std::move(end));
+  REQUIRE(out.wait_reply(8) != Clock::time_point{});
+  CHECK(ops() < 100);  // of 300
+  ex.stop();
+}
