@@ -37,14 +37,39 @@ std::string header_for(const std::string& body, size_t payload) {
   return h;
 }
 
+// Two connected FramedConnections over a Unix socket pair: `a` sends, `b` receives.
+struct Pair {
+  asio::io_context io;
+  std::shared_ptr<FramedConnection> a, b;
+  Pair() {
+    int sv[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    a = std::make_shared<FramedConnection>(
+        StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[0]), 1 << 30);
+    b = std::make_shared<FramedConnection>(
+        StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[1]), 1 << 30);
+  }
+  // Runs the io_context until `got` holds as many frames as `sent`, then compares them.
+  void expect_received(const std::vector<std::string>& got, const std::vector<std::string>& sent) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline)
+      io.run_for(std::chrono::milliseconds(20));
+    REQUIRE(got.size() == sent.size());
+    for (size_t i = 0; i < sent.size(); ++i) {
+      INFO("frame " << i);
+      CHECK(got[i].size() == sent[i].size());
+      CHECK(got[i] == sent[i]);
+    }
+    CHECK(a->pending_bytes() == 0);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("frames and large payloads queued together arrive in order, intact", "[framing]") {
-  asio::io_context io;
-  int sv[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-  auto a = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[0]), 1 << 30);
-  auto b = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[1]), 1 << 30);
+  Pair p;
+  auto& a = p.a;
+  auto& b = p.b;
   std::vector<std::string> got;
   b->start(
       [&](std::string_view body) {
@@ -80,25 +105,14 @@ TEST_CASE("frames and large payloads queued together arrive in order, intact", "
   large(1 << 20, 'e');  // right after a sealed one: queued behind it, not sent ahead
   small("three");
   CHECK(a->pending_bytes() >= 7u << 20);  // the socket has not taken that much yet
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline)
-    io.run_for(std::chrono::milliseconds(20));
-  REQUIRE(got.size() == sent.size());
-  for (size_t i = 0; i < sent.size(); ++i) {
-    INFO("frame " << i);
-    CHECK(got[i].size() == sent[i].size());
-    CHECK(got[i] == sent[i]);
-  }
-  CHECK(a->pending_bytes() == 0);
+  p.expect_received(got, sent);
 }
 
 TEST_CASE("send_owned writes payloads from the message it keeps, in order with other frames",
           "[framing]") {
-  asio::io_context io;
-  int sv[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-  auto a = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[0]), 1 << 30);
-  auto b = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[1]), 1 << 30);
+  Pair p;
+  auto& a = p.a;
+  auto& b = p.b;
   std::vector<std::string> got;  // each frame's serialized body
   b->start([&](std::string_view body) { got.emplace_back(body); }, [](const Status&) {});
   a->start([](std::string_view) {}, [](const Status&) {});
@@ -134,13 +148,5 @@ TEST_CASE("send_owned writes payloads from the message it keeps, in order with o
   owned('c');
   plain("three");
   CHECK(a->pending_bytes() >= 12u << 20);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline)
-    io.run_for(std::chrono::milliseconds(20));
-  REQUIRE(got.size() == sent.size());
-  for (size_t i = 0; i < sent.size(); ++i) {
-    INFO("frame " << i);
-    CHECK(got[i] == sent[i]);
-  }
-  CHECK(a->pending_bytes() == 0);
+  p.expect_received(got, sent);
 }
