@@ -94,7 +94,7 @@ class DispatcherRig {
  private:
   int make_pair(const std::string& transport);
   asio::io_context io_;
-  dispatcher::InstructionLog log_;  // not opened: disabled
+  dispatcher::InstructionLog log_;  // into /dev/null: its formatting of hostile values runs
   std::unique_ptr<dispatcher::Dispatcher> dispatcher_;
   std::deque<std::unique_ptr<Peer>> peers_;
   std::deque<std::unique_ptr<FakeWorker>> workers_;
