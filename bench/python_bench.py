@@ -250,6 +250,29 @@ def side_by_side(label, gt_fn, torch_fn, reps, key):
     print(line, flush=True)
 
 
+def three_modes(label, key, res, same, ms_digits, target="", auto_speedup=False):
+    """Prints and records (f)/(g): GT eager, plain loop and gt.compile (res[0..2]) and torch eager
+    (res[3], when present); exits non-zero when the three GT results are not bitwise equal."""
+    e, a, h = res[0][0], res[1][0], res[2][0]
+    FIGURES[f"{key}_gt_ms"] = round(e * 1e3, 3)
+    FIGURES[f"{key}_gt_auto_ms"] = round(a * 1e3, 3)
+    FIGURES[f"{key}_gt_hot_ms"] = round(h * 1e3, 3)
+    FIGURES[f"{key}_hot_speedup"] = round(e / h, 3)
+    if auto_speedup:
+        FIGURES[f"{key}_auto_speedup"] = round(e / a, 3)
+    d = ms_digits
+    line = (f"{label}: gt eager {e * 1e3:.{d}f} ms, plain loop (hot path found) {a * 1e3:.{d}f} ms "
+            f"({e / a:.2f}x faster), gt.compile {h * 1e3:.{d}f} ms ({e / h:.2f}x faster{target}); "
+            f"the three bitwise {'equal' if same else 'DIFFERENT'}")
+    if len(res) > 3:
+        t = res[3][0]
+        FIGURES[f"{key}_torch_ms"] = round(t * 1e3, 3)
+        line += f"; torch eager {t * 1e3:.{d}f} ms"
+    print(line, flush=True)
+    if not same:
+        sys.exit(1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=200000, help="ops per small-op run")
@@ -317,48 +340,19 @@ def main():
         fns = [fused_chain(gt, n, mode) for mode in ("eager", "auto", "compiled")]
         fns += [fused_chain(torch, n)] if torch is not None else []
         res = interleaved(fns, args.reps * 4, blocks=args.reps, warmup=2)
-        e, a, h = res[0][0], res[1][0], res[2][0]
         ref = fns[0].result().numpy()
         same = all(np.array_equal(ref, f.result().numpy()) for f in fns[1:3])
-        FIGURES["chain_gt_ms"] = round(e * 1e3, 3)
-        FIGURES["chain_gt_auto_ms"] = round(a * 1e3, 3)
-        FIGURES["chain_gt_hot_ms"] = round(h * 1e3, 3)
-        FIGURES["chain_hot_speedup"] = round(e / h, 3)
-        FIGURES["chain_auto_speedup"] = round(e / a, 3)
-        line = (f"(f) ((x*a + b).relu() * c).exp() on {n:,} float32: gt eager {e * 1e3:.1f} ms, "
-                f"plain loop (hot path found) {a * 1e3:.1f} ms ({e / a:.2f}x faster), gt.compile "
-                f"{h * 1e3:.1f} ms ({e / h:.2f}x faster, target >= 2.5x); the three bitwise "
-                f"{'equal' if same else 'DIFFERENT'}")
-        if torch is not None:
-            t = res[3][0]
-            FIGURES["chain_torch_ms"] = round(t * 1e3, 3)
-            line += f"; torch eager {t * 1e3:.1f} ms"
-        print(line, flush=True)
-        if not same:
-            sys.exit(1)
+        three_modes(f"(f) ((x*a + b).relu() * c).exp() on {n:,} float32", "chain", res, same,
+                    ms_digits=1, target=", target >= 2.5x", auto_speedup=True)
 
     if "g" in args.only:
         n = 1 << 17
         fns = [fused_chain_sum(gt, n, mode) for mode in ("eager", "auto", "compiled")]
         fns += [fused_chain_sum(torch, n)] if torch is not None else []
         res = interleaved(fns, args.reps * 20, blocks=args.reps, warmup=2)
-        e, a, h = res[0][0], res[1][0], res[2][0]
         same = len({f.result() for f in fns[0:3]}) == 1
-        FIGURES["chain_sum_gt_ms"] = round(e * 1e3, 3)
-        FIGURES["chain_sum_gt_auto_ms"] = round(a * 1e3, 3)
-        FIGURES["chain_sum_gt_hot_ms"] = round(h * 1e3, 3)
-        FIGURES["chain_sum_hot_speedup"] = round(e / h, 3)
-        line = (f"(g) ((x*a + b).relu() * c).exp().sum() + fetch on {n:,} float32: gt eager "
-                f"{e * 1e3:.3f} ms, plain loop {a * 1e3:.3f} ms ({e / a:.2f}x faster), gt.compile "
-                f"{h * 1e3:.3f} ms ({e / h:.2f}x faster); the three bitwise "
-                f"{'equal' if same else 'DIFFERENT'}")
-        if torch is not None:
-            t = res[3][0]
-            FIGURES["chain_sum_torch_ms"] = round(t * 1e3, 3)
-            line += f"; torch eager {t * 1e3:.3f} ms"
-        print(line, flush=True)
-        if not same:
-            sys.exit(1)
+        three_modes(f"(g) ((x*a + b).relu() * c).exp().sum() + fetch on {n:,} float32",
+                    "chain_sum", res, same, ms_digits=3)
 
     if "d" in args.only:
         side_by_side("(d) 256 row writes buf[i] = row + fetch", row_writes(gt),

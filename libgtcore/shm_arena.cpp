@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -109,13 +108,7 @@ Status send_all_with_fd(int sock, std::string_view data, int fd) {
   while (true) {
     const ssize_t n = send_with_fds(sock, data, {fd});
     if (n > 0) return send_all(sock, data.substr(static_cast<size_t>(n)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{sock, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-      continue;
-    }
-    return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
+    GT_RETURN_IF_ERROR(after_failed_send(sock, n));
   }
 }
 

@@ -10,21 +10,22 @@
 
 namespace gt {
 
+Status after_failed_send(int fd, ssize_t n) {
+  if (n < 0 && errno == EINTR) return Status::ok();
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    pollfd p{fd, POLLOUT, 0};
+    ::poll(&p, 1, -1);
+    return Status::ok();
+  }
+  return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
+}
+
 Status send_all(int fd, std::string_view data) {
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n > 0) {
-      off += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, -1);
-      continue;
-    }
-    return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
+    if (n > 0) off += static_cast<size_t>(n);
+    else GT_RETURN_IF_ERROR(after_failed_send(fd, n));
   }
   return Status::ok();
 }
@@ -52,14 +53,10 @@ Status send_all_parts(int fd, std::span<const std::string_view> parts) {
       msg.msg_iov = iov + first;
       msg.msg_iovlen = count - first;
       ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        pollfd p{fd, POLLOUT, 0};
-        ::poll(&p, 1, -1);
+      if (n <= 0) {
+        GT_RETURN_IF_ERROR(after_failed_send(fd, n));
         continue;
       }
-      if (n <= 0)
-        return unavailable("send failed: {}", n < 0 ? std::strerror(errno) : "connection closed");
       auto left = static_cast<size_t>(n);
       while (first < count && left >= iov[first].iov_len) left -= iov[first++].iov_len;
       if (first < count) {

@@ -3,6 +3,8 @@
 // reads the reply itself, and a worker thread sends its replies directly (ARCHITECTURE §2).
 #pragma once
 
+#include <sys/types.h>
+
 #include <initializer_list>
 #include <span>
 #include <string_view>
@@ -14,6 +16,10 @@ namespace gt {
 
 // Writes all of `data` (waits on POLLOUT when the socket is non-blocking and full).
 Status send_all(int fd, std::string_view data);
+
+// After a send on `fd` that returned `n` <= 0 (errno set when negative): Ok to try again (an
+// interrupted call, or a full socket that now has room), else why the send failed.
+Status after_failed_send(int fd, ssize_t n);
 
 // Writes all of `parts`, in order, with scatter-gather I/O (sendmsg): a frame's header and a
 // payload that lives elsewhere (a tensor's memory) leave without being copied together first.

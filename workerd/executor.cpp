@@ -297,11 +297,13 @@ bool Executor::run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may
     // Another session waits: take turns once this one has had its slice. Or the session has
     // issued as much as the device may have queued for it (device pacing): it waits for its
     // completions.
-    const bool backlog_full =
-        ops_executed_.load(std::memory_order_relaxed) - pace_start_ops_ >= pace_left_;
+    auto backlog_full = [&] {
+      return pace_left_ != UINT64_MAX &&
+             ops_executed_.load(std::memory_order_relaxed) - pace_start_ops_ >= pace_left_;
+    };
     if (may_yield && *next < n &&
-        (backlog_full || (waiting_.load(std::memory_order_relaxed) > 0 &&
-                          std::chrono::steady_clock::now() >= yield_at))) {
+        (backlog_full() || (waiting_.load(std::memory_order_relaxed) > 0 &&
+                            std::chrono::steady_clock::now() >= yield_at))) {
       if (tracing_) timings_.add_turn(b, begin, *next, received, started, Clock::now(), false);
       spdlog::debug("session {} batch {}: yields after {} of {} instructions", session,
                    b.first_seq(), *next, n);

@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "libgtcore/frame_codec.h"
+#include "framed_pair.h"
 #include "libgtcore/framed_connection.h"
 #include "proto/gt.pb.h"
 
 using namespace gt;
+using Pair = gt::test::FramedPair;
 
 namespace {
 
@@ -36,33 +38,6 @@ std::string header_for(const std::string& body, size_t payload) {
   h.append(body, 0, body.size() - payload);
   return h;
 }
-
-// Two connected FramedConnections over a Unix socket pair: `a` sends, `b` receives.
-struct Pair {
-  asio::io_context io;
-  std::shared_ptr<FramedConnection> a, b;
-  Pair() {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    a = std::make_shared<FramedConnection>(
-        StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[0]), 1 << 30);
-    b = std::make_shared<FramedConnection>(
-        StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[1]), 1 << 30);
-  }
-  // Runs the io_context until `got` holds as many frames as `sent`, then compares them.
-  void expect_received(const std::vector<std::string>& got, const std::vector<std::string>& sent) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (got.size() < sent.size() && std::chrono::steady_clock::now() < deadline)
-      io.run_for(std::chrono::milliseconds(20));
-    REQUIRE(got.size() == sent.size());
-    for (size_t i = 0; i < sent.size(); ++i) {
-      INFO("frame " << i);
-      CHECK(got[i].size() == sent[i].size());
-      CHECK(got[i] == sent[i]);
-    }
-    CHECK(a->pending_bytes() == 0);
-  }
-};
 
 }  // namespace
 

@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "framed_pair.h"
 #include "libgtcore/framed_connection.h"
 #include "libgtcore/shm_arena.h"
 #include "proto/gt.pb.h"
 
 using namespace gt;
+using Pair = gt::test::FramedPair;
 
 namespace {
 
@@ -35,17 +37,6 @@ uint64_t size_of(int fd) {
   return static_cast<uint64_t>(st.st_size);
 }
 
-// Two FramedConnections over a Unix socketpair on one io_context.
-struct Pair {
-  asio::io_context io;
-  std::shared_ptr<FramedConnection> a, b;
-  Pair() {
-    int sv[2];
-    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    a = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[0]), 1 << 30);
-    b = std::make_shared<FramedConnection>(StreamSocket(io, asio::generic::stream_protocol(AF_UNIX, 0), sv[1]), 1 << 30);
-  }
-};
 
 }  // namespace
 
