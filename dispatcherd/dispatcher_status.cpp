@@ -116,6 +116,9 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ws->set_graph_launches(w.load.graph_launches());
     ws->set_graph_instantiations(w.load.graph_instantiations());
     ws->set_graph_fallbacks(w.load.graph_fallbacks());
+    ws->set_fused_kernels_compiled(w.load.fused_kernels_compiled());
+    ws->set_fused_kernels_from_disk(w.load.fused_kernels_from_disk());
+    ws->set_fused_kernels_failed(w.load.fused_kernels_failed());
     w.ops_rate.history(ws->mutable_ops_per_s_history());
   }
   for (const auto& [sid, session] : sessions_) {

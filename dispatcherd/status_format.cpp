@@ -152,6 +152,15 @@ std::string format_prometheus(const v1::StatusReport& s) {
   per_item(m, "gt_worker_graph_fallbacks_total", "counter",
            "Device graph captures that failed and ran eagerly.", ws, worker_labels,
            [](const W& w) { return w.graph_fallbacks(); });
+  per_item(m, "gt_worker_fused_kernels_compiled_total", "counter",
+           "Fused-chain kernels the worker compiled at run time.", ws, worker_labels,
+           [](const W& w) { return w.fused_kernels_compiled(); });
+  per_item(m, "gt_worker_fused_kernels_from_disk_total", "counter",
+           "Fused-chain kernels the worker read from its kernel_cache_dir.", ws, worker_labels,
+           [](const W& w) { return w.fused_kernels_from_disk(); });
+  per_item(m, "gt_worker_fused_kernels_failed_total", "counter",
+           "Fused-chain kernels that failed to compile or load (run op by op).", ws,
+           worker_labels, [](const W& w) { return w.fused_kernels_failed(); });
   per_item(m, "gt_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker was heard from.",
            ws, worker_labels, [](const W& w) { return fmt::format("{:.3f}", w.heartbeat_age_s()); });
 

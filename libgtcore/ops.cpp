@@ -3,6 +3,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "gt/core/fnv.h"
+
 namespace gt {
 namespace {
 
@@ -59,13 +61,8 @@ std::optional<OpId> op_from_name(std::string_view name) {
 
 uint64_t op_table_hash() {
   static const uint64_t h = [] {
-    uint64_t x = 1469598103934665603ull;
-    auto mix = [&](const std::string& s) {
-      for (unsigned char c : s) {
-        x ^= c;
-        x *= 1099511628211ull;
-      }
-    };
+    uint64_t x = kFnvOffset;
+    auto mix = [&](const std::string& s) { x = fnv1a(s, x); };
     for (const auto& o : kOps)
       mix(std::string(o.name) + ":" + std::to_string(o.wire_id) + ":" + std::to_string(o.arity) +
           ":" + std::to_string(static_cast<int>(o.attrs)) + ":" +

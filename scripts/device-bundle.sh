@@ -19,7 +19,7 @@ BUILD=${GT_CUDA_BUILD_DIR:-$ROOT/build-cuda}
 OUT=${GT_BUNDLE_DIR:-$ROOT/device-bundle}
 JOBS=${GT_JOBS:-$(nproc)}
 BINS=(gt-dispatcherd gt-workerd test_cuda_parity test_cuda_daemons test_nccl_link gt-bench-gpu
-      gt-bench-kernels gt-bench gt-bench-mlp gt-bench-dp gt-bench-bandwidth)
+      gt-bench-kernels gt-bench gt-bench-mlp gt-bench-chain gt-bench-dp gt-bench-bandwidth)
 
 echo "device-bundle: configuring $BUILD (GT_CUDA=ON)"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DGT_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

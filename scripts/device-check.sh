@@ -5,7 +5,7 @@
 # table (gt-bench-kernels: each kernel vs D2D copy, results checked), the service benchmarks
 # (gt-bench-gpu, then its TF32 GEMM pass), gt-bench and gt-bench-mlp through a CUDA worker beside
 # PyTorch on the same GPU (when a Python with CUDA torch is found), gt-bench-mlp with CUDA
-# graphs on and off (issue 11), two CUDA workers data parallel
+# graphs on and off and gt-bench-chain (fused NVRTC kernels; issue 11), two CUDA workers data parallel
 # on GPU 0 with peer_transport auto (must fall back to the staged link and say so) and, with two
 # GPUs, over NCCL (issue 5), and prints one summary table. A healthy run takes a few minutes on an
 # H200; the timeouts below bound it at about 10 (two GPUs), so give the device tool 600 s.
@@ -42,7 +42,7 @@ else
   echo "device-check: no bundle: building into build-device/"
   cmake -S "$ROOT" -B "$ROOT/build-device" -G Ninja -DGT_CUDA=ON >"$LOGS/build.log" 2>&1 &&
     ninja -C "$ROOT/build-device" gt-dispatcherd gt-workerd test_cuda_parity test_cuda_daemons \
-      gt-bench-gpu gt-bench-kernels gt-bench gt-bench-mlp gt-bench-dp gt-bench-bandwidth test_nccl_link \
+      gt-bench-gpu gt-bench-kernels gt-bench gt-bench-mlp gt-bench-chain gt-bench-dp gt-bench-bandwidth test_nccl_link \
       >>"$LOGS/build.log" 2>&1 || { echo "device-check: build failed (see $LOGS/build.log)"; exit 1; }
   BIN=$ROOT/build-device/bin
   LIB=""
@@ -222,7 +222,7 @@ for flag in true false; do
   GPID=$!
   for _ in $(seq 100); do [[ -s "$GDIR/port" ]] && break; sleep 0.1; done
   "$BIN/gt-workerd" --dispatcher "unix:$GDIR/d.sock" --device 0 --device-graphs=$flag \
-    --log-level warn >"$LOGS/graphs-$flag-worker.log" 2>&1 &
+    --kernel-cache-dir "$GDIR/kernels" --log-level warn >"$LOGS/graphs-$flag-worker.log" 2>&1 &
   GWID=$!
   sleep 2
   GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout 60 "$BIN/gt-bench-mlp" --steps 50 \
@@ -230,11 +230,18 @@ for flag in true false; do
   GRAPH_STEP[$flag]=$(sed -n 's/^  GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' \
     "$LOGS/graphs-$flag-mlp.log")
   cat "$LOGS/graphs-$flag-mlp.log"
+  if [[ $flag == true ]]; then  # the fused chain (NVRTC kernels, issue 11) on the same worker
+    GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout 90 "$BIN/gt-bench-chain" \
+      >"$LOGS/chain.log" 2>&1 || GRAPHS_RC=1
+    cat "$LOGS/chain.log"
+    ls -l "$GDIR/kernels" 2>/dev/null | tail -n +2
+  fi
   kill "$GWID" "$GPID" 2>/dev/null
   wait "$GWID" "$GPID" 2>/dev/null
   rm -rf "$GDIR"
 done
 GRAPHS_LINE="${GRAPH_STEP[true]:-?} vs ${GRAPH_STEP[false]:-?} ms"
+CHAIN_LINE=$(sed -n 's/^  GT loop (hot path replayed, fused) *\([0-9.]*\) *\([0-9.]*x\).*/\1 ms, \2 eager/p' "$LOGS/chain.log")
 MLP_LINE=$(grep -oE 'GT / torch = [0-9.]+x' "$LOGS/svc-mlp.log" | head -1)
 [[ -n "$MLP_LINE" ]] || MLP_LINE=$(grep -oE 'median [0-9.]+ ms/step' "$LOGS/svc-mlp.log" | head -1)
 SMALL_LINE=$(grep -oE 'median [0-9]+ ops/s' "$LOGS/svc-gt-bench.log" | head -1)
@@ -266,6 +273,8 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP step, CUDA worker" 
   "PyTorch, same GPU" - "<=1.5x" "$([[ $SVC_RC == 0 ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP hot step, graphs on/off" "${GRAPHS_LINE:0:18}" \
   "graphs off" - "faster" "$([[ $GRAPHS_RC == 0 ]] && echo ran || echo FAIL)"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "fused chain 16M, loop" "${CHAIN_LINE:0:18}" \
+  "GT eager" - ">=2.5x" "$([[ -n $CHAIN_LINE ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, 1 GPU, auto" "${DP_LINE:0:18}" \
   "1 worker" - "same loss" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL) (${DP_FALLBACK:-no fallback message})"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, NCCL (rc $NCCL_RC)" - \

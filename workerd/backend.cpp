@@ -78,6 +78,7 @@ Status Backend::run_fused(const FusedArgs& args) {
   GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head));
   GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out));
   if (args.tail != FusedTail::kNone) {
+    if (!fuses_chain_tails()) return unimplemented("fused chains with a tail: not on {}", device_kind());
     if (args.out.numel() != 1 || args.head.numel() < 1 ||
         args.head.numel() > kMaxFusedTailElements)
       return invalid_argument("fused chain: a reduction of {} elements to {}", args.head.numel(),

@@ -116,6 +116,8 @@ struct BackendStats {
   uint64_t allocated_bytes = 0;  // in live tensors
   uint64_t reserved_bytes = 0;   // allocated + cached by the allocator
   uint64_t peak_bytes = 0;       // high-water mark of allocated_bytes
+  // Fused-chain kernels generated at run time (device/fused_kernel_cache.h).
+  uint64_t fused_kernels_compiled = 0, fused_kernels_from_disk = 0, fused_kernels_failed = 0;
 };
 
 // What a peer link that enqueues its own device work (the NCCL link) needs from a backend whose
@@ -160,6 +162,9 @@ class Backend {
   // checks its arguments like run(): float32 head and out of one shape, each storage large
   // enough, every tensor operand float32 and broadcasting to out's shape; only fusable ops.
   virtual bool fuses_chains() const { return false; }
+  // Whether a fused chain may end in its reduction tail (FusedArgs::tail); else the tail runs
+  // as an op of its own after the fused part.
+  virtual bool fuses_chain_tails() const { return fuses_chains(); }
   Status run_fused(const FusedArgs& args);
 
   // Device graphs (hot paths on asynchronous devices, ARCHITECTURE §7; CUDA graphs). Between

@@ -9,6 +9,7 @@
 #include "workerd/sim/sim_backend.h"
 #ifdef GT_HAVE_CUDA
 #include "workerd/cuda/cuda_backend.h"
+#include "workerd/cuda/nvrtc_compiler.h"
 #endif
 
 namespace gt::worker {
@@ -28,6 +29,8 @@ Result<std::unique_ptr<Backend>> make_backend(const WorkerOptions& opts) {
   CudaBackendOptions cuda;
   cuda.max_memory_bytes = limit.value_or(0);
   cuda.allow_tf32 = opts.allow_tf32;
+  cuda.fused_kernels = opts.fused_kernels;
+  cuda.kernel_cache_dir = opts.kernel_cache_dir;
 #endif
   if (device == "cpu") return make_cpu();
   if (device == "sim") {
@@ -41,6 +44,12 @@ Result<std::unique_ptr<Backend>> make_backend(const WorkerOptions& opts) {
     so.device.fail_capture_every = opts.sim_graph_fault_every;
     so.device.launch_cpu_us = opts.sim_launch_cpu_us;
     so.device.capture_cpu_us = opts.sim_capture_cpu_us;
+    so.fused_kernels = opts.fused_kernels;
+    so.kernel_cache.dir = opts.kernel_cache_dir;
+#ifdef GT_HAVE_CUDA
+    // The programs a GPU would run, compiled for the H100/H200 generation (sm_90).
+    so.make_compiler = [] { return cuda::make_nvrtc_compiler(90); };
+#endif
     return std::unique_ptr<Backend>(std::make_unique<SimBackend>(so));
   }
   int index = -1;

@@ -876,6 +876,9 @@ void Executor::fill_load(v1::WorkerLoad* l) const {
   l->set_graph_launches(graph_launches_.load(std::memory_order_relaxed));
   l->set_graph_instantiations(graph_instantiations_.load(std::memory_order_relaxed));
   l->set_graph_fallbacks(graph_fallbacks_.load(std::memory_order_relaxed));
+  l->set_fused_kernels_compiled(bs.fused_kernels_compiled);
+  l->set_fused_kernels_from_disk(bs.fused_kernels_from_disk);
+  l->set_fused_kernels_failed(bs.fused_kernels_failed);
   if (peer_) {
     PeerStats ps = peer_->stats();
     l->set_peer_bytes_sent(ps.bytes_sent);

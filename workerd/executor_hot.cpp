@@ -157,13 +157,23 @@ void Executor::run_segment_instrs(uint64_t session, HotPathDef& p,
                                   const HotPathDef::GraphSegment& seg, const v1::HotRun& run) {
   const bool log_instrs = spdlog::should_log(spdlog::level::trace);
   size_t next_free = 0;
-  for (uint32_t k = seg.begin; k < seg.end; ++k) {
+  for (uint32_t k = seg.begin; k < seg.end;) {
     while (next_free < seg.frees.size() && seg.frees[next_free].at <= k)
       free_handle(session,
                   run.first_out() + static_cast<uint64_t>(p.result[seg.frees[next_free++].instr]));
+    // A fused chain is one kernel of the graph (its frees of intermediates find nothing).
+    if (!p.chain_at.empty() && p.chain_at[k] >= 0) {
+      const FusedChain& ch = p.chains[static_cast<size_t>(p.chain_at[k])];
+      if (ch.end <= seg.end)
+        if (const uint32_t end = run_fused_chain(session, p, ch, run); end != 0) {
+          k = end;
+          continue;
+        }
+    }
     bind_instr(p, k, run);
     if (log_instrs) log_instr(session, p.instrs[k]);
     run_instr(session, p.instrs[k]);
+    ++k;
   }
 }
 
@@ -192,6 +202,7 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
   for (uint32_t k = ch.begin; k < ch.end; ++k, end = k) {
     const DecodedInstr& dec = *p.decoded[k];
     if (ch.tail && k + 1 == ch.end) {
+      if (!backend_.fuses_chain_tails()) break;  // (the device's fused kernels have none)
       // The tail: fused when it reduces the whole value to one element, and the value is small
       // enough for one thread (else it runs after the fused part, eagerly).
       metas_.assign(1, value);

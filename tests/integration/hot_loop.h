@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,12 +149,15 @@ struct Run {
   uint64_t replays = 0, fused_ops = 0, hits = 0;
   int64_t bytes_saved = 0;
   uint64_t graph_launches = 0, graph_instantiations = 0, graph_fallbacks = 0;
+  uint64_t fused_kernels_compiled = 0, fused_kernels_from_disk = 0, fused_kernels_failed = 0;
 };
 
 // Six steps of the `chain` loop on x [4, 8], two on x2 [6, 8] (a shape change), one on x again,
 // against real daemons (the worker started with `worker_args`), with or without replay; the
-// losses and what the session and the worker counted.
-inline Run run_loop(bool replay, std::vector<std::string> worker_args = {}) {
+// losses and what the session and the worker counted (once its figures satisfy `also`, if
+// given: work it does off its executor, such as compiling a kernel).
+inline Run run_loop(bool replay, std::vector<std::string> worker_args = {},
+                    std::function<bool(const v1::WorkerStatus&)> also = {}) {
   std::vector<std::string> args;
   if (!replay) args.push_back("--hot-path-replay=false");
   Daemons d(DaemonOptions{1, args, std::move(worker_args)});
@@ -168,12 +172,17 @@ inline Run run_loop(bool replay, std::vector<std::string> worker_args = {}) {
   r.bytes_saved = s.sessions(0).hot_path_bytes_saved();
   const uint64_t want_hits = replay ? r.replays : 0;
   const v1::WorkerStatus w =
-      worker_when(a.c, [&](const v1::WorkerStatus& ws) { return ws.hot_path_hits() >= want_hits; });
+      worker_when(a.c, [&](const v1::WorkerStatus& ws) {
+        return ws.hot_path_hits() >= want_hits && (!also || also(ws));
+      });
   r.fused_ops = w.fused_ops();
   r.hits = w.hot_path_hits();
   r.graph_launches = w.graph_launches();
   r.graph_instantiations = w.graph_instantiations();
   r.graph_fallbacks = w.graph_fallbacks();
+  r.fused_kernels_compiled = w.fused_kernels_compiled();
+  r.fused_kernels_from_disk = w.fused_kernels_from_disk();
+  r.fused_kernels_failed = w.fused_kernels_failed();
   return r;
 }
 

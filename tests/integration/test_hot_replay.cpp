@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,7 +58,9 @@ TEST_CASE("hot paths replayed by reference: bitwise the eager losses, chains fus
 
 TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager losses; a failed "
           "capture runs eagerly", "[hot][replay][sim][graph]") {
-  const std::vector<std::string> sim = {"--device", "sim", "--sim-launch-us", "20"};
+  // (Fused kernels off: one becoming ready mid-loop would change a graph's topology.)
+  const std::vector<std::string> sim = {"--device", "sim", "--sim-launch-us", "20",
+                                        "--fused-kernels=false"};
   auto with = [&](std::vector<std::string> more) {
     std::vector<std::string> a = sim;
     a.insert(a.end(), more.begin(), more.end());
@@ -81,6 +84,46 @@ TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager los
   CHECK(faulty.graph_launches == 5);
   CHECK(off.replays == 7);
   CHECK(off.graph_launches == 0);
+}
+
+TEST_CASE("hot paths on a sim worker: chains as generated kernels, kept in kernel_cache_dir and "
+          "read back by the next worker", "[hot][replay][sim][fused]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gt_kernel_cache_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::vector<std::string> sim = {"--device", "sim", "--sim-launch-us", "20",
+                                        "--kernel-cache-dir", dir.string()};
+  auto kernels = [&] {
+    std::vector<fs::path> v;
+    if (fs::exists(dir))
+      for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".gtk") v.push_back(e.path());
+    return v;
+  };
+  const Run eager = run_loop(false, sim);
+  CHECK(eager.fused_kernels_compiled == 0);  // (nothing replayed, nothing fused)
+  // The first worker compiles the loop's chain (off its executor: the first runs of the chain
+  // go op by op) and writes it to the directory.
+  auto kernel_done = [](const v1::WorkerStatus& w) {
+    return w.fused_kernels_compiled() + w.fused_kernels_from_disk() + w.fused_kernels_failed() >= 1;
+  };
+  const Run first = run_loop(true, sim, kernel_done);
+  CHECK(first.losses == eager.losses);  // bitwise, fused or not
+  CHECK(first.fused_kernels_failed == 0);
+  CHECK(first.fused_kernels_compiled == 1);
+  // The step's chain (its reduction tail runs as an op on a device) at both shapes: one kernel.
+  for (int i = 0; i < 200 && kernels().size() < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  REQUIRE(kernels().size() == 1);
+  const auto written = fs::last_write_time(kernels()[0]);
+  // The next worker reads it back instead of compiling it.
+  const Run second = run_loop(true, sim, kernel_done);
+  CHECK(second.losses == eager.losses);
+  CHECK(second.fused_kernels_compiled == 0);
+  CHECK(second.fused_kernels_from_disk == 1);
+  REQUIRE(kernels().size() == 1);
+  CHECK(fs::last_write_time(kernels()[0]) == written);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("hot paths: two sessions with the same loop keep separate paths", "[hot][replay]") {

@@ -36,8 +36,10 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int index, CudaBackendO
   GT_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
   std::string name = fmt::format("{} (sm_{}{}, {} GiB)", prop.name, prop.major, prop.minor,
                                  (prop.totalGlobalMem + (uint64_t{1} << 29)) >> 30);
-  return std::unique_ptr<CudaBackend>(
-      new CudaBackend(index, std::move(name), prop.totalGlobalMem, opts));
+  std::unique_ptr<CudaBackend> b(new CudaBackend(index, std::move(name), prop.totalGlobalMem, opts));
+  b->sm_count_ = prop.multiProcessorCount;
+  if (b->opts_.fused_kernels) b->enable_fused(prop.major * 10 + prop.minor);
+  return b;
 }
 
 CudaBackend::CudaBackend(int device, std::string name, uint64_t total_memory,
@@ -57,7 +59,11 @@ CudaBackend::CudaBackend(int device, std::string name, uint64_t total_memory,
   set_kernels(kernels_);
 }
 
-CudaBackend::~CudaBackend() { shutdown(); }
+CudaBackend::~CudaBackend() {
+  shutdown();  // (the fused-kernel cache too: nothing loads any more)
+  if (api_->use_device().is_ok())
+    for (cudaLibrary_t lib : fused_libs_) cudaLibraryUnload(lib);
+}
 
 // A session's libraries: a cuBLAS handle on its stream with a workspace from the allocator, and
 // the index-check slots. Out of memory on the way trims the cache and tries once more.

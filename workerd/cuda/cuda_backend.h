@@ -29,6 +29,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "workerd/cuda/cuda_device_api.h"
 #include "workerd/cuda/cuda_ops.h"
@@ -41,6 +42,10 @@ struct CudaBackendOptions {
   // float32 matmul on TF32 tensor cores (PyTorch's allow_tf32; the worker option allow_tf32).
   // No instruction attribute carries it yet, so it is backend-wide; off by default (exact float32).
   bool allow_tf32 = false;
+  // Hot paths' elementwise chains as kernels compiled with NVRTC (worker options fused_kernels,
+  // kernel_cache_dir; workerd/cuda/fused_launch.cpp).
+  bool fused_kernels = true;
+  std::string kernel_cache_dir;
 };
 
 // Visible CUDA devices (0 when there is no driver or no GPU).
@@ -67,6 +72,7 @@ class CudaBackend final : public device::StreamBackend, public SessionStreams {
 
  protected:
   Status run_kernel(const KernelArgs& args) override;
+  Status run_fused_kernel(const FusedArgs& args) override;
   Status on_session_created(uint64_t session, device::Stream s) override;
   void on_session_destroyed(uint64_t session) override;
 
@@ -80,6 +86,10 @@ class CudaBackend final : public device::StreamBackend, public SessionStreams {
 
   CudaBackend(int device, std::string name, uint64_t total_memory, CudaBackendOptions opts);
   Result<SessionLibs> make_libs(device::Stream s);
+  // Fused chains (fused_launch.cpp): the cache of their kernels, compiled for this GPU, whose
+  // loaded libraries live until the backend goes.
+  void enable_fused(int arch);
+  Result<void*> load_fused(const std::string& binary, const std::string& name);
   void free_libs(SessionLibs& l);
 
   int device_;
@@ -89,6 +99,9 @@ class CudaBackend final : public device::StreamBackend, public SessionStreams {
   cuda::KernelTable kernels_{};
   std::mutex libs_mu_;
   std::unordered_map<uint64_t, SessionLibs> libs_;
+  int sm_count_ = 1;
+  std::mutex fused_libs_mu_;
+  std::vector<cudaLibrary_t> fused_libs_;
 };
 
 }  // namespace gt::worker

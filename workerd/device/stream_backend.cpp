@@ -29,6 +29,28 @@ void StreamBackend::shutdown() {
     destroy_stream(id, s.stream);
   }
   completions_.drain();  // deferred stream destructions and callbacks already pushed
+  std::unique_ptr<FusedKernelCache> fused;
+  {
+    std::lock_guard<std::mutex> lock(fused_mu_);
+    fused.swap(fused_);
+  }
+  fused.reset();  // (its compile thread may be loading a kernel onto the device)
+}
+
+Result<void*> StreamBackend::fused_kernel(const FusedKernelSignature& sig) {
+  if (!fused_made_) {
+    fused_made_ = true;
+    auto made = make_fused_();
+    if (made.is_ok()) {
+      std::lock_guard<std::mutex> lock(fused_mu_);
+      fused_ = std::move(*made);
+    } else spdlog::warn("{}: no fused kernels ({}); hot paths' chains run op by op", device_kind(),
+                      made.status().message());
+  }
+  if (!fused_) return unavailable("no fused kernels on {}", device_kind());
+  void* k = fused_->find(sig);
+  if (!k) return unavailable("the chain's fused kernel is not ready");
+  return k;
 }
 
 Result<Stream> StreamBackend::stream_for(uint64_t session) {
@@ -297,7 +319,15 @@ void StreamBackend::drop_graph(void* slot) {
 
 BackendStats StreamBackend::stats() const {
   AllocatorStats a = allocator_.stats();
-  return BackendStats{a.allocated_bytes, a.reserved_bytes + a.workspace_bytes, a.peak_bytes};
+  BackendStats b{a.allocated_bytes, a.reserved_bytes + a.workspace_bytes, a.peak_bytes};
+  std::lock_guard<std::mutex> lock(fused_mu_);
+  if (fused_) {
+    const FusedKernelCacheStats f = fused_->stats();
+    b.fused_kernels_compiled = f.compiled;
+    b.fused_kernels_from_disk = f.disk_hits;
+    b.fused_kernels_failed = f.failed;
+  }
+  return b;
 }
 
 }  // namespace gt::worker::device

@@ -22,6 +22,11 @@
 //   graphs     begin_graph/end_graph capture a session's stream (DeviceApi graph capture) and
 //              launch what was recorded as one graph; ops whose kernels report through host
 //              functions (index checks) are not capturable
+//   fused      hot paths' elementwise chains as kernels generated for their structure
+//   kernels    (fused_kernel_source.h), compiled off the executor's thread and cached
+//              (fused_kernel_cache.h); a subclass that can launch them enables them with a
+//              factory of its cache, made on the first chain (the sim's compiler need not load
+//              in a worker that never fuses). No reduction tails: those run as ops of their own
 //   errors     a kernel that fails on the device (an index out of range: the values are data)
 //              poisons its result's storage and is reported, with its result handle, to the
 //              executor's async error sink from the completion thread -- before the session's
@@ -45,6 +50,7 @@
 #include "workerd/device/caching_allocator.h"
 #include "workerd/device/completion_queue.h"
 #include "workerd/device/device_api.h"
+#include "workerd/device/fused_kernel_cache.h"
 #include "workerd/device/host_staging.h"
 
 namespace gt::worker::device {
@@ -71,6 +77,14 @@ class StreamBackend : public Backend {
   uint64_t direct_reads() const { return direct_reads_.load(); }
   uint64_t staged_reads() const { return staged_reads_.load(); }
   uint64_t direct_writes() const { return direct_writes_.load(); }
+
+  bool fuses_chains() const override { return static_cast<bool>(make_fused_); }
+  bool fuses_chain_tails() const override { return false; }
+  // The fused-kernel cache (null before the first fused chain, or when it could not be made).
+  FusedKernelCache* fused_kernels() {
+    std::lock_guard<std::mutex> lock(fused_mu_);
+    return fused_.get();
+  }
 
   bool captures_graphs() const override { return true; }
   bool capturable(OpId op) const override;
@@ -115,8 +129,16 @@ class StreamBackend : public Backend {
   virtual Status on_session_created(uint64_t session, Stream s) { return Status::ok(); }
   virtual void on_session_destroyed(uint64_t session) {}
 
-  // Finishes every session's work and destroys the streams (calling the hooks). Idempotent.
+  // Finishes every session's work and destroys the streams (calling the hooks), then the
+  // fused-kernel cache (its compile thread). Idempotent.
   void shutdown();
+
+  using FusedKernelCacheFactory = std::function<Result<std::unique_ptr<FusedKernelCache>>()>;
+  // Fused chains from now on (fuses_chains()); `make` runs once, at the first chain.
+  void enable_fused_kernels(FusedKernelCacheFactory make) { make_fused_ = std::move(make); }
+  // The compiled kernel of a chain's signature, or unavailable(): being compiled (the chain
+  // runs op by op meanwhile), failed, or no compiler. The executor's thread only.
+  Result<void*> fused_kernel(const FusedKernelSignature& sig);
 
  private:
   struct Session {
@@ -127,6 +149,10 @@ class StreamBackend : public Backend {
   void poll_health();
 
   std::unique_ptr<DeviceApi> device_;  // declared first: destroyed last
+  FusedKernelCacheFactory make_fused_;
+  bool fused_made_ = false;  // make_fused_ ran
+  mutable std::mutex fused_mu_;  // fused_ as a pointer (made by the executor, read by stats())
+  std::unique_ptr<FusedKernelCache> fused_;
   uint64_t capturing_ = 0;  // the session whose stream captures (the executor's thread only)
   // Host memory registered with the device (register_host_memory): start -> bytes.
   bool registered(const void* p, size_t n) const;

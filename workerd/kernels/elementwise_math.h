@@ -24,6 +24,10 @@
 // host, which is exp_f32 (fast_exp.h: vectorizable, about 1 ulp).
 #pragma once
 
+#ifdef __CUDACC_RTC__  // a fused kernel compiled at run time: NVRTC has the math built in
+#include "workerd/kernels/numeric.h"  // (first: it defines the fixed-width ints op_id.h uses)
+#include "gt/core/op_id.h"
+#else
 #include <math.h>
 
 #include <type_traits>
@@ -31,6 +35,7 @@
 #include "gt/core/ops.h"
 #include "workerd/kernels/fast_exp.h"
 #include "workerd/kernels/numeric.h"
+#endif
 
 namespace gt::worker {
 

@@ -5,11 +5,15 @@
 // The CUDA half types add their own specializations in workerd/cuda/cuda_common.cuh.
 #pragma once
 
+#ifdef __CUDACC_RTC__  // the fused kernels compiled at run time (no standard library there)
+#include "workerd/kernels/rtc_std.h"
+#else
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 
 #include "gt/core/half.h"
+#endif
 
 #ifdef __CUDACC__
 #define GT_HOST_DEVICE __host__ __device__ __forceinline__
@@ -22,8 +26,10 @@ namespace gt::worker {
 // The 16-bit float storage types (gt::half and gt::bfloat16 here, __half and __nv_bfloat16 on
 // the device side).
 template <class T> struct is_half_type : std::false_type {};
+#ifndef __CUDACC_RTC__  // (fused kernels are float32 only)
 template <> struct is_half_type<half> : std::true_type {};
 template <> struct is_half_type<bfloat16> : std::true_type {};
+#endif
 template <class T>
 inline constexpr bool is_half_v = is_half_type<T>::value;
 template <class T>
@@ -32,8 +38,10 @@ inline constexpr bool is_float_like_v = std::is_floating_point_v<T> || is_half_v
 // The type arithmetic runs in: float for the 16-bit floats, int32 for bool (converted back with
 // != 0, so add = or, mul = and, maximum = or, minimum = and), the type itself otherwise.
 template <class T> struct compute_type { using type = T; };
+#ifndef __CUDACC_RTC__
 template <> struct compute_type<half> { using type = float; };
 template <> struct compute_type<bfloat16> { using type = float; };
+#endif
 template <> struct compute_type<bool> { using type = int32_t; };
 template <class T> using compute_t = typename compute_type<T>::type;
 // The type transcendental math (kUnaryFloat ops: exp, tanh, ...) runs in: double for float64,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gt/core/dtype.h"
+#include "gt/core/fnv.h"
 #include "workerd/cuda/cuda_check.h"
 #include "workerd/peer/staged_peer_link.h"
 
@@ -98,12 +99,6 @@ const Nccl& nccl() {
     return n;
   }();
   return lib;
-}
-
-uint64_t fnv1a(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
-  const auto* b = static_cast<const unsigned char*>(p);
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
 }
 
 ncclDataType_t nccl_type(DType d) {

@@ -8,10 +8,15 @@
 // A kernel that fails (an index out of range: the values are data, checked when the kernel
 // runs, as on a GPU) leaves its result unspecified and reports the error asynchronously: the
 // session's next sync point raises it.
+//
+// Fused chains (StreamBackend's fused kernels) are generated and compiled as on CUDA, then run
+// as the CPU's fused chain: the executor's fused path, the compile cache and its fallbacks are
+// proven here, and the programs themselves by NVRTC where the build has it.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +32,14 @@ struct SimBackendOptions {
   // The device is lost (a sticky error, as after an illegal address on a GPU) when this many
   // kernels have run; 0 never. For tests of the worker's fatal-error path.
   uint64_t fault_after_kernels = 0;
+  // Hot paths' elementwise chains as generated kernels (the worker option fused_kernels): the
+  // program of each chain is generated and compiled as for a GPU, by make_compiler (NVRTC for
+  // sm_90 where this build has CUDA and the library loads; null or failing: a compiler that
+  // keeps the program itself as its binary), and cached as on CUDA (kernel_cache: the worker
+  // option kernel_cache_dir); a launch runs the CPU's fused chain on the stream.
+  bool fused_kernels = true;
+  device::FusedKernelCache::Options kernel_cache;
+  std::function<Result<std::unique_ptr<device::KernelCompiler>>()> make_compiler;
 };
 
 class SimBackend final : public device::StreamBackend {
@@ -40,6 +53,7 @@ class SimBackend final : public device::StreamBackend {
 
  protected:
   Status run_kernel(const KernelArgs& args) override;
+  Status run_fused_kernel(const FusedArgs& args) override;
 
  private:
   SimBackend(SimBackendOptions opts, std::unique_ptr<sim::SimDevice> device);

@@ -29,6 +29,7 @@ const std::map<std::string, std::string> kDispatcherDeployment = {
 };
 const std::map<std::string, std::string> kWorkerDeployment = {
     {"dispatcher", "unix:/run/gt/gt.sock"},  // the dispatcher's socket above
+    {"kernel_cache_dir", "/var/cache/gt/kernels"},  // the unit's CacheDirectory
 };
 
 std::string read_text(const std::string& path) {

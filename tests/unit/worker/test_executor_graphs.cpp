@@ -36,14 +36,16 @@ SimBackendOptions sim_options(uint64_t fail_capture_every = 0) {
   o.device.launch_us = 20;
   o.device.memory_bytes = uint64_t{256} << 20;
   o.device.fail_capture_every = fail_capture_every;
+  // Graph counts here do not wait on a compile: a chain's kernel becoming ready changes the
+  // graph's topology (fused_options() turns it on).
+  o.fused_kernels = false;
   return o;
 }
 
 struct Rig {
   explicit Rig(uint64_t fail_capture_every = 0, bool graphs = true)
-      : backend(sim_options(fail_capture_every)) {
-    ex.set_device_graphs(graphs);
-  }
+      : Rig(sim_options(fail_capture_every), graphs) {}
+  Rig(SimBackendOptions o, bool graphs) : backend(std::move(o)) { ex.set_device_graphs(graphs); }
   SimBackend backend;
   Outbox out;
   Executor ex{backend, [this](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 64 << 20};
@@ -336,4 +338,69 @@ TEST_CASE("sim device: a long segment of temporaries frees them in stream order 
   CHECK(l.graph_launches() == 2);
   CHECK(ex.tensor_count() == 2 * 40);  // the sums
   CHECK(backend.allocator_stats().peak_bytes <= uint64_t{24} << 20);
+}
+
+// Fused chains on the sim device (StreamBackend's fused kernels): the layer's add, relu and mul
+// are one generated kernel, compiled (here: synchronously, so the first run has it) and cached.
+SimBackendOptions fused_options(bool synchronous, bool fused = true) {
+  SimBackendOptions o = sim_options();
+  o.fused_kernels = fused;
+  o.kernel_cache.synchronous = synchronous;
+  return o;
+}
+
+TEST_CASE("sim device: a hot path's elementwise chain is one generated kernel in its graph, with "
+          "the eager results", "[worker][sim][hot][graph][fused]") {
+  Rig r(fused_options(true), /*graphs=*/true);
+  REQUIRE(r.backend.fuses_chains());
+  CHECK_FALSE(r.backend.fuses_chain_tails());  // generated kernels have no reduction tails
+  make_inputs(r);
+  eager_then_hot(r);
+  const std::string eager = r.fetch(203).first;
+  REQUIRE(eager.size() == 16 * 8 * sizeof(float));
+  for (uint64_t y : {103, 113, 123}) CHECK(r.fetch(y).first == eager);  // bitwise
+  CHECK(r.out.errors().empty());
+  const v1::WorkerLoad l = r.load();
+  CHECK(l.fused_ops() == 3 * 3);           // add, relu, mul in each of three runs
+  CHECK(l.graph_launches() == 3);          // the matmul and the fused kernel: one graph
+  CHECK(l.graph_instantiations() == 1);    // the same topology at every run
+  REQUIRE(r.backend.fused_kernels() != nullptr);
+  const auto st = r.backend.fused_kernels()->stats();
+  CHECK(st.compiled == 1);  // one chain, compiled once
+  CHECK(st.ready == 1);
+  CHECK(r.ex.tensor_count() == 4 + 4 + 3);  // no intermediate of the chain was ever made
+}
+
+TEST_CASE("sim device: a chain runs op by op until its kernel is compiled, then fused",
+          "[worker][sim][hot][fused]") {
+  Rig r(fused_options(false), /*graphs=*/false);
+  make_inputs(r);
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = layer_path(9);
+  *hot.add_instrs() = hot_run(9, {1, 2, 3}, 100);
+  r.run(std::move(hot));
+  // The first sight queued the compile and ran the chain op by op.
+  CHECK(r.load().fused_ops() == 0);
+  REQUIRE(r.backend.fused_kernels() != nullptr);
+  r.backend.fused_kernels()->wait_idle();
+  v1::WorkerBatch again = r.batch();
+  for (uint64_t first : {110, 120}) *again.add_instrs() = hot_run(9, {1, 2, 3}, first);
+  r.run(std::move(again));
+  CHECK(r.load().fused_ops() == 2 * 3);
+  const std::string unfused = r.fetch(103).first;
+  REQUIRE(unfused.size() == 16 * 8 * sizeof(float));
+  CHECK(r.fetch(113).first == unfused);
+  CHECK(r.fetch(123).first == unfused);
+  CHECK(r.backend.fused_kernels()->stats().compiled == 1);
+}
+
+TEST_CASE("sim device: with fused kernels off, chains run op by op", "[worker][sim][hot][fused]") {
+  Rig r(fused_options(true, /*fused=*/false), /*graphs=*/true);
+  CHECK_FALSE(r.backend.fuses_chains());
+  make_inputs(r);
+  eager_then_hot(r);
+  const std::string eager = r.fetch(203).first;
+  for (uint64_t y : {103, 113, 123}) CHECK(r.fetch(y).first == eager);
+  CHECK(r.load().fused_ops() == 0);
+  CHECK(r.backend.fused_kernels() == nullptr);
 }

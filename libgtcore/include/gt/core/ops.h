@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "gt/core/op_id.h"
+
 namespace gt {
 
 // Which instruction attributes an op takes (decoded and checked in op_attrs.h).
@@ -56,11 +58,6 @@ enum class ShapeRule : uint8_t {
   kArgsort,      // the input's shape, int64: a permutation of 0..n-1 along a valid dim
 };
 
-enum class OpId : uint16_t {
-#define GT_OP(name, wire, arity, attrs, rule) k_##name,
-#include "gt/core/ops.def"
-#undef GT_OP
-};
 
 inline constexpr int kNumOps = 0
 #define GT_OP(name, wire, arity, attrs, rule) +1

@@ -1,0 +1,90 @@
+// A fused elementwise chain (workerd/fusion.h) as a CUDA kernel generated at run time (issue 11
+// step 3): the chain's structure -- each step's op, what its second operand is and on which side
+// the chain's value sits, how a tensor operand lines up with the elements -- becomes the body of
+// one grid-stride loop; values (scalars), pointers and shapes are the launch's parameters, so one
+// kernel serves every run of a hot path and every path with the same structure.
+//
+// Each step is the eager kernel's math (workerd/kernels/elementwise_math.h, included into the
+// program: NVRTC compiles the same header nvcc does, through rtc_std.h) on float32, and its
+// result is kept as a float before the next step reads it (an empty asm between steps stops the
+// compiler contracting a multiply of one step and an add of the next into one FMA, which eager
+// execution, writing every result to memory, never does): results are bitwise the eager kernels'.
+//
+// Device-generic: the CUDA backend compiles the source with NVRTC and launches it; the sim device
+// compiles it too (where NVRTC is present) and runs the CPU's fused chain in its place.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gt/core/shape.h"
+#include "workerd/fusion.h"
+
+namespace gt::worker::device {
+
+// How a step's tensor operand lines up with the chain's elements.
+enum class OperandMode : uint8_t {
+  kOne,     // one element, read once per element (a [1] or [1, 1] tensor)
+  kSame,    // the chain's shape: element i
+  kRepeat,  // the chain's trailing dims (a bias): element i % period
+  kGather,  // any other broadcast (a column [m, 1]): through per-dim strides, 0 where broadcast
+};
+
+struct FusedKernelStep {
+  OpId op;
+  FusedArg arg = FusedArg::kNone;
+  bool value_right = false;
+  OperandMode mode = OperandMode::kSame;  // kTensor only
+};
+
+// The structure of a chain that decides its kernel. key() names it (stable across builds of the
+// same codegen version: it names the cached binaries on disk).
+struct FusedKernelSignature {
+  std::vector<FusedKernelStep> steps;
+  std::string key() const;
+};
+
+// The signature of a launch's chain (tensor operands' modes from their shapes). Tails are not
+// part of generated kernels: a device that generates them does not fuse tails.
+FusedKernelSignature signature_of(const FusedArgs& args);
+
+struct FusedKernelSource {
+  std::string key;     // the signature's key
+  std::string name;    // the kernel's (extern "C") name: gt_fused_<hash of the key>
+  std::string source;  // the CUDA C++ program
+};
+FusedKernelSource fused_kernel_source(const FusedKernelSignature& sig);
+
+// The tree's headers the program includes, compiled into the worker (NVRTC takes them as
+// in-memory headers: the worker's machine needs no source tree or toolkit headers).
+struct RtcHeader {
+  const char* name;  // as the program includes it
+  const char* text;
+};
+std::span<const RtcHeader> rtc_headers();
+
+// A tensor operand's launch parameter; the program's GtOperand has the same layout.
+struct FusedOperandParam {
+  const float* p = nullptr;
+  int64_t period = 0;  // kRepeat
+  int32_t rank = 0;    // kGather: the chain's dims and the operand's strides over them
+  int64_t size[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+};
+
+// The launch parameters after (head, out, n), in the kernel's order: each scalar step's float,
+// each tensor step's FusedOperandParam.
+struct FusedLaunchParams {
+  std::vector<float> scalars;
+  std::vector<FusedOperandParam> operands;
+  std::vector<void*> pointers;  // head, out, n, then the steps' (into this object: keep it)
+  const float* head = nullptr;
+  float* out = nullptr;
+  int64_t n = 0;
+};
+void fill_launch_params(const FusedArgs& args, const FusedKernelSignature& sig,
+                        FusedLaunchParams& params);
+
+}  // namespace gt::worker::device
