@@ -106,6 +106,26 @@ Status Backend::run_fused(const FusedArgs& args) {
   }
 }
 
+Status Backend::run_matmul_t(const TransposedMatmul& args) {
+  if (!folds_transposes()) return unimplemented("transposed GEMM: not on {}", device_kind());
+  for (const Tensor* t : {&args.a, &args.b, static_cast<const Tensor*>(&args.out)}) {
+    GT_RETURN_IF_ERROR(check_fused_tensor("a folded matmul's tensor", *t));
+    if (t->meta.shape.rank() != 2)
+      return invalid_argument("folded matmul: {} is not 2-D", t->meta.shape.str());
+  }
+  const Shape &a = args.a.meta.shape, &b = args.b.meta.shape;
+  const int64_t m = args.ta ? a[1] : a[0], k = args.ta ? a[0] : a[1];
+  const int64_t kb = args.tb ? b[1] : b[0], n = args.tb ? b[0] : b[1];
+  if (k != kb || args.out.meta.shape != Shape{m, n})
+    return invalid_argument("folded matmul: {}{} @ {}{} into {}", a.str(), args.ta ? "^T" : "",
+                            b.str(), args.tb ? "^T" : "", args.out.meta.shape.str());
+  try {
+    return run_matmul_t_kernel(args);
+  } catch (const std::exception& e) {
+    return internal_error("folded matmul: {}", e.what());
+  }
+}
+
 // The bytes a read of [offset, offset + n) of t into dst names, checked; nullopt: nothing to
 // read (n == 0).
 Result<std::optional<Backend::DeviceBytes>> Backend::read_span(const Tensor& t, size_t offset,

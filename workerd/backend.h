@@ -166,6 +166,11 @@ class Backend {
   // as an op of its own after the fused part.
   virtual bool fuses_chain_tails() const { return fuses_chains(); }
   Status run_fused(const FusedArgs& args);
+  // Matmuls with their transposes folded in (fusion.h, TransposeFold), on devices with the GEMM.
+  // run_matmul_t() checks its arguments like run(): 2-D float32 operands whose inner dims
+  // agree, out of the product's shape, every storage large enough.
+  virtual bool folds_transposes() const { return false; }
+  Status run_matmul_t(const TransposedMatmul& args);
 
   // Device graphs (hot paths on asynchronous devices, ARCHITECTURE §7; CUDA graphs). Between
   // begin_graph(session) and end_graph(session, slot) the ops run() enqueues for the session
@@ -263,6 +268,10 @@ class Backend {
   // Runs op's kernel (one set_kernels() named, args checked). May throw (std::bad_alloc for
   // temporaries); run() reports it.
   virtual Status run_kernel(const KernelArgs& args) = 0;
+  // The folded matmul's GEMM (args checked), for a device whose folds_transposes() is true.
+  virtual Status run_matmul_t_kernel(const TransposedMatmul& args) {
+    return unimplemented("no transposed GEMM on {}", device_kind());
+  }
   // The fused chain's kernel (args checked), for a device whose fuses_chains() is true.
   virtual Status run_fused_kernel(const FusedArgs& args) {
     return unimplemented("no fused {} kernel", device_kind());

@@ -132,6 +132,16 @@ class Executor {
   // invalidated is undone and its instructions run again eagerly (a fallback, counted).
   bool run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::GraphSegment& seg,
                          v1::HotRun& run);
+  // executor_fold.cpp: instruction k of a path that has a role in a TransposeFold; true when it
+  // is done (skipped, put off, or the matmul run folded), false to run it as written.
+  bool run_fold_step(uint64_t session, HotPathDef& p, size_t k, const v1::HotRun& run);
+  bool run_folded_matmul(uint64_t session, HotPathDef& p, const TransposeFold& f,
+                         const v1::HotRun& run);
+  // A path reference's tensor if it is this session's, float32 and has a value, else null.
+  const Tensor* fold_tensor(uint64_t session, const HotPathDef& p, uint64_t ref,
+                            const v1::HotRun& run) const;
+  // Instruction k's result handle is not taken (eager execution would report it).
+  bool result_free(const HotPathDef& p, size_t k, const v1::HotRun& run) const;
   // Instruction k of a path with the run's handles put in (the path keeps its own copy).
   void bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run);
   // The segment's instructions through run_instr, with its own frees in stream order.
@@ -276,6 +286,9 @@ class Executor {
   std::vector<const Tensor*> inputs_;
   std::vector<TensorMeta> metas_;
   std::vector<FusedStep> fused_steps_;
+  // Per instruction of the running path, what its TransposeFold did with it this run.
+  enum FoldState : uint8_t { kFoldNone, kFoldPutOff };
+  std::vector<uint8_t> fold_state_;
 };
 
 }  // namespace gt::worker

@@ -21,6 +21,7 @@ void Executor::define_hot_paths(v1::WorkerBatch& b) {
   const uint64_t session = b.session();
   HotPathDevice device;
   device.fuse = backend_.fuses_chains();
+  device.fold_transposes = backend_.folds_transposes();
   if (device_graphs_ && backend_.captures_graphs())
     device.capturable = [this](OpId op) { return backend_.capturable(op); };
   for (const v1::HotPath& p : b.hot_define()) {
@@ -60,6 +61,7 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
   }
   bump(hot_runs_);
   const size_t n = p->instrs.size();
+  if (!p->folds.empty()) fold_state_.assign(n, kFoldNone);
   size_t next_free = 0;
   auto free_result = [&](uint32_t instr) {
     free_handle(session, run.first_out() + static_cast<uint64_t>(p->result[instr]));
@@ -82,6 +84,11 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
         k = end;  // (a prefix of the chain, when the rest cannot be fused)
         continue;
       }
+    }
+    if (!p->fold_at.empty() && p->fold_at[k] != HotPathDef::kNoFold &&
+        run_fold_step(session, *p, k, run)) {
+      ++k;
+      continue;
     }
     v1::Instr& t = p->instrs[k];
     bind_instr(*p, k, run);

@@ -62,6 +62,32 @@ struct FusedStep {
   const Tensor* operand = nullptr;  // kTensor (float32)
 };
 
+// A 2-D transpose (permute [1, 0]) folded into the matmul that reads it (issue 11 step 3,
+// "preplan"): a GEMM reads either operand transposed, so the permutes autograd puts before a
+// Linear layer's matmuls (x @ W^T, x^T @ g) copy nothing. Found when a path is defined
+// (hot_path_store.cpp): an operand's permute read by the matmul alone and freed after it, its
+// input not freed nor written in place before the matmul. At each run (executor_fold.cpp) the
+// permute is skipped where the tensors are 2-D float32 and the device runs the GEMM
+// (Backend::run_matmul_t); else it runs as written, at the matmul at the latest. The GEMM packs
+// either layout into the same panels, so results are bitwise eager's (tested). (Writing a
+// transposed result directly -- dW = (x^T g)^T as g^T x -- swaps the GEMM's m and n, which
+// changes OpenBLAS's summation: not bitwise, so not done.)
+struct TransposeFold {
+  uint32_t matmul = 0;
+  int32_t a_from = -1, b_from = -1;  // the permute whose result is operand a / b (-1: none)
+};
+
+// What a device's transposed GEMM gets (Backend::run_matmul_t): out = op(a) @ op(b), op(t) = t^T
+// where ta / tb. All 2-D float32; out allocated.
+struct TransposedMatmul {
+  const Tensor& a;
+  bool ta;
+  const Tensor& b;
+  bool tb;
+  Tensor& out;
+  uint64_t session;
+};
+
 // What a device's fused-chain kernel gets (Backend::run_fused): `head` the chain's first input,
 // `out` its last result (allocated; the shape and dtype of head -- or one element, the tail's
 // reduction of it), both float32.

@@ -1,4 +1,5 @@
-// Hot-path definitions on the worker: checking them, and finding their fusable chains.
+// Hot-path definitions on the worker: checking them, and finding their fusable chains, the
+// transposes their matmuls can fold in, and their graph segments.
 #include "workerd/hot_path_store.h"
 
 #include "workerd/kernels/op_traits.h"
@@ -61,6 +62,54 @@ void find_chains(HotPathDef& d) {
           FusedChain{static_cast<uint32_t>(k), static_cast<uint32_t>(e), with_tail});
     }
     k = e;
+  }
+}
+
+// Transposes folded into matmuls (fusion.h, TransposeFold).
+void find_folds(HotPathDef& d) {
+  const size_t n = d.instrs.size();
+  std::vector<uint32_t> uses(n, 0);
+  std::vector<int64_t> freed_at(n, -1);
+  for (size_t k = 0; k < n; ++k)
+    for (uint32_t i = d.ref_begin[k]; i < d.ref_begin[k + 1]; ++i)
+      if ((d.refs[i] & 1) == 0) ++uses[d.refs[i] >> 1];
+  for (const HotPathDef::Free& f : d.frees) freed_at[f.instr] = f.at;
+  auto op_of = [&](size_t k) { return op_from_wire(d.instrs[k].op()); };
+  // k is a 2-D transpose (permute [1, 0]) of one input with a result.
+  auto transpose = [&](size_t k) {
+    if (op_of(k) != OpId::k_permute || d.result[k] < 0 || d.ref_begin[k + 1] - d.ref_begin[k] != 1)
+      return false;
+    auto dec = decode_instr(d.instrs[k]);
+    return dec.is_ok() && dec->attrs.n_ints == 2 && dec->attrs.ints[0] == 1 && dec->attrs.ints[1] == 0;
+  };
+  d.fold_at.assign(n, HotPathDef::kNoFold);
+  for (size_t m = 0; m < n; ++m) {
+    if (op_of(m) != OpId::k_matmul || d.result[m] < 0 || d.ref_begin[m + 1] - d.ref_begin[m] != 2)
+      continue;
+    TransposeFold f;
+    f.matmul = static_cast<uint32_t>(m);
+    for (int side = 0; side < 2; ++side) {
+      const uint64_t r = d.refs[d.ref_begin[m] + side];
+      if (r & 1) continue;
+      const size_t p = r >> 1;
+      // Read by this matmul alone (once), freed inside the path, and the permute's input is
+      // still its value at the matmul: not freed before it, nothing in between writes in place.
+      if (!transpose(p) || uses[p] != 1 || freed_at[p] <= static_cast<int64_t>(m) ||
+          d.fold_at[p] != HotPathDef::kNoFold)
+        continue;
+      const uint64_t src = d.refs[d.ref_begin[p]];
+      if ((src & 1) == 0 && freed_at[src >> 1] >= 0 && static_cast<size_t>(freed_at[src >> 1]) <= m)
+        continue;
+      bool written = false;
+      for (size_t j = p + 1; j < m && !written; ++j) written = d.result[j] < 0;
+      if (written) continue;
+      (side == 0 ? f.a_from : f.b_from) = static_cast<int32_t>(p);
+    }
+    if (f.a_from < 0 && f.b_from < 0) continue;
+    for (int32_t p : {f.a_from, f.b_from})
+      if (p >= 0) d.fold_at[static_cast<size_t>(p)] = HotPathDef::kFoldedOperand;
+    d.fold_at[m] = static_cast<int32_t>(d.folds.size());
+    d.folds.push_back(f);
   }
 }
 
@@ -148,6 +197,7 @@ Status HotPathStore::define(uint64_t session, const v1::HotPath& p, const HotPat
   HotPathDef d;
   GT_RETURN_IF_ERROR(check_and_build(p, d));
   if (device.fuse) find_chains(d);
+  if (device.fold_transposes) find_folds(d);
   if (device.capturable) find_segments(d, device.capturable);
   s.instructions += n;
   s.paths.emplace(p.id(), std::move(d));

@@ -13,6 +13,8 @@
 // instructions the device may record (no upload, capturable ops), each recorded and launched
 // as one device graph at every run (executor_hot.cpp), whose executable graph the segment keeps
 // from run to run and the store hands back to the device (the graph dropper) with its path.
+// On a device with a transposed GEMM, 2-D transposes feeding a matmul are folded into it
+// (fusion.h, TransposeFold).
 #pragma once
 
 #include <cstdint>
@@ -57,11 +59,18 @@ struct HotPathDef {
   };
   std::vector<GraphSegment> segments;
   std::vector<int32_t> segment_at;
+  // Transposes folded into matmuls (fusion.h, TransposeFold; empty where the device has no
+  // transposed GEMM): the folds, and per instruction its role: kNoFold, the fold's index for its
+  // matmul, kFoldedOperand for a permute a fold takes over.
+  std::vector<TransposeFold> folds;
+  std::vector<int32_t> fold_at;
+  static constexpr int32_t kNoFold = -1, kFoldedOperand = -2;
 };
 
 // What a path's definition looks for on the device that will run it.
 struct HotPathDevice {
   bool fuse = false;                       // fusable chains (Backend::fuses_chains)
+  bool fold_transposes = false;            // TransposeFolds (Backend::folds_transposes)
   std::function<bool(OpId)> capturable;    // graph segments (null: none)
 };
 

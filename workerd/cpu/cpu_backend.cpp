@@ -70,6 +70,10 @@ BackendStats CpuBackend::stats() const { return allocator_->stats(); }
 
 Status CpuBackend::run_fused_kernel(const FusedArgs& args) { return cpu::run_fused_chain(args); }
 
+Status CpuBackend::run_matmul_t_kernel(const TransposedMatmul& args) {
+  return cpu::run_transposed_matmul(args);
+}
+
 Status CpuBackend::run_kernel(const KernelArgs& args) {
   return kernels_[static_cast<size_t>(args.op)](args);
 }

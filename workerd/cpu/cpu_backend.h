@@ -54,10 +54,12 @@ class CpuBackend final : public Backend {
   void trim_cache();  // returns every cached (free) block to the system
   BackendStats stats() const override;
   bool fuses_chains() const override { return true; }
+  bool folds_transposes() const override { return true; }
 
  protected:
   Status run_kernel(const KernelArgs& args) override;
   Status run_fused_kernel(const FusedArgs& args) override;
+  Status run_matmul_t_kernel(const TransposedMatmul& args) override;
   // Tensors live in host memory: plain copies, done when they return.
   Status read_bytes(const DeviceBytes& bytes, void* dst, uint64_t session) override;
   // CPU tensors live in host memory: fetches are sent from it directly.

@@ -44,6 +44,9 @@ void register_reduce_stats(KernelTable& t); // var logsumexp
 void register_sort(KernelTable& t);         // argsort
 // A fused elementwise chain in one blocked pass (fused_chain.cpp; args checked by run_fused).
 Status run_fused_chain(const FusedArgs& args);
+// A matmul with its transposes folded in: one sgemm with transpose flags (matmul.cpp; args
+// checked by run_matmul_t).
+Status run_transposed_matmul(const TransposedMatmul& args);
 // All of the above: every op's kernel (the CPU backend's table, and the sim device's kernels).
 void register_all(KernelTable& t);
 // (from_host and host_chunk are no kernels: Backend::run() uploads through copy_from_host.)

@@ -124,6 +124,25 @@ Status matmul_kernel(const KernelArgs& args) {
 
 }  // namespace
 
+Status run_transposed_matmul(const TransposedMatmul& args) {
+  const Shape &a = args.a.meta.shape, &b = args.b.meta.shape;
+  const int64_t m = args.ta ? a[1] : a[0], k = args.ta ? a[0] : a[1], n = args.tb ? b[0] : b[1];
+  float* c = args.out.data<float>();
+  if (m == 0 || n == 0) return Status::ok();
+  if (k == 0) {  // a sum of nothing (BLAS would not write C)
+    std::fill(c, c + m * n, 0.0f);
+    return Status::ok();
+  }
+  for (int64_t v : {m, n, k, a[0], a[1], b[0], b[1]})
+    if (!fits_blas(v)) return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", m, k, n);
+  const auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
+  const int lda = static_cast<int>(a[1]), ldb = static_cast<int>(b[1]);
+  cblas_sgemm(CblasRowMajor, op(args.ta), op(args.tb), static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0f, args.a.data<float>(), lda, args.b.data<float>(), ldb, 0.0f,
+              c, static_cast<int>(n));
+  return Status::ok();
+}
+
 void register_matmul(KernelTable& t) { t[static_cast<size_t>(OpId::k_matmul)] = matmul_kernel; }
 
 }  // namespace gt::worker::cpu

@@ -424,3 +424,163 @@ TEST_CASE("a chain over more elements than one thread should sum keeps its threa
   CHECK(r.load().fused_ops() == 4);  // the steps only
   CHECK(r.ex.tensor_count() == 2 + 1 + 1);
 }
+
+namespace {
+
+OpAttrs transpose2() {
+  const int64_t p[2] = {1, 0};
+  return make_permute(p);
+}
+
+// A Linear layer's forward and weight gradient as the client's autograd writes them, over
+// bindings x [64, 48], w [40, 48], g [64, 40] (`in(k)` names instruction k's result):
+//   0 wt = w^T; 1 h = x @ wt; 2 xt = x^T; 3 gwt = xt @ g; 4 gw = gwt^T; 5 y = h + g
+// wt, xt and gwt freed after their one reader, h after y: gw and y are left.
+template <class In>
+void linear(v1::WorkerBatch& b, const In& in, uint64_t x, uint64_t w, uint64_t g,
+            const std::vector<uint64_t>& outs) {
+  *b.add_instrs() = op(OpId::k_permute, outs[0], {w}, transpose2());
+  *b.add_instrs() = op(OpId::k_matmul, outs[1], {x, in(0)});
+  free_here(b, {in(0)});
+  *b.add_instrs() = op(OpId::k_permute, outs[2], {x}, transpose2());
+  *b.add_instrs() = op(OpId::k_matmul, outs[3], {in(2), g});
+  free_here(b, {in(2)});
+  *b.add_instrs() = op(OpId::k_permute, outs[4], {in(3)}, transpose2());
+  free_here(b, {in(3)});
+  *b.add_instrs() = op(OpId::k_add, outs[5], {in(1), g});
+  free_here(b, {in(1)});
+}
+
+void linear_inputs(Rig& r, DType w_dtype = DType::kFloat32) {
+  v1::WorkerBatch b = r.batch();
+  *b.add_instrs() = random(1, Shape{64, 48}, 21);
+  *b.add_instrs() = op(OpId::k_randn, 2, {}, make_random(Shape{40, 48}, w_dtype, 22, 0));
+  *b.add_instrs() = random(3, Shape{64, 40}, 23);
+  r.run(std::move(b));
+}
+
+// The layer eagerly (results 200..205), then as a HotRun (100..105).
+void linear_eager_then_hot(Rig& r) {
+  v1::WorkerBatch eager = r.batch();
+  linear(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205});
+  r.run(std::move(eager));
+  v1::WorkerBatch tmp;
+  linear(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), bound(2), {1, 1, 1, 1, 1, 1});
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = path_of(tmp, 6, 3);
+  *hot.add_instrs() = hot_run(6, {1, 2, 3}, 100);
+  r.run(std::move(hot));
+}
+
+}  // namespace
+
+TEST_CASE("a matmul's transposed operands and result are folded into its GEMM, bitwise eager's",
+          "[worker][hot][fold]") {
+  Rig r;
+  linear_inputs(r);
+  const uint64_t ops_before = r.load().ops_executed();
+  v1::WorkerBatch eager = r.batch();
+  linear(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203, 204, 205});
+  r.run(std::move(eager));
+  const uint64_t ops_eager = r.load().ops_executed() - ops_before;
+  const size_t tensors_eager = r.ex.tensor_count();
+  v1::WorkerBatch tmp;
+  linear(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), bound(2), {1, 1, 1, 1, 1, 1});
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = path_of(tmp, 6, 3);
+  *hot.add_instrs() = hot_run(6, {1, 2, 3}, 100);
+  r.run(std::move(hot));
+  CHECK(r.out.errors().empty());
+  const v1::WorkerLoad l = r.load();
+  // wt folded into h's GEMM (b transposed), xt into gwt's (a transposed): four of the six ops
+  // in two GEMMs, no copy (gw = gwt^T stays a permute: see fusion.h).
+  CHECK(l.fused_ops() == 4);
+  CHECK(l.ops_executed() - ops_before - ops_eager == ops_eager);  // eager's op count
+  CHECK(r.ex.tensor_count() == tensors_eager + 2);  // gw and y: nothing else made or left
+  CHECK(r.load().hot_path_hits() == 1);
+  for (uint64_t k : {4, 5}) {
+    INFO("result " << k);
+    const auto [want, pw] = r.fetch(200 + k);
+    const auto [got, pg] = r.fetch(100 + k);
+    REQUIRE(want.size() > 0);
+    CHECK(pw.empty());
+    CHECK(pg.empty());
+    CHECK(got == want);  // bitwise
+  }
+  // Against the definition at a few elements: gw[i][j] = sum_r g[r][i] x[r][j].
+  auto floats = [](const std::string& s) {
+    std::vector<float> v(s.size() / 4);
+    std::memcpy(v.data(), s.data(), s.size());
+    return v;
+  };
+  const auto x = floats(r.fetch(1).first), g = floats(r.fetch(3).first),
+             gw = floats(r.fetch(104).first);
+  REQUIRE(gw.size() == 40 * 48);
+  for (auto [i, j] : {std::pair{0, 0}, {39, 47}, {17, 5}}) {
+    double want = 0;
+    for (int row = 0; row < 64; ++row) want += double(g[row * 40 + i]) * x[row * 48 + j];
+    CHECK(gw[i * 48 + j] == Approx(want).epsilon(1e-4).margin(1e-4));
+  }
+}
+
+TEST_CASE("a transpose that cannot be folded runs as written, at its matmul at the latest",
+          "[worker][hot][fold]") {
+  Rig r;
+  // x float64 (w, g float32): wt is put off (w can be read transposed), but h = x @ wt cannot
+  // be a float32 GEMM, so wt runs at h, and h fails as eagerly (mixed dtypes); xt = x^T is not
+  // float32 and runs as written.
+  {
+    v1::WorkerBatch b = r.batch();
+    *b.add_instrs() = op(OpId::k_randn, 1, {}, make_random(Shape{64, 48}, DType::kFloat64, 21, 0));
+    *b.add_instrs() = random(2, Shape{40, 48}, 22);
+    *b.add_instrs() = random(3, Shape{64, 40}, 23);
+    r.run(std::move(b));
+  }
+  const uint64_t before = r.load().ops_executed();
+  linear_eager_then_hot(r);
+  const auto errors = r.out.errors();
+  REQUIRE(errors.size() == 4);  // each run: h's matmul and gwt's (float64 @ float32)
+  CHECK(errors[0].error().op() == errors[2].error().op());
+  CHECK(errors[0].error().message() == errors[2].error().message());
+  CHECK(r.load().fused_ops() == 0);
+  // The same ops ran (wt too, late), and y names the op that failed as eagerly.
+  CHECK((r.load().ops_executed() - before) % 2 == 0);
+  const auto [eager_y, eager_poison] = r.fetch(205);
+  const auto [hot_y, hot_poison] = r.fetch(105);
+  CHECK(eager_poison == "matmul");
+  CHECK(hot_poison == eager_poison);
+}
+
+TEST_CASE("a transpose whose input is written in place before its matmul is not folded",
+          "[worker][hot][fold]") {
+  Rig r;
+  linear_inputs(r);
+  // wt = w^T; w.copy_(z) in place; h = x @ wt: h must use w's old values.
+  auto body = [](v1::WorkerBatch& b, auto in, uint64_t x, uint64_t w, uint64_t z, uint64_t o0,
+                 uint64_t o2) {
+    *b.add_instrs() = op(OpId::k_permute, o0, {w}, transpose2());
+    *b.add_instrs() = op(OpId::k_copy_, 0, {w, z});
+    *b.add_instrs() = op(OpId::k_matmul, o2, {x, in(0)});
+    free_here(b, {in(0)});
+  };
+  {
+    v1::WorkerBatch b = r.batch();
+    *b.add_instrs() = random(4, Shape{40, 48}, 31);  // z
+    *b.add_instrs() = random(5, Shape{40, 48}, 22);  // a second w, as w was made
+    r.run(std::move(b));
+  }
+  v1::WorkerBatch eager = r.batch();
+  body(eager, [](uint64_t k) { return 200 + k; }, 1, 2, 4, 200, 202);
+  r.run(std::move(eager));
+  v1::WorkerBatch tmp;
+  body(tmp, [](uint64_t k) { return local(k); }, bound(0), bound(1), bound(2), 1, 1);
+  v1::WorkerBatch hot = r.batch();
+  *hot.add_hot_define() = path_of(tmp, 7, 3);
+  *hot.add_instrs() = hot_run(7, {1, 5, 4}, 100);  // on the second w, equal to the first
+  r.run(std::move(hot));
+  CHECK(r.out.errors().empty());
+  CHECK(r.load().fused_ops() == 0);
+  const auto [got, poison] = r.fetch(101);  // (the path's second result)
+  CHECK(poison.empty());
+  CHECK(got == r.fetch(202).first);
+}
