@@ -3,7 +3,8 @@
 // dtypes to the output dtype.
 //   reshape  copies the bytes (the executor normally aliases the storage instead)
 //   permute  strided gather over the coalesced output; a transposing inner pair of dims goes
-//            through 32x32 tiles so neither side is walked with a large stride for long
+//            through 32x32 tiles so neither side is walked with a large stride for long (4x4
+//            SSE blocks inside them for 4-byte elements)
 //   slice    per dim start/step (negative steps walk backwards), a strided gather
 //   cat      row copies into [outer, sum of extents * inner]
 //   expand   the broadcasting copy (kernel_util.cpp)
@@ -11,6 +12,9 @@
 //   strided_copy_  the same walk as a scatter into the destination, in place
 #include <algorithm>
 #include <cstring>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "workerd/cpu/kernels.h"
 #include "workerd/kernels/layout_plan.h"
@@ -24,6 +28,42 @@ Status reshape_kernel(const KernelArgs& args) {
   const auto n = static_cast<size_t>(args.out.meta.nbytes());
   if (n > 0 && src != dst) std::memmove(dst, src, n);
   return Status::ok();
+}
+
+// A tile of a transpose of 4-byte elements whose source is contiguous down the tile's rows
+// (s0 == 1: the usual 2-D transpose): 4x4 blocks through SSE registers (baseline x86-64),
+// the edges one element at a time. Bytes are moved, never computed: results are exact.
+template <class U>
+void transpose_tile(U* o, const U* a, int64_t d0, int64_t s0, int64_t s1, int64_t i0, int64_t i1,
+                    int64_t j0, int64_t j1) {
+#if defined(__SSE2__)
+  if constexpr (sizeof(U) == 4) {
+    if (s0 == 1) {
+      int64_t i = i0;
+      for (; i + 4 <= i1; i += 4) {
+        int64_t j = j0;
+        for (; j + 4 <= j1; j += 4) {
+          const float* src = reinterpret_cast<const float*>(a + i + j * s1);
+          __m128 r0 = _mm_loadu_ps(src), r1 = _mm_loadu_ps(src + s1),
+                 r2 = _mm_loadu_ps(src + 2 * s1), r3 = _mm_loadu_ps(src + 3 * s1);
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          float* dst = reinterpret_cast<float*>(o + i * d0 + j);
+          _mm_storeu_ps(dst, r0);
+          _mm_storeu_ps(dst + d0, r1);
+          _mm_storeu_ps(dst + 2 * d0, r2);
+          _mm_storeu_ps(dst + 3 * d0, r3);
+        }
+        for (int64_t ii = i; ii < i + 4; ++ii)
+          for (int64_t jj = j; jj < j1; ++jj) o[ii * d0 + jj] = a[ii + jj * s1];
+      }
+      for (; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) o[i * d0 + j] = a[i + j * s1];
+      return;
+    }
+  }
+#endif
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t j = j0; j < j1; ++j) o[i * d0 + j] = a[i * s0 + j * s1];
 }
 
 // Gathers `it` (operand 0: contiguous dst, operand 1: src) element by element.
@@ -52,9 +92,7 @@ void gather(const NdIter<2>& it, const U* src, U* dst) {
     for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
       const int64_t i1 = std::min(rows, i0 + kTile);
       for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-        const int64_t j1 = std::min(cols, j0 + kTile);
-        for (int64_t i = i0; i < i1; ++i)
-          for (int64_t j = j0; j < j1; ++j) o[i * d0 + j] = a[i * s0 + j * s1];
+        transpose_tile(o, a, d0, s0, s1, i0, i1, j0, std::min(cols, j0 + kTile));
       }
     }
   });
