@@ -66,6 +66,7 @@ TEST_CASE("cpu permute: ranks 0-4, every permutation, tiled transposes", "[cpu][
   }
   // Sizes that take the 32x32-tiled path, with ragged edges.
   check_permute(be, Shape{67, 45}, DType::kFloat32, {1, 0});
+  check_permute(be, Shape{3, 37, 41}, DType::kInt32, {0, 2, 1});  // batched, SSE blocks + edges
   check_permute(be, Shape{3, 40, 33}, DType::kFloat16, {0, 2, 1});
   check_permute(be, Shape{33, 3, 40}, DType::kInt64, {2, 1, 0});
   check_permute(be, Shape{9, 10, 11, 12}, DType::kInt32, {3, 1, 0, 2});
