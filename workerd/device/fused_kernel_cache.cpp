@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -122,6 +123,12 @@ Result<void*> FusedKernelCache::build(const FusedKernelSource& src) {
 
 Result<std::string> FusedKernelCache::read_cached(const FusedKernelSource& src,
                                                   const std::string& path) {
+  // A binary is code the device runs: only a file this worker's user wrote, and no one else may
+  // change, is loaded (another one is compiled again and replaced).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return not_found("{} is not cached", path);
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    return permission_denied("{} is not this worker's own file", path);
   std::ifstream in(path, std::ios::binary);
   if (!in) return not_found("{} is not cached", path);
   // magic, key line, compiler id line, binary size line, binary.
@@ -151,7 +158,9 @@ void FusedKernelCache::write_cached(const FusedKernelSource& src, const std::str
                                     const std::string& bin) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(opts_.dir, ec);
+  // A directory made here is the worker's alone (its files are loaded as code).
+  if (fs::create_directories(opts_.dir, ec) && !ec)
+    fs::permissions(opts_.dir, fs::perms::owner_all, fs::perm_options::replace, ec);
   const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
   bool ok = !ec;
   if (ok) {

@@ -13,7 +13,9 @@
 // temporary name and renamed, so readers see all of it or nothing. It holds its key and compiler
 // id, checked on reading: a file that is damaged, names another key (a hash collision) or comes
 // from another compiler or GPU architecture is compiled again and replaced. A directory that
-// cannot be created or written costs the disk half only (logged once).
+// cannot be created or written costs the disk half only (logged once). The files are code the
+// device runs: only regular files owned by the worker's user and writable by no one else are
+// read (a directory the cache creates is the user's alone).
 #pragma once
 
 #include <condition_variable>

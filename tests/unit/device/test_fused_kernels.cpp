@@ -212,6 +212,9 @@ TEST_CASE("compiled kernels are reused from memory and from disk", "[device][fus
   }
   REQUIRE(dir.files().size() == 1);
   CHECK(dir.files()[0].filename().string().rfind(fused_kernel_source(kChain).name, 0) == 0);
+  // The directory the cache made is its user's alone.
+  CHECK((std::filesystem::status(dir.path).permissions() & std::filesystem::perms::all) ==
+        std::filesystem::perms::owner_all);
   {  // a restarted worker: read back, not compiled
     FusedKernelCache cache(o, std::make_unique<FakeCompiler>(&calls), loaded.loader());
     CHECK(cache.find(kChain) != nullptr);
@@ -263,6 +266,14 @@ TEST_CASE("a damaged or foreign cached kernel is compiled again and replaced", "
     std::filesystem::copy_file(theirs, mine, std::filesystem::copy_options::overwrite_existing);
     CHECK(reread() == 1);
     CHECK(reread() == 0);
+  }
+  SECTION("a file others may write (not trusted as code)") {
+    std::filesystem::permissions(mine, std::filesystem::perms::group_write,
+                                 std::filesystem::perm_options::add);
+    CHECK(reread() == 1);
+    CHECK(reread() == 0);  // replaced by the worker's own
+    CHECK((std::filesystem::status(mine).permissions() & std::filesystem::perms::group_write) ==
+          std::filesystem::perms::none);
   }
   SECTION("garbage") {
     std::ofstream(mine, std::ios::trunc) << "GTKERNEL1\nnot a key\n";
