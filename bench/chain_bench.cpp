@@ -3,7 +3,8 @@
 // (a `compile: false` scope: one kernel and one full tensor per op), a plain loop (the hot path
 // found and replayed: one fused pass on a CPU worker, one generated kernel on a CUDA or sim
 // worker) and under gt::compile -- each call waiting for its result (gt::synchronize). Reports
-// medians and the ratios eager / loop and eager / compiled; checks the three give the same y.
+// medians (alternating blocks of calls per mode) and the ratios eager / loop and eager /
+// compiled; checks the three give the same y.
 // Works on whatever worker serves GT_ADDRESS (else the embedded default: a CPU worker), so
 // scripts/device-check.sh runs it through a CUDA worker.
 //
@@ -91,13 +92,16 @@ int main(int argc, char** argv) {
     results.push_back(y.to_vector<float>());
   }
   const bool same = results[0] == results[1] && results[0] == results[2];
+  // Alternating blocks of `reps` calls per mode, three rounds: a loop is a loop (what the
+  // dispatcher's detection sees), and drifts of a shared machine hit all three modes.
   std::vector<double> t[3];
-  for (int r = 0; r < args.reps; ++r)  // interleaved, so drifts of a shared machine hit all three
-    for (Mode m : {kEager, kLoop, kCompiled}) {
-      const double t0 = now_s();
-      run(m);
-      t[m].push_back(now_s() - t0);
-    }
+  for (int round = 0; round < 3; ++round)
+    for (Mode m : {kEager, kLoop, kCompiled})
+      for (int r = 0; r < args.reps; ++r) {
+        const double t0 = now_s();
+        run(m);
+        t[m].push_back(now_s() - t0);
+      }
   const double eager = median(t[kEager]), loop = median(t[kLoop]), comp = median(t[kCompiled]);
   std::string device = "?";
   if (auto ws = gt::worker_stats(); !ws.empty()) device = ws[0].device;
@@ -109,7 +113,7 @@ int main(int argc, char** argv) {
                 comp * 1e3, eager / loop, eager / comp, same ? "true" : "false");
   } else {
     std::printf("gt-bench-chain: ((x * 1.5 + b).relu() * 0.5).exp() on %lld float32 [%lld, %lld], "
-                "worker %s, medians of %d\n",
+                "worker %s, medians of 3 x %d\n",
                 static_cast<long long>(args.elems), static_cast<long long>(rows),
                 static_cast<long long>(cols), device.c_str(), args.reps);
     std::printf("  %-36s %10s %10s\n", "", "ms", "eager/x");
