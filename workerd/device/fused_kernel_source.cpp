@@ -24,7 +24,13 @@ struct GtOperand {
   long long stride[8];
 };
 // Keeps a step's result a float in a register of its own: no FMA across two steps.
-__device__ __forceinline__ void gt_step_done(float& v) { asm volatile("" : "+f"(v)); }
+__device__ __forceinline__ void gt_step_done(float& v) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("" : "+f"(v));
+#elif defined(__x86_64__)
+  asm volatile("" : "+x"(v));  // (the program built for the host: tests)
+#endif
+}
 // The operand's element for the chain's element i (kGather).
 __device__ __forceinline__ long long gt_gather(long long i, const GtOperand& t) {
   long long off = 0;
