@@ -27,6 +27,7 @@ Result<CpuAllocator::Block> CpuAllocator::allocate(size_t bytes) {
   size_t cap = size_class(bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    decay_locked(std::chrono::steady_clock::now());
     if (cap == 0 || (max_memory_ != 0 && cap > max_memory_) ||
         (max_memory_ != 0 && live_ + cap > max_memory_)) {
       return resource_exhausted(
@@ -108,18 +109,43 @@ void CpuAllocator::deallocate(void* data, size_t capacity) {
   if (data == nullptr) return;
   std::lock_guard<std::mutex> lock(mu_);
   live_ = live_ >= capacity ? live_ - capacity : 0;
-  bool keep = cached_ + capacity <= max_cached_ &&
+  const auto now = std::chrono::steady_clock::now();
+  decay_locked(now);
+  bool keep = cached_ + capacity <= 2 * max_cached_ &&
               (max_memory_ == 0 || live_ + cached_ + capacity <= max_memory_);
   if (keep) {
     try {
       free_[capacity].push_back(data);
       cached_ += capacity;
+      if (cached_ > max_cached_ && over_since_ == std::chrono::steady_clock::time_point{})
+        over_since_ = now;
       return;
     } catch (...) {
       // No room for the bookkeeping: fall through and free it.
     }
   }
   std::free(data);
+}
+
+void CpuAllocator::decay(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  decay_locked(now);
+}
+
+void CpuAllocator::decay_locked(std::chrono::steady_clock::time_point now) {
+  if (cached_ <= max_cached_) {
+    over_since_ = {};
+    return;
+  }
+  if (over_since_ == std::chrono::steady_clock::time_point{} || now - over_since_ < kOvershoot)
+    return;
+  for (auto& [cap, blocks] : free_)
+    while (!blocks.empty() && cached_ > max_cached_) {
+      std::free(blocks.back());
+      blocks.pop_back();
+      cached_ -= cap;
+    }
+  over_since_ = {};
 }
 
 void CpuAllocator::trim() {

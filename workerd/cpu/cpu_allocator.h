@@ -4,7 +4,11 @@
 // Size classes: at least 64 bytes; powers of two up to 1 MiB; above that, steps of a quarter of
 // the power of two below (1, 1.25, 1.5, 1.75, 2 MiB, 2.5 MiB, ...), so at most 25% is wasted.
 // A freed block goes to its class's free list while the cache holds at most max_cached_bytes;
-// beyond that it goes back to the system. With a memory limit, `live + cached + new` may not
+// for a moment (kOvershoot) it may hold up to twice that, so that a loop whose temporaries
+// outgrow the cap between two of its steps -- a C++ expression frees its temporaries only at
+// its end -- reuses them instead of giving a block back to the system and faulting a fresh one
+// in at every step (~10 ms per 64 MiB); a cache that stays over the cap that long is trimmed
+// back to it at the next call. Beyond twice the cap a freed block goes back to the system. With a memory limit, `live + cached + new` may not
 // exceed it: cached blocks are returned to the system first, and only when the live blocks
 // alone leave no room is the request refused (ResourceExhausted, never a crash). A failing
 // system allocation is handled the same way (trim the cache, retry once, then refuse).
@@ -15,6 +19,7 @@
 // system allocation and its commit run outside the lock.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -52,6 +57,10 @@ class CpuAllocator {
   Result<Block> allocate(size_t bytes);
   void deallocate(void* data, size_t capacity);
   void trim();
+  // Trims the cache back to max_cached_bytes if it has been over it since kOvershoot before
+  // `now` (every allocate and deallocate calls it; tests pass a later time).
+  void decay(std::chrono::steady_clock::time_point now);
+  static constexpr std::chrono::seconds kOvershoot{2};
 
   BackendStats stats() const;
   size_t cached_blocks() const;
@@ -62,6 +71,7 @@ class CpuAllocator {
  private:
   // Frees cached blocks until `live + cached + need <= limit` (or the cache is empty).
   void trim_locked(uint64_t need);
+  void decay_locked(std::chrono::steady_clock::time_point now);
   void free_all_cached_locked();
   // A new block from the system (called without the lock; `cap` is already counted as live).
   Result<void*> system_allocate(size_t bytes, size_t cap);
@@ -74,6 +84,7 @@ class CpuAllocator {
   uint64_t live_ = 0;    // bytes (by capacity) in blocks handed out
   uint64_t cached_ = 0;  // bytes in free lists
   uint64_t peak_ = 0;
+  std::chrono::steady_clock::time_point over_since_{};  // cached_ went over max_cached_ (0: not)
 };
 
 }  // namespace gt::worker::cpu

@@ -97,15 +97,29 @@ TEST_CASE("cpu zero-byte allocations are valid", "[cpu][allocator]") {
   CHECK(be.stats().allocated_bytes == 0);
 }
 
-TEST_CASE("cpu the cache is capped", "[cpu][allocator]") {
-  CpuAllocator a(0, 1 << 20);  // keep at most 1 MiB of free blocks
+TEST_CASE("cpu the cache is capped: twice the cap for a moment, then the cap", "[cpu][allocator]") {
+  CpuAllocator a(0, 1 << 20);  // keep 1 MiB of free blocks (2 MiB for a moment)
   std::vector<CpuAllocator::Block> blocks;
-  for (int i = 0; i < 8; ++i) blocks.push_back(*a.allocate(256 << 10));
+  for (int i = 0; i < 12; ++i) blocks.push_back(*a.allocate(256 << 10));
   for (auto& b : blocks) a.deallocate(b.data, b.capacity);
   CHECK(a.stats().allocated_bytes == 0);
-  CHECK(a.stats().reserved_bytes == 1 << 20);  // 4 of the 8 kept
+  CHECK(a.stats().reserved_bytes == 2 << 20);  // 8 of the 12 kept
+  CHECK(a.cached_blocks() == 8);
+  // A loop needing 8 blocks at a time reuses them all: nothing new from the system.
+  for (int step = 0; step < 3; ++step) {
+    blocks.clear();
+    for (int i = 0; i < 8; ++i) blocks.push_back(*a.allocate(256 << 10));
+    CHECK(a.cached_blocks() == 0);
+    CHECK(a.stats().reserved_bytes == 2 << 20);
+    for (auto& b : blocks) a.deallocate(b.data, b.capacity);
+  }
+  // Over the cap for longer than the overshoot: back to the cap.
+  a.decay(std::chrono::steady_clock::now() + CpuAllocator::kOvershoot / 2);
+  CHECK(a.cached_blocks() == 8);
+  a.decay(std::chrono::steady_clock::now() + 2 * CpuAllocator::kOvershoot);
   CHECK(a.cached_blocks() == 4);
-  // A block larger than the cap is never cached.
+  CHECK(a.stats().reserved_bytes == 1 << 20);
+  // A block larger than twice the cap is never cached.
   auto big = *a.allocate(4 << 20);
   a.deallocate(big.data, big.capacity);
   CHECK(a.stats().reserved_bytes == 1 << 20);
