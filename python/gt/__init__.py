@@ -44,10 +44,11 @@ from ._gt import (GTError, OutOfMemoryError, PermissionDeniedError, ShapeError, 
                   empty,
                   empty_like,
                   eye, from_numpy, full, full_like, get_float32_matmul_precision, gpu_workers,
-                  is_grad_enabled, linspace, manual_seed, ones, ones_like, rand, rand_like,
+                  is_grad_enabled, linspace, ones, ones_like, rand, rand_like,
                   randint, randn, randn_like, set_float32_matmul_precision, set_grad_enabled,
                   set_sync_timeout, stack, synchronize, tensor, where, zeros, zeros_like)
 from ._gt import float32, float64, float16, bfloat16, int8, int32, int64, uint8  # noqa: F401
+from ._host_random import manual_seed
 from . import _tensor
 from ._tensor import TensorData, enable_grad, no_grad
 from . import autograd, config, cuda, debug, nn, optim, return_types, signal

@@ -1,6 +1,6 @@
 """gt.cuda: torch.cuda's queries, answered by the dispatcher. In GT a device names a worker
 (``cuda:N`` is worker N, GPU or CPU), so scripts written for CUDA run unchanged on any GT."""
-from . import _gt
+from . import _gt, _host_random
 
 
 def device_count():
@@ -20,7 +20,7 @@ def synchronize(device=None):
 
 def manual_seed(seed):
     """gt.manual_seed: GT's random streams are per session, not per device."""
-    _gt.manual_seed(seed)
+    _host_random.manual_seed(seed)
 
 
 manual_seed_all = manual_seed

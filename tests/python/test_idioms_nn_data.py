@@ -49,6 +49,33 @@ def test_dataloader_shuffles_each_epoch_reproducibly():
     np.testing.assert_array_equal(e2, f2)
 
 
+def test_manual_seed_makes_unseeded_shuffles_and_splits_reproducible():
+    """As in PyTorch, a DataLoader(shuffle=True) or random_split without a generator follows
+    gt.manual_seed: the same seed gives the same orders (also for a loader made before the
+    seed), another seed other orders."""
+    ds = gt.utils.data.TensorDataset(gt.arange(40))
+
+    def epochs(loader):
+        return [[int(v) for b in loader for v in b[0].numpy()] for _ in range(3)]
+
+    made_before = gt.utils.data.DataLoader(ds, batch_size=8, shuffle=True)
+    gt.manual_seed(0)
+    a = epochs(gt.utils.data.DataLoader(ds, batch_size=8, shuffle=True))
+    split_a = [list(s.indices) for s in gt.utils.data.random_split(range(10), [4, 6])]
+    gt.manual_seed(0)
+    b = epochs(gt.utils.data.DataLoader(ds, batch_size=8, shuffle=True))
+    split_b = [list(s.indices) for s in gt.utils.data.random_split(range(10), [4, 6])]
+    gt.manual_seed(0)
+    c = epochs(made_before)
+    gt.manual_seed(1)
+    d = epochs(gt.utils.data.DataLoader(ds, batch_size=8, shuffle=True))
+    assert a == b == c
+    assert split_a == split_b
+    assert a != d
+    assert a[0] != a[1]  # a new order every epoch
+    assert all(sorted(e) == list(range(40)) for e in a + d)
+
+
 def test_generic_dataset_collate_and_random_split():
     class Squares(gt.utils.data.Dataset):
         def __len__(self):

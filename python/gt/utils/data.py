@@ -7,13 +7,14 @@
 A TensorDataset batch is one gather per tensor (``t[index_tensor]``, queued like any op: no
 round trip per sample); other datasets are indexed item by item and their items stacked.
 ``shuffle`` draws a new order every epoch from ``generator`` (an int seed or a
-numpy.random.Generator; without one, numpy's global state), so a seed makes epochs reproducible.
+numpy.random.Generator; without one, GT's host generator, which gt.manual_seed seeds as
+torch.manual_seed seeds torch's), so a seed makes epochs reproducible.
 """
 import math
 
 import numpy as np
 
-from .. import _gt
+from .. import _gt, _host_random
 
 __all__ = ["Dataset", "TensorDataset", "DataLoader", "random_split", "Subset"]
 
@@ -66,7 +67,7 @@ class Subset(Dataset):
 
 def _rng(generator):
     if generator is None:
-        return np.random
+        return _host_random.generator()
     if isinstance(generator, (int, np.integer)):
         return np.random.default_rng(int(generator))
     if isinstance(generator, np.random.Generator):
@@ -121,7 +122,7 @@ class DataLoader:
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
         self.collate_fn = collate_fn
-        self._rng = _rng(generator)
+        self._rng = None if generator is None else _rng(generator)
 
     def __len__(self):
         n = len(self.dataset)
@@ -129,7 +130,10 @@ class DataLoader:
 
     def __iter__(self):
         n = len(self.dataset)
-        order = self._rng.permutation(n) if self.shuffle else np.arange(n)
+        # Without a generator, each epoch draws from the host generator as it is then (after a
+        # gt.manual_seed made after this loader, as torch's DataLoader does).
+        rng = self._rng if self._rng is not None else _rng(None)
+        order = rng.permutation(n) if self.shuffle else np.arange(n)
         for b in range(len(self)):
             idx = order[b * self.batch_size:(b + 1) * self.batch_size]
             if isinstance(self.dataset, TensorDataset) and self.collate_fn is None:
