@@ -128,6 +128,7 @@ bool Executor::run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::Gr
       return false;
   if (!backend_.begin_graph(session).is_ok()) return false;
   const uint64_t ops_before = ops_executed_.load(std::memory_order_relaxed);
+  const uint64_t fused_before = fused_ops_.load(std::memory_order_relaxed);
   std::vector<v1::WorkerMessage> held;
   std::vector<ReplacedStorage> replaced;
   held_errors_ = &held;
@@ -156,6 +157,7 @@ bool Executor::run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::Gr
   for (uint32_t k = seg.begin; k < seg.end; ++k)
     if (p.result[k] >= 0) free_handle(session, first_out + static_cast<uint64_t>(p.result[k]));
   ops_executed_.store(ops_before, std::memory_order_relaxed);
+  fused_ops_.store(fused_before, std::memory_order_relaxed);
   run_segment_instrs(session, p, seg, run);
   return true;
 }

@@ -371,6 +371,20 @@ TEST_CASE("sim device: a hot path's elementwise chain is one generated kernel in
   CHECK(r.ex.tensor_count() == 4 + 4 + 3);  // no intermediate of the chain was ever made
 }
 
+TEST_CASE("sim device: a failed capture with a fused kernel in it counts its fused ops once",
+          "[worker][sim][hot][graph][fused]") {
+  SimBackendOptions o = fused_options(true);
+  o.device.fail_capture_every = 2;  // the second run's capture fails: it runs again eagerly
+  Rig r(std::move(o), /*graphs=*/true);
+  make_inputs(r);
+  eager_then_hot(r);
+  const std::string eager = r.fetch(203).first;
+  for (uint64_t y : {103, 113, 123}) CHECK(r.fetch(y).first == eager);
+  const v1::WorkerLoad l = r.load();
+  CHECK(l.graph_fallbacks() == 1);
+  CHECK(l.fused_ops() == 3 * 3);  // the undone recording's chain is not counted
+}
+
 TEST_CASE("sim device: a chain runs op by op until its kernel is compiled, then fused",
           "[worker][sim][hot][fused]") {
   Rig r(fused_options(false), /*graphs=*/false);
