@@ -12,23 +12,12 @@ bool Executor::run_fold_step(uint64_t session, HotPathDef& p, size_t k, const v1
   const int32_t role = p.fold_at[k];
   if (role == HotPathDef::kFoldedOperand) {
     // Put off when its input can be read transposed by the matmul (decided there for good).
-    const Tensor* src = fold_tensor(session, p, p.refs[p.ref_begin[k]], run);
+    const Tensor* src = float32_tensor(session, p, p.refs[p.ref_begin[k]], run);
     if (!src || src->meta.shape.rank() != 2 || !result_free(p, k, run)) return false;
     fold_state_[k] = kFoldPutOff;
     return true;
   }
   return run_folded_matmul(session, p, p.folds[static_cast<size_t>(role)], run);
-}
-
-const Tensor* Executor::fold_tensor(uint64_t session, const HotPathDef& p, uint64_t ref,
-                                    const v1::HotRun& run) const {
-  const uint64_t h = (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
-                               : run.first_out() + static_cast<uint64_t>(p.result[ref >> 1]);
-  auto it = tensors_.find(h);
-  if (it == tensors_.end() || it->second.session != session || it->second.poison ||
-      !it->second.storage || it->second.meta.dtype != DType::kFloat32)
-    return nullptr;
-  return &it->second;
 }
 
 bool Executor::result_free(const HotPathDef& p, size_t k, const v1::HotRun& run) const {
@@ -47,7 +36,7 @@ bool Executor::run_folded_matmul(uint64_t session, HotPathDef& p, const Transpos
     const bool put_off = from[side] >= 0 && fold_state_[static_cast<size_t>(from[side])] == kFoldPutOff;
     const size_t k = put_off ? static_cast<size_t>(from[side]) : m;
     const uint64_t ref = p.refs[p.ref_begin[k] + (put_off ? 0 : side)];
-    ops[side] = fold_tensor(session, p, ref, run);
+    ops[side] = float32_tensor(session, p, ref, run);
     trans[side] = put_off;
   }
   auto run_put_off = [&] {  // the permutes as written, before the matmul runs the ordinary way

@@ -106,6 +106,17 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
   while (next_free < p->frees.size()) free_result(p->frees[next_free++].instr);
 }
 
+const Tensor* Executor::float32_tensor(uint64_t session, const HotPathDef& p, uint64_t ref,
+                                      const v1::HotRun& run) const {
+  const uint64_t h = (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
+                               : run.first_out() + static_cast<uint64_t>(p.result[ref >> 1]);
+  auto it = tensors_.find(h);
+  if (it == tensors_.end() || it->second.session != session || it->second.poison ||
+      !it->second.storage || it->second.meta.dtype != DType::kFloat32)
+    return nullptr;
+  return &it->second;
+}
+
 void Executor::bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run) {
   const uint64_t first_out = run.first_out();
   v1::Instr& t = p.instrs[k];
@@ -190,15 +201,7 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
                                    const v1::HotRun& run) {
   const uint64_t first_out = run.first_out();
   // A tensor of this session with a value, float32 (anything else: the eager way decides).
-  auto usable = [&](uint64_t ref) -> const Tensor* {
-    const uint64_t h = (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
-                                 : first_out + static_cast<uint64_t>(p.result[ref >> 1]);
-    auto it = tensors_.find(h);
-    if (it == tensors_.end() || it->second.session != session || it->second.poison ||
-        !it->second.storage || it->second.meta.dtype != DType::kFloat32)
-      return nullptr;
-    return &it->second;
-  };
+  auto usable = [&](uint64_t ref) { return float32_tensor(session, p, ref, run); };
   std::vector<FusedStep>& steps = fused_steps_;
   steps.clear();
   const Tensor* head = nullptr;
