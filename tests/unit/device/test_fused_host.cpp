@@ -1,6 +1,6 @@
 // The generated fused-chain programs (workerd/device/fused_kernel_source.h) compiled as host C++
 // and run on the CPU, against the same steps run one by one as the CPU backend's eager kernels:
-// bitwise equal for every case of fused_host_cases.h. What a GPU would run, minus the GPU: the
+// bitwise equal for every case of fused_cases.h. What a GPU would run, minus the GPU: the
 // program's dataflow (each step's op, the side the chain's value is on, each operand's
 // broadcast and its index arithmetic) and the launch parameters (fill_launch_params' pointer
 // array, unpacked in the kernel's parameter order by gen_fused_host) are checked in CI. The
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fused_host_cases.h"
+#include "fused_cases.h"
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/shape_rules.h"
 #include "require_ok.h"
@@ -97,7 +97,7 @@ bool same_bits(float a, float b) {
 TEST_CASE("generated fused programs, run on the host, are bitwise the eager CPU kernels",
           "[device][fused]") {
   REQUIRE(kBaseline);
-  const auto cases = host_test::cases();
+  const auto cases = fused_test::cases();
   REQUIRE(std::size(kGtHostKernels) == cases.size());
   Rig r;
   const Shape s{37, 129};  // a multiple of nothing

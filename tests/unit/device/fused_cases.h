@@ -1,7 +1,7 @@
-// The fused-chain signatures test_fused_host runs as host code: every fusable op in every form a
+// The fused-chain signatures the generated-program tests use: every fusable op in every form a
 // step takes (unary; scalar on either side; a tensor operand in each broadcast mode, on either
-// side), and a few mixed chains. Shared by the generator (gen_fused_host.cpp), which writes their
-// programs, and the test, which builds matching tensors.
+// side), and the chain. test_nvrtc_programs compiles them with NVRTC; gen_fused_host
+// writes them as host code, which test_fused_host runs against the eager CPU kernels.
 #pragma once
 
 #include <vector>
@@ -9,7 +9,7 @@
 #include "workerd/device/fused_kernel_source.h"
 #include "workerd/kernels/op_traits.h"
 
-namespace gt::worker::device::host_test {
+namespace gt::worker::device::fused_test {
 
 inline std::vector<FusedKernelSignature> cases() {
   std::vector<FusedKernelSignature> out;
@@ -40,4 +40,4 @@ inline std::vector<FusedKernelSignature> cases() {
   return out;
 }
 
-}  // namespace gt::worker::device::host_test
+}  // namespace gt::worker::device::fused_test
