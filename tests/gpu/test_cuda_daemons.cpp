@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -100,7 +101,8 @@ TEST_CASE("cuda worker: a sync behind seconds of GPU work; the worker stays regi
 
 TEST_CASE("cuda worker: hot paths run as CUDA graphs with bitwise the eager losses", "[.gpu]") {
   if (!have_gpu()) return;
-  const std::vector<std::string> gpu = {"--device", "0"};
+  // (Fused kernels off: one becoming ready mid-loop would change a graph's topology.)
+  const std::vector<std::string> gpu = {"--device", "0", "--fused-kernels=false"};
   const Run eager = run_loop(false, gpu);
   const Run graphs = run_loop(true, gpu);
   std::vector<std::string> off = gpu;
@@ -113,6 +115,29 @@ TEST_CASE("cuda worker: hot paths run as CUDA graphs with bitwise the eager loss
   CHECK(graphs.graph_instantiations == 2);  // x and x2; updates otherwise
   CHECK(graphs.graph_fallbacks == 0);
   CHECK(plain.graph_launches == 0);
+}
+
+TEST_CASE("cuda worker: chains run as NVRTC kernels, kept in kernel_cache_dir, with bitwise the "
+          "eager losses", "[.gpu]") {
+  if (!have_gpu()) return;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gt_cuda_kernels_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::vector<std::string> gpu = {"--device", "0", "--kernel-cache-dir", dir.string()};
+  auto kernel_done = [](const v1::WorkerStatus& w) {
+    return w.fused_kernels_compiled() + w.fused_kernels_from_disk() + w.fused_kernels_failed() >= 1;
+  };
+  const Run eager = run_loop(false, gpu);
+  const Run first = run_loop(true, gpu, kernel_done);
+  const Run second = run_loop(true, gpu, kernel_done);
+  CHECK(first.losses == eager.losses);  // bitwise, whichever steps ran fused
+  CHECK(second.losses == eager.losses);
+  CHECK(first.fused_kernels_failed == 0);
+  CHECK(first.fused_kernels_compiled == 1);
+  CHECK(second.fused_kernels_compiled == 0);  // read back from the directory
+  CHECK(second.fused_kernels_from_disk == 1);
+  CHECK(second.fused_ops > 0);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("nccl: libnccl.so.2 loads and a one-rank communicator all-reduces on GPU 0", "[.gpu]") {
