@@ -43,6 +43,13 @@ void* FusedKernelCache::find(const FusedKernelSignature& sig) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(key);
     if (it != entries_.end()) return it->second.state == State::kReady ? it->second.kernel : nullptr;
+    if (entries_.size() >= opts_.max_kernels) {
+      if (stats_.refused++ == 0)
+        spdlog::warn("fused kernels: {} held, the most this worker keeps; chains of other "
+                     "structures run op by op",
+                     entries_.size());
+      return nullptr;
+    }
     entries_.emplace(key, Entry{});
     if (!opts_.synchronous) {
       queue_.push_back(fused_kernel_source(sig));

@@ -49,6 +49,7 @@ struct FusedKernelCacheStats {
   uint64_t disk_writes = 0;  // binaries written to it
   uint64_t failed = 0;       // keys whose compile or load failed
   uint64_t ready = 0;        // kernels loaded
+  uint64_t refused = 0;      // finds of new keys beyond Options::max_kernels
 };
 
 class FusedKernelCache {
@@ -56,6 +57,10 @@ class FusedKernelCache {
   struct Options {
     std::string dir;  // empty: memory only
     bool synchronous = false;
+    // Kernels held (compiled, queued or failed) at most: chains of structures beyond these run
+    // op by op (logged once). Users choose the structures, so without a bound a session could
+    // keep the compile thread busy and fill the device with modules.
+    size_t max_kernels = 4096;
   };
   // Turns a binary into the device's handle of the kernel `name` in it (CUDA: a loaded library's
   // kernel). Runs on the compile thread (or in find(), synchronous); a null handle is a failure.

@@ -353,3 +353,21 @@ TEST_CASE("kernels compile off the caller's thread; the caller is answered at on
   for (const auto& s : sigs) CHECK(cache.find(s) != nullptr);
   CHECK(calls == 6);
 }
+
+TEST_CASE("the kernels a device holds are bounded; beyond, chains run op by op",
+          "[device][fused]") {
+  std::atomic<int> calls{0};
+  Loaded loaded;
+  FusedKernelCache::Options o{"", true};
+  o.max_kernels = 3;
+  FusedKernelCache cache(o, std::make_unique<FakeCompiler>(&calls), loaded.loader());
+  std::vector<FusedKernelSignature> sigs;
+  for (OpId op : {OpId::k_relu, OpId::k_exp, OpId::k_tanh, OpId::k_sigmoid, OpId::k_neg})
+    sigs.push_back(sig({{op}, {OpId::k_abs}}));
+  for (size_t i = 0; i < 3; ++i) CHECK(cache.find(sigs[i]) != nullptr);
+  CHECK(cache.find(sigs[3]) == nullptr);
+  CHECK(cache.find(sigs[4]) == nullptr);
+  CHECK(cache.find(sigs[0]) != nullptr);  // those held keep working
+  CHECK(calls == 3);
+  CHECK(cache.stats().refused == 2);
+}
