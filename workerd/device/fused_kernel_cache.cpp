@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -188,8 +189,33 @@ void FusedKernelCache::write_cached(const FusedKernelSource& src, const std::str
                  opts_.dir);
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.disk_writes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.disk_writes;
+  }
+  // The directory is bounded: checked at this cache's first write, then every kPruneEvery.
+  if (writes_since_prune_++ % kPruneEvery == 0) prune_disk();
+}
+
+void FusedKernelCache::prune_disk() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // Only this cache's own kind of file, owned by this user: others' files are left alone.
+  std::vector<std::pair<fs::file_time_type, fs::path>> files;
+  for (fs::directory_iterator it(opts_.dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& f = it->path();
+    struct stat st {};
+    if (f.extension() != ".gtk" || ::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != ::geteuid())
+      continue;
+    files.emplace_back(fs::last_write_time(f, ec), f);
+  }
+  if (files.size() <= opts_.max_disk_files) return;
+  std::sort(files.begin(), files.end());  // oldest first
+  const size_t remove = files.size() - opts_.max_disk_files;
+  for (size_t i = 0; i < remove; ++i) fs::remove(files[i].second, ec);
+  spdlog::info("kernel_cache_dir {}: removed the {} oldest of {} compiled kernels (keeps {})",
+               opts_.dir, remove, files.size(), opts_.max_disk_files);
 }
 
 FusedKernelCacheStats FusedKernelCache::stats() const {

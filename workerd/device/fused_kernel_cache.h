@@ -13,7 +13,8 @@
 // temporary name and renamed, so readers see all of it or nothing. It holds its key and compiler
 // id, checked on reading: a file that is damaged, names another key (a hash collision) or comes
 // from another compiler or GPU architecture is compiled again and replaced. A directory that
-// cannot be created or written costs the disk half only (logged once). The files are code the
+// cannot be created or written costs the disk half only (logged once); the directory keeps at
+// most Options::max_disk_files of this user's kernels (the oldest go). The files are code the
 // device runs: only regular files owned by the worker's user and writable by no one else are
 // read (a directory the cache creates is the user's alone).
 #pragma once
@@ -61,6 +62,9 @@ class FusedKernelCache {
     // op by op (logged once). Users choose the structures, so without a bound a session could
     // keep the compile thread busy and fill the device with modules.
     size_t max_kernels = 4096;
+    // Files kept in `dir` at most (the oldest by modification time go first): kernels of
+    // structures no longer used do not pile up across restarts.
+    size_t max_disk_files = 16384;
   };
   // Turns a binary into the device's handle of the kernel `name` in it (CUDA: a loaded library's
   // kernel). Runs on the compile thread (or in find(), synchronous); a null handle is a failure.
@@ -88,6 +92,7 @@ class FusedKernelCache {
   Result<void*> build(const FusedKernelSource& src);
   Result<std::string> read_cached(const FusedKernelSource& src, const std::string& path);
   void write_cached(const FusedKernelSource& src, const std::string& path, const std::string& bin);
+  void prune_disk();
   void finish(const std::string& key, Result<void*> kernel);
   void compile_loop();
 
@@ -96,6 +101,8 @@ class FusedKernelCache {
   const std::string compiler_id_;
   const Loader load_;
   bool disk_ok_ = true;  // (the compile thread's, or find()'s when synchronous)
+  static constexpr uint64_t kPruneEvery = 1024;
+  uint64_t writes_since_prune_ = 0;  // (likewise)
   mutable std::mutex mu_;
   std::condition_variable cv_, idle_cv_;
   std::unordered_map<std::string, Entry> entries_;

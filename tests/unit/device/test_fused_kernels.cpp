@@ -6,7 +6,9 @@
 // compiled off the caller's thread. (test_nvrtc_programs compiles the programs with NVRTC.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -370,4 +372,38 @@ TEST_CASE("the kernels a device holds are bounded; beyond, chains run op by op",
   CHECK(cache.find(sigs[0]) != nullptr);  // those held keep working
   CHECK(calls == 3);
   CHECK(cache.stats().refused == 2);
+}
+
+TEST_CASE("the cache directory keeps at most max_disk_files kernels, the newest",
+          "[device][fused]") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path);
+  // Five older kernels of earlier runs, and a file of another kind that is not the cache's.
+  const auto old_time = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  for (int i = 0; i < 5; ++i) {
+    const auto f = dir.path / ("gt_fused_old" + std::to_string(i) + ".0.gtk");
+    std::ofstream(f) << "GTKERNEL1\n";
+    std::filesystem::last_write_time(f, old_time + std::chrono::minutes(i));
+  }
+  std::ofstream(dir.path / "notes.txt") << "x";
+  std::atomic<int> calls{0};
+  Loaded loaded;
+  FusedKernelCache::Options o{dir.path.string(), true};
+  o.max_disk_files = 3;
+  FusedKernelCache cache(o, std::make_unique<FakeCompiler>(&calls), loaded.loader());
+  REQUIRE(cache.find(kChain) != nullptr);
+  std::vector<std::string> names;
+  for (const auto& f : dir.files()) names.push_back(f.filename().string());
+  std::sort(names.begin(), names.end());
+  const std::string written = fused_kernel_source(kChain).name + ".";
+  auto has = [&](const std::string& prefix) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  CHECK(names.size() == 4);
+  CHECK(has(written));                  // the one just written
+  CHECK(has("gt_fused_old3.0.gtk"));    // and the two newest of the old ones
+  CHECK(has("gt_fused_old4.0.gtk"));
+  CHECK(has("notes.txt"));              // another kind of file is left alone
+  CHECK_FALSE(has("gt_fused_old2"));
 }
