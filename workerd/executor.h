@@ -121,6 +121,10 @@ class Executor {
   void define_hot_paths(v1::WorkerBatch& b);
   void forget_hot_paths(const v1::WorkerBatch& b);
   void run_hot(uint64_t session, v1::Instr& in);
+  // The fused chain starting at instruction k, when it ends by `limit`: run_fused_chain's answer
+  // (0: none there, or nothing done).
+  uint32_t run_chain_at(uint64_t session, const HotPathDef& p, size_t k, uint32_t limit,
+                        const v1::HotRun& run);
   // The chain's instructions (or its longest prefix that can be) as one fused kernel; returns
   // where the fused part ends (the caller goes on from there), 0 when nothing was done.
   uint32_t run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,

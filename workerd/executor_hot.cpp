@@ -78,12 +78,9 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
         continue;
       }
     }
-    if (!p->chain_at.empty() && p->chain_at[k] >= 0) {
-      const FusedChain& ch = p->chains[static_cast<size_t>(p->chain_at[k])];
-      if (const uint32_t end = run_fused_chain(session, *p, ch, run); end != 0) {
-        k = end;  // (a prefix of the chain, when the rest cannot be fused)
-        continue;
-      }
+    if (const uint32_t end = run_chain_at(session, *p, k, static_cast<uint32_t>(n), run); end != 0) {
+      k = end;  // (a prefix of the chain, when the rest cannot be fused)
+      continue;
     }
     if (!p->fold_at.empty() && p->fold_at[k] != HotPathDef::kNoFold &&
         run_fold_step(session, *p, k, run)) {
@@ -182,19 +179,22 @@ void Executor::run_segment_instrs(uint64_t session, HotPathDef& p,
       free_handle(session,
                   run.first_out() + static_cast<uint64_t>(p.result[seg.frees[next_free++].instr]));
     // A fused chain is one kernel of the graph (its frees of intermediates find nothing).
-    if (!p.chain_at.empty() && p.chain_at[k] >= 0) {
-      const FusedChain& ch = p.chains[static_cast<size_t>(p.chain_at[k])];
-      if (ch.end <= seg.end)
-        if (const uint32_t end = run_fused_chain(session, p, ch, run); end != 0) {
-          k = end;
-          continue;
-        }
+    if (const uint32_t end = run_chain_at(session, p, k, seg.end, run); end != 0) {
+      k = end;
+      continue;
     }
     bind_instr(p, k, run);
     if (log_instrs) log_instr(session, p.instrs[k]);
     run_instr(session, p.instrs[k]);
     ++k;
   }
+}
+
+uint32_t Executor::run_chain_at(uint64_t session, const HotPathDef& p, size_t k, uint32_t limit,
+                                const v1::HotRun& run) {
+  if (p.chain_at.empty() || p.chain_at[k] < 0) return 0;
+  const FusedChain& ch = p.chains[static_cast<size_t>(p.chain_at[k])];
+  return ch.end <= limit ? run_fused_chain(session, p, ch, run) : 0;
 }
 
 uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,

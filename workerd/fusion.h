@@ -18,10 +18,12 @@
 // kMaxFusedTailElements (beyond, the chain keeps its threads and the reduction runs after it).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
 #include "gt/core/ops.h"
+#include "gt/core/shape.h"
 #include "workerd/kernels/op_traits.h"
 
 namespace gt::worker {
@@ -53,6 +55,23 @@ enum class FusedArg : uint8_t {
   kScalar,  // a binary op with a scalar (the attribute, or a one-element tensor's value)
   kTensor,  // a binary op with a tensor that broadcasts to out's shape
 };
+
+// How a step's tensor operand lines up with the chain's elements; both fused kernels (the CPU's
+// blocked pass, the generated device programs) follow this one rule (operand_broadcast).
+enum class OperandMode : uint8_t {
+  kOne,     // one element (a [1] or [1, 1] tensor)
+  kSame,    // the chain's shape: element i
+  kRepeat,  // the chain's trailing dims (a bias): element i % period
+  kGather,  // any other broadcast (a column [m, 1]): through per-dim strides, 0 where broadcast
+};
+struct OperandBroadcast {
+  OperandMode mode = OperandMode::kOne;
+  int64_t period = 0;  // kSame, kRepeat: the operand's elements
+  int rank = 0;        // kGather: the chain's dims and the operand's strides over them
+  std::array<int64_t, kMaxRank> dims{}, strides{};
+};
+// `operand` broadcasts to `out` (checked by Backend::run_fused).
+OperandBroadcast operand_broadcast(const Shape& operand, const Shape& out);
 
 struct FusedStep {
   OpId op;

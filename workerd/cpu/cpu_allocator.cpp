@@ -139,12 +139,7 @@ void CpuAllocator::decay_locked(std::chrono::steady_clock::time_point now) {
   }
   if (over_since_ == std::chrono::steady_clock::time_point{} || now - over_since_ < kOvershoot)
     return;
-  for (auto& [cap, blocks] : free_)
-    while (!blocks.empty() && cached_ > max_cached_) {
-      std::free(blocks.back());
-      blocks.pop_back();
-      cached_ -= cap;
-    }
+  release_cached_locked(max_cached_);
   over_since_ = {};
 }
 
@@ -154,13 +149,17 @@ void CpuAllocator::trim() {
 }
 
 void CpuAllocator::trim_locked(uint64_t need) {
+  release_cached_locked(max_memory_ > live_ + need ? max_memory_ - live_ - need : 0);
+}
+
+void CpuAllocator::release_cached_locked(uint64_t keep) {
   for (auto& [cap, blocks] : free_) {
-    while (!blocks.empty() && live_ + cached_ + need > max_memory_) {
+    while (!blocks.empty() && cached_ > keep) {
       std::free(blocks.back());
       blocks.pop_back();
       cached_ -= cap;
     }
-    if (live_ + cached_ + need <= max_memory_) return;
+    if (cached_ <= keep) return;
   }
 }
 

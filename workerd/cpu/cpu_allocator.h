@@ -72,6 +72,8 @@ class CpuAllocator {
   // Frees cached blocks until `live + cached + need <= limit` (or the cache is empty).
   void trim_locked(uint64_t need);
   void decay_locked(std::chrono::steady_clock::time_point now);
+  // Frees cached blocks until at most `keep` bytes are cached (or the cache is empty).
+  void release_cached_locked(uint64_t keep);
   void free_all_cached_locked();
   // A new block from the system (called without the lock; `cap` is already counted as live).
   Result<void*> system_allocate(size_t bytes, size_t cap);

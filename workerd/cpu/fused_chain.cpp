@@ -113,28 +113,20 @@ struct OperandPlan {
 OperandPlan plan_operand(const FusedStep& st, const Shape& out) {
   OperandPlan p;
   if (st.arg != FusedArg::kTensor) return p;
-  const Shape& s = st.operand->meta.shape;
-  if (st.operand->numel() == 1) {
-    p.kind = OperandPlan::kOne;
-    return p;
-  }
-  int lead = 0;
-  while (lead < s.rank() && s[lead] == 1) ++lead;
-  bool repeats = true;  // s without its leading ones is out's trailing dims
-  for (int d = lead; d < s.rank(); ++d)
-    if (s[d] != out[out.rank() - s.rank() + d]) repeats = false;
-  if (repeats) {
-    p.kind = OperandPlan::kRepeat;
-    p.period = st.operand->numel();
-    return p;
-  }
-  p.kind = OperandPlan::kGather;
-  p.rank = out.rank();
-  const auto cs = contiguous_strides(s);
-  for (int d = 0; d < out.rank(); ++d) {
-    const int sd = d - (out.rank() - s.rank());  // the operand's dim lined up with d, if any
-    p.dims[d] = out[d];
-    p.strides[d] = sd >= 0 && s[sd] != 1 ? cs[sd] : 0;
+  const OperandBroadcast b = operand_broadcast(st.operand->meta.shape, out);
+  switch (b.mode) {
+    case OperandMode::kOne: p.kind = OperandPlan::kOne; break;
+    case OperandMode::kSame:  // a run as long as the chain
+    case OperandMode::kRepeat:
+      p.kind = OperandPlan::kRepeat;
+      p.period = b.period;
+      break;
+    case OperandMode::kGather:
+      p.kind = OperandPlan::kGather;
+      p.rank = b.rank;
+      p.dims = b.dims;
+      p.strides = b.strides;
+      break;
   }
   return p;
 }

@@ -53,18 +53,6 @@ char mode_code(OperandMode m) {
   return '?';
 }
 
-OperandMode mode_of(const Shape& s, const Shape& out) {
-  int64_t n = 1;
-  for (int64_t d : s.dims()) n *= d;
-  if (n == 1) return OperandMode::kOne;
-  if (s == out) return OperandMode::kSame;
-  int lead = 0;
-  while (lead < s.rank() && s[lead] == 1) ++lead;
-  for (int d = lead; d < s.rank(); ++d)
-    if (s[d] != out[out.rank() - s.rank() + d]) return OperandMode::kGather;
-  return OperandMode::kRepeat;
-}
-
 // The expression of a step's tensor operand's element i.
 std::string operand_expr(int k, OperandMode m) {
   switch (m) {
@@ -97,7 +85,8 @@ FusedKernelSignature signature_of(const FusedArgs& args) {
   sig.steps.reserve(args.steps.size());
   for (const FusedStep& st : args.steps) {
     FusedKernelStep s{st.op, st.arg, st.value_right};
-    if (st.arg == FusedArg::kTensor) s.mode = mode_of(st.operand->meta.shape, args.head.meta.shape);
+    if (st.arg == FusedArg::kTensor)
+      s.mode = operand_broadcast(st.operand->meta.shape, args.head.meta.shape).mode;
     sig.steps.push_back(s);
   }
   return sig;
@@ -160,20 +149,14 @@ void fill_launch_params(const FusedArgs& args, const FusedKernelSignature& sig,
       params.scalars.push_back(st.scalar);
       params.pointers.push_back(&params.scalars.back());
     } else if (st.arg == FusedArg::kTensor) {
+      const OperandBroadcast b = operand_broadcast(st.operand->meta.shape, out);
       FusedOperandParam o;
       o.p = st.operand->data<float>();
-      const Shape& s = st.operand->meta.shape;
-      o.period = st.operand->numel();
-      if (sig.steps[k].mode == OperandMode::kGather) {
-        o.rank = out.rank();
-        int64_t stride = 1;  // the operand's contiguous strides, aligned to out's trailing dims
-        for (int d = out.rank() - 1; d >= 0; --d) {
-          const int od = d - (out.rank() - s.rank());
-          o.size[d] = out[d];
-          const bool broadcast = od < 0 || s[od] == 1;
-          o.stride[d] = broadcast ? 0 : stride;
-          if (od >= 0) stride *= s[od];
-        }
+      o.period = b.period;
+      o.rank = b.rank;  // (kGather; 0 otherwise)
+      for (int d = 0; d < b.rank; ++d) {
+        o.size[d] = b.dims[d];
+        o.stride[d] = b.strides[d];
       }
       params.operands.push_back(o);
       params.pointers.push_back(&params.operands.back());

@@ -24,14 +24,6 @@
 
 namespace gt::worker::device {
 
-// How a step's tensor operand lines up with the chain's elements.
-enum class OperandMode : uint8_t {
-  kOne,     // one element, read once per element (a [1] or [1, 1] tensor)
-  kSame,    // the chain's shape: element i
-  kRepeat,  // the chain's trailing dims (a bias): element i % period
-  kGather,  // any other broadcast (a column [m, 1]): through per-dim strides, 0 where broadcast
-};
-
 struct FusedKernelStep {
   OpId op;
   FusedArg arg = FusedArg::kNone;
