@@ -182,17 +182,15 @@ struct RefModel {
     LT g_z2 = L.run(OpId::k_mul, {&g_lse, &soft});
     LT g_z = L.run(OpId::k_add, {&g_logp, &g_z2});
     LT g_b2 = L.run(OpId::k_sum, {&g_z}, gt::make_reduce(0, false));
-    LT w2tt = L.run(OpId::k_permute, {&w2t}, perm2());
-    LT g_a1 = L.run(OpId::k_matmul, {&g_z, &w2tt});
-    LT a1t = L.run(OpId::k_permute, {&a1}, perm2());
-    LT g_w2t = L.run(OpId::k_matmul, {&a1t, &g_z});
-    LT g_w2 = L.run(OpId::k_permute, {&g_w2t}, perm2());
+    // linear's gradient (torch's): dX = G W, dW = G^T X
+    LT g_a1 = L.run(OpId::k_matmul, {&g_z, &w2});
+    LT g_zt = L.run(OpId::k_permute, {&g_z}, perm2());
+    LT g_w2 = L.run(OpId::k_matmul, {&g_zt, &a1});
     LT pos = L.run(OpId::k_gt, {&a1}, scalar(0.0));
     LT g_h1b = L.run(OpId::k_mul, {&g_a1, &pos});
     LT g_b1 = L.run(OpId::k_sum, {&g_h1b}, gt::make_reduce(0, false));
-    LT xt = L.run(OpId::k_permute, {&x}, perm2());
-    LT g_w1t = L.run(OpId::k_matmul, {&xt, &g_h1b});
-    LT g_w1 = L.run(OpId::k_permute, {&g_w1t}, perm2());
+    LT g_h1bt = L.run(OpId::k_permute, {&g_h1b}, perm2());
+    LT g_w1 = L.run(OpId::k_matmul, {&g_h1bt, &x});
 
     // SGD: p.sub_(g, lr)
     std::pair<LT*, LT*> upd[] = {{&w1, &g_w1}, {&b1, &g_b1}, {&w2, &g_w2}, {&b2, &g_b2}};

@@ -8,6 +8,7 @@
 
 #include "gt/autograd.h"
 #include "gt/functional.h"
+#include "libgtclient/autograd_node.h"
 #include "libgtclient/run_op.h"
 #include "libgtclient/view.h"
 
@@ -172,8 +173,37 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   return (x * keep) * (1.0 / (1.0 - p));
 }
 
+// x W^T (+ b), with torch's gradient for it: dW = G^T X (G and X over the flattened leading
+// dims) and dX = G W, one matmul each. As the plain composite (matmul of x and W.t()), dW would
+// come out as (X^T G)^T: a transpose of an [in, out] product, the size of the weight (often the
+// largest tensor of a step), on every backward pass; this form transposes only G.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  Tensor y = x.matmul(weight.t());
+  if (weight.dim() != 2 || x.dim() == 0) {  // matmul's own errors, or a vector weight
+    Tensor y = x.matmul(weight.t());
+    return bias.defined() ? y + bias : y;
+  }
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = x.matmul(weight.t());
+  }
+  namespace ad = autograd::detail;
+  const bool x_needs = ad::requires_grad(*x.impl());
+  const bool w_needs = ad::requires_grad(*weight.impl());
+  const Tensor* ins[] = {&x, &weight};
+  const uint32_t save = (w_needs ? 0b01u : 0u) | (x_needs ? 0b10u : 0u);
+  y = ad::record_function("MmBackward", y, ins, save, [](ad::GradCtx& c) {
+    if (c.node.needs(0)) c.in_grads[0] = c.grad.matmul(c.node.saved_input(1));
+    if (c.node.needs(1)) {
+      const Tensor xs = c.node.saved_input(0);
+      int64_t rows = 1;  // the leading dims, flattened
+      for (int64_t d = 0; d + 1 < xs.dim(); ++d) rows *= xs.size(d);
+      const int64_t in = xs.size(-1);
+      const bool flat = xs.dim() == 2;
+      const Tensor g2 = flat ? c.grad : c.grad.reshape({rows, c.grad.size(-1)});
+      c.in_grads[1] = g2.t().matmul(flat ? xs : xs.reshape({rows, in}));
+    }
+  });
   return bias.defined() ? y + bias : y;
 }
 

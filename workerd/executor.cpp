@@ -479,6 +479,11 @@ void Executor::run_instr(uint64_t session, const v1::Instr& in) {
   }
   if (in_place) {
     Tensor* dst = const_cast<Tensor*>(inputs_[0]);
+    if (op == OpId::k_copy_ && shares_copy(*dst, *inputs_[1])) {
+      dst->storage = inputs_[1]->storage;
+      count_op();
+      return;
+    }
     Status cow = unshare_storage(*dst, op, session);
     if (!cow.is_ok()) {
       fail(session, 0, name, cow);
@@ -529,6 +534,17 @@ void Executor::free_handle(uint64_t session, uint64_t handle) {
 
 size_t Executor::drop_session_tensors(uint64_t session) {
   return std::erase_if(tensors_, [&](const auto& kv) { return kv.second.session == session; });
+}
+
+bool Executor::shares_copy(const Tensor& dst, const Tensor& src) const {
+  // copy_ of a value of the same shape and dtype: the destination takes the source's bytes,
+  // shared copy-on-write as a reshape's are (unshare_storage copies them at the first in-place
+  // write to either), instead of a pass over them. An in-place update computed out of place
+  // (p.sub_(g, lr) is p - lr g, then copy_) then costs no copy once the temporary is freed.
+  // Synchronous devices only, and never inside a device graph's capture: a captured copy is
+  // replayed as a kernel, and a queued kernel may still be writing the destination's old bytes.
+  return !backend_.asynchronous() && !replaced_storages_ && &dst != &src &&
+         src.storage && src.meta.shape == dst.meta.shape && src.meta.dtype == dst.meta.dtype;
 }
 
 Status Executor::unshare_storage(Tensor& dst, OpId op, uint64_t session) {

@@ -157,6 +157,7 @@ class Executor {
   void log_instr(uint64_t session, const v1::Instr& in) const;  // trace level
   void run_comm(uint64_t session, const v1::Instr& in);  // executor_comm.cpp
   Status unshare_storage(Tensor& dst, OpId op, uint64_t session);
+  bool shares_copy(const Tensor& dst, const Tensor& src) const;  // copy_ by sharing bytes
   void put(uint64_t session, uint64_t handle, Tensor&& t);  // records a session's tensor
   void free_handle(uint64_t session, uint64_t handle);
   size_t drop_session_tensors(uint64_t session);

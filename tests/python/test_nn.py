@@ -230,3 +230,41 @@ def test_state_dict_round_trip(tmp_path):
     bad["heads.a.bias"] = gt.zeros(5)
     with pytest.raises(ValueError):
         c.load_state_dict(bad)
+
+
+@pytest.mark.parametrize("x_shape", [(5, 6), (2, 3, 6), (6,)])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("needs", ["both", "x", "weight"])
+def test_linear_gradients_match_torch(rng, x_shape, bias, needs):
+    """F.linear's own gradient (dW = G^T X over the flattened leading dims, dX = G W) against
+    torch's, for 1-, 2- and 3-d inputs, with and without a bias, whichever side needs it."""
+    torch = pytest.importorskip("torch")
+    xs = rng.standard_normal(x_shape).astype(np.float32)
+    ws = rng.standard_normal((4, 6)).astype(np.float32)
+    bs = rng.standard_normal(4).astype(np.float32)
+    gs = rng.standard_normal(x_shape[:-1] + (4,)).astype(np.float32)
+    results = {}
+    for m in (gt, torch):
+        x = m.tensor(xs, requires_grad=needs in ("both", "x"))
+        w = m.tensor(ws, requires_grad=needs in ("both", "weight"))
+        b = m.tensor(bs, requires_grad=True) if bias else None
+        y = m.nn.functional.linear(x, w, b)
+        y.backward(m.tensor(gs))
+        results[m.__name__] = (y, x.grad, w.grad, b.grad if bias else None)
+    for got, want in zip(results["gt"], results["torch"]):
+        if want is None:
+            assert got is None
+        else:
+            assert_close(got, want.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_linear_backward_refuses_a_weight_changed_in_place():
+    # linear saves the weight itself (not a copy of its transpose), so changing it between
+    # forward and backward fails the backward pass, as in torch
+    w = gt.randn(3, 4)
+    x = gt.randn(2, 4, requires_grad=True)
+    y = gt.nn.functional.linear(x, w)
+    with gt.no_grad():
+        w.mul_(2)
+    with pytest.raises(RuntimeError, match="MmBackward.*modified by an in-place operation"):
+        y.sum().backward()

@@ -442,6 +442,17 @@ TEST_CASE("finite-difference gradient checks of the composites", "[autograd][gra
   cs.push_back({"flatten", {V({2, 2, 3}, 232)}, [](const In& x) { return gt::flatten(x[0], 1) * 2.0; }});
   cs.push_back({"linear", {V({2, 3}, 233), V({4, 3}, 234), V({4}, 235)},
                 [](const In& x) { return F::linear(x[0], x[1], x[2]); }});
+  // linear has its own gradient (dW = G^T X over the flattened leading dims, dX = G W).
+  cs.push_back({"linear without bias", {V({3, 2}, 244), V({4, 2}, 245)},
+                [](const In& x) { return F::linear(x[0], x[1]); }});
+  cs.push_back({"linear of a 3-d input", {V({2, 3, 2}, 246), V({4, 2}, 247), V({4}, 248)},
+                [](const In& x) { return F::linear(x[0], x[1], x[2]); }});
+  cs.push_back({"linear of a vector", {V({3}, 249), V({2, 3}, 250)},
+                [](const In& x) { return F::linear(x[0], x[1]); }});
+  cs.push_back({"linear, a constant input", {Const({2, 3}, {1, -2, 0.5, 3, 0, -1}, gt::kFloat32), V({4, 3}, 251)},
+                [](const In& x) { return F::linear(x[0], x[1]); }});
+  cs.push_back({"linear, a constant weight", {V({2, 3}, 252), Const({2, 3}, {1, -2, 0.5, 3, 0, -1}, gt::kFloat32)},
+                [](const In& x) { return F::linear(x[0], x[1]); }});
   for (const GradCase& c : cs) {
     DYNAMIC_SECTION(c.name) { agt::gradcheck(c); }
   }

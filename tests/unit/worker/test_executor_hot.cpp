@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_rig.h"
 #include "executor_test_util.h"
 #include "workerd/cpu/cpu_backend.h"
 #include "workerd/executor.h"
@@ -29,45 +30,8 @@ using worker::Executor;
 
 namespace {
 
-constexpr uint64_t kSession = 7;
-
-struct Rig {
-  CpuBackend backend{CpuBackendOptions{0, 1, 0}};
-  Outbox out;
-  Executor ex{backend, [this](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 64 << 20};
-  uint64_t next_request = 1;
-  uint64_t next_seq = 0;
-
-  v1::WorkerBatch batch() {
-    v1::WorkerBatch b;
-    b.set_session(kSession);
-    return b;
-  }
-  // Numbered as the dispatcher numbers batches (a HotRun counts as what it stands for).
-  void run(v1::WorkerBatch b) {
-    b.set_first_seq(next_seq);
-    next_seq += static_cast<uint64_t>(b.instrs_size() + b.frees_size()) + b.hot_extra();
-    ex.execute(b);
-  }
-  // The bytes of `handle`, or the op its poison names ("" when it has a value).
-  std::pair<std::string, std::string> fetch(uint64_t handle) {
-    v1::WorkerBatch b = batch();
-    const uint64_t id = next_request++;
-    add_request(b, id, v1::Request::FETCH, handle);
-    run(std::move(b));
-    std::string bytes, poison;
-    for (const auto& r : out.replies(id)) {
-      bytes += r.tensor().data();
-      if (r.errors_size() > 0) poison = r.errors(0).op();
-    }
-    return {bytes, poison};
-  }
-  v1::WorkerLoad load() {
-    v1::WorkerLoad l;
-    ex.fill_load(&l);
-    return l;
-  }
-};
+constexpr uint64_t kSession = gt::test::CpuRig::kSession;
+using Rig = gt::test::CpuRig;
 
 v1::Instr random(uint64_t out, Shape s, uint64_t seed) {
   return op(OpId::k_randn, out, {}, make_random(s, DType::kFloat32, seed, 0));
