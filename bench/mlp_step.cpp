@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.h"
@@ -299,8 +301,13 @@ int main(int argc, char** argv) {
   };
   CpuSplit cpu_eager, cpu_auto, cpu_hot;
   // n GT steps in mode `m`: their times into `times`, their CPU into `into`.
+  // OpenBLAS keeps a thread spinning for ~0.1 s after a GEMM (the in-process reference's here,
+  // the CPU worker's there): each block starts after that, so neither side runs beside the
+  // other's spinning thread on a 2-core machine.
+  auto blas_quiet = [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); };
   auto gt_block = [&](int n, Mode m, std::vector<double>& times, CpuSplit& into) {
     mode = m;
+    blas_quiet();
     const CpuSplit before = cpu_now();
     for (int i = 0; i < n; ++i) {
       double t0 = now_s();
@@ -313,8 +320,9 @@ int main(int argc, char** argv) {
     into.workers += after.workers - before.workers;
   };
   // Alternating blocks of steps, so both see the same load on a shared machine (blocks rather
-  // than single steps: one side's BLAS threads still spinning would slow the other's).
-  const int block = 10;
+  // than single steps, each after a pause: one side's BLAS threads still spinning would slow the
+  // other's).
+  const int block = 25;
   uint64_t gt_ops_total = 0;
   int64_t ref_ops_total = 0;
   for (int done = 0; done < args.steps; done += block) {
@@ -323,6 +331,7 @@ int main(int argc, char** argv) {
     gt_block(n, kEager, gt_t, cpu_eager);
     gt_ops_total += ops_now() - ops0;
     const int64_t lops0 = local.ops;
+    blas_quiet();
     for (int i = 0; i < n; ++i) {
       double t0 = now_s();
       ref_losses.push_back(ref.step(local));
