@@ -5,7 +5,10 @@
       (target >= 100,000 ops/s; the original GT: ~2,000)
   (b) 1000x1000 float32 matmul + fetch to numpy -> ms, median
   (c) MLP training step: 64x784 -> 256 -> 10 (ReLU), cross entropy, SGD(lr=0.01),
-      loss.item() every step -> ms/step, median (target <= 1.5x torch CPU; the original: 44-75x)
+      loss.item() every step -> ms/step, median (target <= 1.5x torch CPU; the original: 44-75x),
+      and the CPU each process spent per step (client, dispatcher, workers: all threads, from
+      /proc schedstat; the daemons are this process's descendants, or --daemon-pids); also GT
+      eager with the layers written as x @ w.t() + b instead of nn.Linear
   (d) writes through views: a 256x256 float32 buffer filled row by row (`buf[i] = row`, each a
       write through an aliasing view into its base), then one fetch -> ms, median
   (e) CNN training step: 32x1x28x28 -> Conv2d(1, 16, 3, padding 1) -> BatchNorm2d -> ReLU ->
@@ -37,6 +40,7 @@ import time
 import numpy as np
 
 import gt
+from proc_cpu import CpuSplit
 
 try:
     import torch
@@ -224,25 +228,35 @@ def row_writes(m, n=256):
 BLAS_SPIN_PAUSE_S = 0.15
 
 
-def interleaved(fns, steps, blocks=5, warmup=3):
+def interleaved(fns, steps, blocks=5, warmup=3, cpu=None):
     """Per-step times of each fn, measured in alternating blocks (so load changes on a shared
     machine hit both sides alike), a pause before each block (BLAS_SPIN_PAUSE_S); returns
-    (median seconds, first result, last result) per fn."""
+    (median seconds, first result, last result) per fn. With `cpu` (a proc_cpu.CpuSplit), also
+    the mean CPU seconds per step of (client, dispatcher, workers) over each fn's blocks, as
+    a fourth item."""
     firsts = [fn() for fn in fns]
     for fn in fns:
         for _ in range(warmup):
             fn()
     times = [[] for _ in fns]
+    cpu_sums = [[0.0, 0.0, 0.0] for _ in fns]
     lasts = list(firsts)
     per_block = max(1, steps // blocks)
     for _ in range(blocks):
         for i, fn in enumerate(fns):
             time.sleep(BLAS_SPIN_PAUSE_S)
+            before = cpu.now() if cpu else None
             for _ in range(per_block):
                 t0 = time.perf_counter()
                 lasts[i] = fn()
                 times[i].append(time.perf_counter() - t0)
-    return [(statistics.median(t), f, l) for t, f, l in zip(times, firsts, lasts)]
+            if cpu:
+                for j, (a, b) in enumerate(zip(before, cpu.now())):
+                    cpu_sums[i][j] += b - a
+    res = [(statistics.median(t), f, l) for t, f, l in zip(times, firsts, lasts)]
+    if cpu:
+        res = [r + (tuple(c / len(t) for c in s),) for r, s, t in zip(res, cpu_sums, times)]
+    return res
 
 
 FIGURES = {}  # name -> value, printed as one JSON object with --json
@@ -295,6 +309,9 @@ def main():
     ap.add_argument("--only", default="abcdefg")
     ap.add_argument("--chain-elems", type=int, default=16 << 20, help="elements of (f)")
     ap.add_argument("--json", action="store_true", help="also print one JSON object of figures")
+    ap.add_argument("--daemon-pids", default="",
+                    help="dispatcher and worker pids (comma-separated) for (c)'s CPU split when "
+                         "GT_ADDRESS names daemons this process did not start")
     ap.add_argument("--torch-threads", type=int, default=0,
                     help="torch.set_num_threads(N) first (default: torch's own setting; the GT "
                          "worker uses OpenBLAS threads and up to one thread per core)")
@@ -330,9 +347,10 @@ def main():
         fns = [mlp_step(gt, mode) for mode in ("eager", "auto", "compiled")]
         fns += [mlp_step(gt, "eager", composite=True)]
         fns += [mlp_step(torch)] if torch is not None else []
-        res = interleaved(fns, args.steps)
+        cpu = CpuSplit([int(p) for p in args.daemon_pids.split(",") if p] or None)
+        res = interleaved(fns, args.steps, cpu=cpu if cpu.found() else None)
         composite = res.pop(3)
-        (g, g0, g1), (a, _, _), (h, h0, h1) = res[0], res[1], res[2]
+        (g, g0, g1), (a, _, _), (h, h0, h1) = res[0][:3], res[1][:3], res[2][:3]
         FIGURES["mlp_step_gt_ms"] = round(g * 1e3, 3)
         FIGURES["mlp_step_gt_auto_ms"] = round(a * 1e3, 3)
         FIGURES["mlp_step_gt_hot_ms"] = round(h * 1e3, 3)
@@ -348,10 +366,22 @@ def main():
                 f"eager, target <= 0.75x); gt eager with x @ w.t() + b for nn.Linear "
                 f"{composite[0] * 1e3:.2f} (linear's own gradient {g / composite[0]:.2f}x of it)")
         if torch is not None:
-            t, t0, t1 = res[3]
+            t, t0, t1 = res[3][:3]
             line += (f"; torch median {t * 1e3:.2f} ms/step (loss {t0:.3f} -> {t1:.3f}); "
                      f"ratio {g / t:.2f}x (target <= 1.5x), compiled {h / t:.2f}x")
         print(line, flush=True)
+        if cpu.found():
+            names = ("eager", "plain loop", "gt.compile") + (("torch",) if torch is not None else ())
+            parts = []
+            for name, key, r in zip(names, ("eager", "auto", "hot", "torch"), res[:3] + res[3:]):
+                c, d, w = (x * 1e6 for x in r[3])
+                FIGURES[f"mlp_step_{key}_cpu_us"] = (
+                    {"client": round(c), "dispatcher": round(d), "workers": round(w)}
+                    if key != "torch" else {"client": round(c)})
+                parts.append(f"{name} {c:.0f} / {d:.0f} / {w:.0f}" if key != "torch"
+                             else f"torch {c:.0f}")
+            print("(c) CPU per step, us (client / dispatcher / workers, all threads): " +
+                  "; ".join(parts), flush=True)
 
     if "f" in args.only:
         n = args.chain_elems

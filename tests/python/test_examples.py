@@ -39,6 +39,13 @@ def test_python_bench_runs():
     assert r.returncode == 0, r.stdout + r.stderr
     for tag in ("(a) small-op stream", "(b) 1000x1000 matmul", "(c) MLP step", "(f) ((x*a + b)"):
         assert tag in r.stdout
+    # (c)'s CPU split found the embedded daemons: every GT mode's dispatcher and worker did work
+    split = [l for l in r.stdout.splitlines() if l.startswith("(c) CPU per step")]
+    assert split, r.stdout
+    for mode in ("eager", "plain loop", "gt.compile"):
+        client, dispatcher, workers = (
+            float(v) for v in split[0].split(mode + " ", 1)[1].split(";")[0].split(" / "))
+        assert client > 0 and dispatcher > 0 and workers > 0, split[0]
 
 
 @pytest.mark.parametrize("backend", ["gt", "torch"])
