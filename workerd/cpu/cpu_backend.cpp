@@ -42,7 +42,9 @@ CpuBackend::~CpuBackend() = default;
 
 std::string CpuBackend::device_name() const {
   unsigned cores = std::thread::hardware_concurrency();
-  return fmt::format("CPU ({} cores, OpenBLAS)", cores == 0 ? 1u : cores);
+  // The kernels OpenBLAS loaded for this CPU (or OPENBLAS_CORETYPE): GEMM speed depends on it.
+  const char* core = openblas_get_corename();
+  return fmt::format("CPU ({} cores, OpenBLAS {})", cores == 0 ? 1u : cores, core ? core : "?");
 }
 
 uint64_t CpuBackend::memory_bytes() const {

@@ -1,5 +1,7 @@
 // Op coverage (every op in ops.def has a test case and a kernel) and run()'s refusal of bad
 // arguments: a Status for anything odd, never a crash or an out-of-bounds write.
+#include <cblas.h>
+
 #include <cstring>
 #include <set>
 #include <string>
@@ -34,6 +36,8 @@ TEST_CASE("cpu device description", "[cpu][backend]") {
   CHECK(be.device_kind() == "cpu");
   CHECK(be.device_name().find("CPU") != std::string::npos);
   CHECK(be.device_name().find("OpenBLAS") != std::string::npos);
+  // and which of OpenBLAS's kernel sets it loaded (GEMM speed depends on it)
+  CHECK(be.device_name().find(std::string("OpenBLAS ") + openblas_get_corename()) != std::string::npos);
   CHECK(be.memory_bytes() > (uint64_t{64} << 20));
   worker::CpuBackendOptions o;
   o.max_memory_bytes = 12345678;
