@@ -37,12 +37,7 @@ struct CpuRig {
     const uint64_t id = next_request++;
     add_request(b, id, v1::Request::FETCH, handle);
     run(std::move(b));
-    std::string bytes, poison;
-    for (const auto& r : out.replies(id)) {
-      bytes += r.tensor().data();
-      if (r.errors_size() > 0) poison = r.errors(0).op();
-    }
-    return {bytes, poison};
+    return out.fetched(id);
   }
   v1::WorkerLoad load() {
     v1::WorkerLoad l;

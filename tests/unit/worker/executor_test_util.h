@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <initializer_list>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,16 @@ struct Outbox {
     for (auto& [t, m] : sent)
       if (m.has_reply() && m.reply().request_id() == request_id) r.push_back(m.reply());
     return r;
+  }
+  // What a FETCH's replies carried: the value's bytes (its chunks in order), and the op its
+  // poison names ("" when it has a value).
+  std::pair<std::string, std::string> fetched(uint64_t request_id) {
+    std::string bytes, poison;
+    for (const auto& r : replies(request_id)) {
+      bytes += r.tensor().data();
+      if (r.errors_size() > 0) poison = r.errors(0).op();
+    }
+    return {bytes, poison};
   }
   std::vector<v1::ErrorReport> errors() {
     std::lock_guard<std::mutex> lk(mu);

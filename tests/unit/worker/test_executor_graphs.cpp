@@ -64,12 +64,7 @@ struct Rig {
     add_request(b, id, v1::Request::FETCH, handle);
     run(std::move(b));
     REQUIRE(out.wait_reply(id) != gt::test::Clock::time_point{});
-    std::string bytes, poison;
-    for (const auto& r : out.replies(id)) {
-      bytes += r.tensor().data();
-      if (r.errors_size() > 0) poison = r.errors(0).op();
-    }
-    return {bytes, poison};
+    return out.fetched(id);
   }
   v1::WorkerLoad load() {
     v1::WorkerLoad l;
