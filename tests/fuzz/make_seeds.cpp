@@ -240,6 +240,106 @@ void bad_ops(Prog& p) {
   p.request(static_cast<v1::Request::Kind>(9));
 }
 
+// Hot paths, signals and shared memory (issue 11, 15): what newer clients send.
+//   hot_loop     one step (a chain, a reduction, its temporaries freed) in five batches, each a
+//                stretch cut by its SYNC: detected at the second, replayed by reference from the
+//                third (with an executing worker), then the same op names on another dataflow
+//   compile_scope  a `compile: true` signal config, then the step inside its scope twice (a hot
+//                path at first sight) and once under `compile: false`, a backward-pass scope
+//   shm_no_arena a from_host and a FETCH naming shared-memory regions with no arena registered
+//                (refused; nothing is read)
+std::vector<v1::ClientBatch> hot_loop_batches() {
+  std::vector<v1::ClientBatch> out;
+  Prog first;
+  const uint64_t x = first.op(OpId::k_randn, {}, make_random(Shape{64}, DType::kFloat32, 3, 0));
+  const uint64_t w = first.op(OpId::k_full, {}, make_full(Shape{64}, DType::kFloat32, 0.5));
+  first.request(v1::Request::SYNC);
+  first.requests.back().set_request_id(199);
+  out.push_back(first.client_batch());
+  uint64_t next = first.next;
+  for (int step = 0; step < 5; ++step) {
+    Prog p;
+    p.next = next;
+    const bool other_dataflow = step == 4;  // the same ops, reading w where x was
+    const uint64_t a = p.op(OpId::k_mul, {other_dataflow ? w : x}, make_binary_scalar(ScalarSide::kRight, 1.5, false));
+    const uint64_t b = p.op(OpId::k_add, {a, w});
+    const uint64_t c = p.op(OpId::k_relu, {b});
+    const uint64_t d = p.op(OpId::k_sum, {c}, make_reduce(kAllDims, false));
+    p.frees = {a, b, c};
+    v1::Request r;
+    r.set_request_id(200 + static_cast<uint64_t>(step));
+    r.set_kind(v1::Request::FETCH);
+    r.set_id(d);
+    p.requests.push_back(r);
+    v1::ClientBatch cb = p.client_batch();
+    for (int i = 0; i < 3; ++i) cb.add_free_at(4);  // after the step's four instructions
+    out.push_back(cb);
+    next = p.next;
+  }
+  return out;
+}
+
+v1::Instr signal_instr(v1::SignalEvent::Kind kind, const std::string& name, bool backward_pass = false) {
+  v1::Instr i;
+  i.mutable_signal()->set_kind(kind);
+  i.mutable_signal()->set_name(name);
+  i.mutable_signal()->set_backward_pass(backward_pass);
+  return i;
+}
+
+v1::Instr config_instr(const std::string& name, bool compile) {
+  v1::Instr i;
+  i.mutable_config()->set_name(name);
+  i.mutable_config()->set_compile(compile);
+  return i;
+}
+
+std::vector<v1::ClientBatch> compile_scope_batches() {
+  std::vector<v1::ClientBatch> out;
+  Prog first;
+  first.raw(config_instr("step", true));
+  first.raw(config_instr("eager", false));
+  const uint64_t x = first.op(OpId::k_ones, {}, make_shape_dtype(Shape{4, 4}, DType::kFloat32));
+  out.push_back(first.client_batch());
+  uint64_t next = first.next;
+  for (int k = 0; k < 3; ++k) {
+    const std::string scope = k < 2 ? "step" : "eager";
+    Prog p;
+    p.next = next;
+    p.raw(signal_instr(v1::SignalEvent::ENTER, scope));
+    const uint64_t y = p.op(OpId::k_matmul, {x, x});
+    const uint64_t z = p.op(OpId::k_exp, {y});
+    p.raw(signal_instr(v1::SignalEvent::EXIT, scope));
+    p.raw(signal_instr(v1::SignalEvent::ENTER, scope, true));  // its backward pass
+    const uint64_t g = p.op(OpId::k_mul, {z, y});
+    p.raw(signal_instr(v1::SignalEvent::EXIT, scope));
+    p.frees = {y, z, g};
+    p.request(v1::Request::SYNC);
+    p.requests.back().set_request_id(300 + static_cast<uint64_t>(k));  // unique in the session
+    out.push_back(p.client_batch());
+    next = p.next;
+  }
+  return out;
+}
+
+v1::ClientBatch shm_no_arena_batch() {
+  Prog p;
+  OpAttrs fh = make_shape_dtype(Shape{1024}, DType::kFloat32);
+  const uint64_t t = p.op(OpId::k_from_host, {}, fh);  // no data: the payload "is" in shm
+  p.instrs.back().mutable_shm()->set_generation(1);
+  p.instrs.back().mutable_shm()->set_offset(0);
+  p.instrs.back().mutable_shm()->set_bytes(4096);
+  const uint64_t u = p.op(OpId::k_ones, {}, make_shape_dtype(Shape{1024}, DType::kFloat32));
+  p.request(v1::Request::FETCH, u);
+  p.requests.back().mutable_shm()->set_generation(1);
+  p.requests.back().mutable_shm()->set_offset(4096);
+  p.requests.back().mutable_shm()->set_bytes(4096);
+  p.request(v1::Request::FETCH, t);
+  p.request(v1::Request::STATUS);
+  p.request(v1::Request::SYNC);
+  return p.client_batch();
+}
+
 std::string u16le(size_t n) {
   return std::string{static_cast<char>(n & 0xff), static_cast<char>((n >> 8) & 0xff)};
 }
@@ -428,6 +528,12 @@ int main(int argc, char** argv) {
       parts.push_back(tail);
       write_seed("client_batch", "split_program_m" + std::to_string(mode),
                  client_input(mode, parts));
+    }
+    for (uint8_t mode : {0, 1, 2, 3, 4, 5, 6, 7}) {
+      const std::string m = "_m" + std::to_string(mode);
+      write_seed("client_batch", "hot_loop" + m, client_input(mode, hot_loop_batches()));
+      write_seed("client_batch", "compile_scope" + m, client_input(mode, compile_scope_batches()));
+      write_seed("client_batch", "shm_no_arena" + m, client_input(mode, {shm_no_arena_batch()}));
     }
     write_seed("client_batch", "raw_garbage_m3", std::string("\x03\x04\x00\x00\x00\x12\x02\x0a\x00", 9));
     write_seed("client_batch", "raw_hello_again_m3", std::string(1, '\x03') + frame(client_hello()));

@@ -196,3 +196,31 @@ TEST_CASE("the worker-batch harness holds on the hot-path seed and on corruption
     run_worker_batch(bad);
   }
 }
+
+TEST_CASE("the client-batch harness holds on the hot-path, signal and shared-memory seeds",
+          "[fuzz][hot]") {
+  // What newer clients send (tests/fuzz/make_seeds.cpp): a loop whose step the dispatcher finds
+  // and replays, a `compile: true` scope (a path at first sight) beside a `compile: false` one,
+  // and shared-memory regions named with no arena. Every mode (raw frames or protos, executing
+  // worker or not, quota'd TCP user or admin), then corruptions of the executing variants: the
+  // harness aborts on a crash, a stalled drain or a tensor left on the worker.
+  init();
+  std::mt19937 rng(16);
+  for (const char* name : {"hot_loop", "compile_scope", "shm_no_arena"}) {
+    for (int mode = 0; mode < 8; ++mode) {
+      const std::string file = std::string(name) + "_m" + std::to_string(mode);
+      INFO(file);
+      const std::string seed =
+          read_file(std::filesystem::path(GT_FUZZ_CORPUS_DIR) / "client_batch" / file);
+      REQUIRE(seed.size() > 16);
+      run_client_batch(seed);
+      if (!(mode & 2)) continue;  // corruptions where the worker executes
+      for (int k = 0; k < 25; ++k) {
+        std::string bad = seed;
+        for (int flips = 1 + static_cast<int>(rng() % 3); flips > 0; --flips)
+          bad[1 + rng() % (bad.size() - 1)] = static_cast<char>(rng());
+        run_client_batch(bad);
+      }
+    }
+  }
+}
