@@ -108,8 +108,9 @@ bool FakeWorker::step() {
                       static_cast<unsigned long long>(b.first_seq()),
                       static_cast<unsigned long long>(executed_seq_));
         executor_.execute(b);
+        // (a HotRun counts as the instructions it stands for: WorkerBatch.hot_extra)
         executed_seq_ = b.first_seq() + static_cast<uint64_t>(b.instrs_size()) +
-                        static_cast<uint64_t>(b.frees_size());
+                        static_cast<uint64_t>(b.frees_size()) + b.hot_extra();
         v1::WorkerMessage ack;
         ack.mutable_ack()->set_executed_seq(executed_seq_);
         peer_.queue(ack);
@@ -122,9 +123,9 @@ bool FakeWorker::step() {
   return moved;
 }
 
-DispatcherRig::DispatcherRig(dispatcher::DispatcherOptions o, dispatcher::UserTable users) {
-  // The instruction log is on (into /dev/null): its formatting of hostile values runs too.
-  (void)log_.open("/dev/null");
+DispatcherRig::DispatcherRig(dispatcher::DispatcherOptions o, dispatcher::UserTable users,
+                             bool instruction_log) {
+  if (instruction_log) (void)log_.open("/dev/null");
   dispatcher_ = std::make_unique<dispatcher::Dispatcher>(io_, std::move(o), &log_, std::move(users));
 }
 

@@ -78,7 +78,10 @@ class FakeWorker {
 
 class DispatcherRig {
  public:
-  explicit DispatcherRig(dispatcher::DispatcherOptions o, dispatcher::UserTable users = {});
+  // `instruction_log`: on (into /dev/null), its formatting of hostile values runs too; off, the
+  // dispatcher replays hot paths by reference (it does not while it logs each instruction).
+  explicit DispatcherRig(dispatcher::DispatcherOptions o, dispatcher::UserTable users = {},
+                         bool instruction_log = true);
   ~DispatcherRig();
   DispatcherRig(const DispatcherRig&) = delete;
   DispatcherRig& operator=(const DispatcherRig&) = delete;

@@ -11,7 +11,8 @@
 //                     new connection sends to an in-process Dispatcher before hanging up.
 //   run_client_batch  byte 0: mode (bit 0 raw frames, else length-prefixed ClientBatch protos;
 //                     bit 1 the fake worker executes on a CpuBackend, else discards; bit 2 the
-//                     session is a quota'd non-admin user over TCP, else a Unix-socket admin);
+//                     session is a quota'd non-admin user over TCP, else a Unix-socket admin;
+//                     bit 3 no instruction log, so hot paths are replayed by reference);
 //                     the rest follows a valid client Hello on a welcomed session. Then the
 //                     dispatcher drains; with an executing worker, drain must complete and the
 //                     worker must hold nothing once the client hung up.
@@ -71,6 +72,9 @@ inline constexpr uint64_t kRigWorkerMemoryBytes = 4u << 20;  // executing fake w
 // Mode bits (byte 0).
 inline constexpr uint8_t kHandshakeTcp = 1, kHandshakeUsers = 2, kHandshakeWorkerFirst = 4;
 inline constexpr uint8_t kBatchRaw = 1, kBatchExecute = 2, kBatchUser = 4;
+// The instruction log off: the dispatcher then replays hot paths by reference (HotDefine /
+// HotRun to the worker) and holds a stretch that follows one, which it never does while logging.
+inline constexpr uint8_t kBatchNoLog = 8;
 
 }  // namespace gt::fuzz
 

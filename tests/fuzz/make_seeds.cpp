@@ -243,12 +243,15 @@ void bad_ops(Prog& p) {
 // Hot paths, signals and shared memory (issue 11, 15): what newer clients send.
 //   hot_loop     one step (a chain, a reduction, its temporaries freed) in five batches, each a
 //                stretch cut by its SYNC: detected at the second, replayed by reference from the
-//                third (with an executing worker), then the same op names on another dataflow
+//                third (with an executing worker), then the same op names on another dataflow;
+//                hot_loop_split: each step in two frames
 //   compile_scope  a `compile: true` signal config, then the step inside its scope twice (a hot
 //                path at first sight) and once under `compile: false`, a backward-pass scope
 //   shm_no_arena a from_host and a FETCH naming shared-memory regions with no arena registered
 //                (refused; nothing is read)
-std::vector<v1::ClientBatch> hot_loop_batches() {
+// `split`: each step in two frames, the first without a request (the dispatcher holds a stretch
+// that follows a hot path until its end comes, ClientSession::hold_if_hot).
+std::vector<v1::ClientBatch> hot_loop_batches(bool split = false) {
   std::vector<v1::ClientBatch> out;
   Prog first;
   const uint64_t x = first.op(OpId::k_randn, {}, make_random(Shape{64}, DType::kFloat32, 3, 0));
@@ -273,6 +276,13 @@ std::vector<v1::ClientBatch> hot_loop_batches() {
     p.requests.push_back(r);
     v1::ClientBatch cb = p.client_batch();
     for (int i = 0; i < 3; ++i) cb.add_free_at(4);  // after the step's four instructions
+    if (split) {
+      v1::ClientBatch head;
+      for (int i = 0; i < 2; ++i) *head.add_instrs() = cb.instrs(i);
+      cb.mutable_instrs()->DeleteSubrange(0, 2);
+      for (int i = 0; i < cb.free_at_size(); ++i) cb.set_free_at(i, 2);
+      out.push_back(head);
+    }
     out.push_back(cb);
     next = p.next;
   }
@@ -531,8 +541,15 @@ int main(int argc, char** argv) {
     }
     for (uint8_t mode : {0, 1, 2, 3, 4, 5, 6, 7}) {
       const std::string m = "_m" + std::to_string(mode);
-      write_seed("client_batch", "hot_loop" + m, client_input(mode, hot_loop_batches()));
-      write_seed("client_batch", "compile_scope" + m, client_input(mode, compile_scope_batches()));
+      // (bit 3 set: no instruction log, so the dispatcher replays the paths by reference)
+      for (uint8_t mm : {mode, static_cast<uint8_t>(mode | fuzz::kBatchNoLog)}) {
+        const std::string suffix = "_m" + std::to_string(mm);
+        write_seed("client_batch", "hot_loop" + suffix, client_input(mm, hot_loop_batches()));
+        write_seed("client_batch", "hot_loop_split" + suffix,
+                   client_input(mm, hot_loop_batches(true)));
+        write_seed("client_batch", "compile_scope" + suffix,
+                   client_input(mm, compile_scope_batches()));
+      }
       write_seed("client_batch", "shm_no_arena" + m, client_input(mode, {shm_no_arena_batch()}));
     }
     write_seed("client_batch", "raw_garbage_m3", std::string("\x03\x04\x00\x00\x00\x12\x02\x0a\x00", 9));

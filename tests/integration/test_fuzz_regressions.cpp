@@ -200,14 +200,15 @@ TEST_CASE("the worker-batch harness holds on the hot-path seed and on corruption
 TEST_CASE("the client-batch harness holds on the hot-path, signal and shared-memory seeds",
           "[fuzz][hot]") {
   // What newer clients send (tests/fuzz/make_seeds.cpp): a loop whose step the dispatcher finds
-  // and replays, a `compile: true` scope (a path at first sight) beside a `compile: false` one,
+  // and replays (by reference where the instruction log is off), a `compile: true` scope (a path at first sight) beside a `compile: false` one,
   // and shared-memory regions named with no arena. Every mode (raw frames or protos, executing
   // worker or not, quota'd TCP user or admin), then corruptions of the executing variants: the
   // harness aborts on a crash, a stalled drain or a tensor left on the worker.
   init();
   std::mt19937 rng(16);
-  for (const char* name : {"hot_loop", "compile_scope", "shm_no_arena"}) {
-    for (int mode = 0; mode < 8; ++mode) {
+  for (const char* name : {"hot_loop", "hot_loop_split", "compile_scope", "shm_no_arena"}) {
+    // (modes 8-15, without the instruction log, replay the paths by reference)
+    for (int mode = 0; mode < (std::string(name) == "shm_no_arena" ? 8 : 16); ++mode) {
       const std::string file = std::string(name) + "_m" + std::to_string(mode);
       INFO(file);
       const std::string seed =
