@@ -210,7 +210,7 @@ void ClientSession::process_instr(v1::Instr& in) {
   auto scope = signals_.current();
   if (hot_.enabled()) {
     const std::optional<bool> compile = signals_.compile_mode();
-    if (compile == false) hot_.taint();  // `compile: false`: nothing in the scope is detected
+    if (compile == false) hot_.opt_out();  // `compile: false`: nothing in the scope is detected
     else hot_.instr(in, entries, out, signals_.innermost(), compile.value_or(false));
   }
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));

@@ -135,6 +135,7 @@ void HotPathDetector::reset() {
   instructions_ = 0;
   outside_ = 0;
   tainted_ = false;
+  opted_out_ = false;
   compile_now_ = false;
 }
 
@@ -173,8 +174,9 @@ HotPathDetector::Cut HotPathDetector::cut() {
   last_hot_ = false;
   expected_ = nullptr;  // (set again below when this stretch is a hot path)
   if (tainted_) {
+    const bool opted_out = opted_out_;
     reset();
-    if (was_hot) {
+    if (was_hot && !opted_out) {
       c.outcome = Outcome::kMiss;
       ++stats_.misses;
     }

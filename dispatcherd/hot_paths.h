@@ -76,6 +76,12 @@ class HotPathDetector {
   void free(uint64_t id, const TensorEntry& e);
   // The stretch cannot be a hot path (an instruction was refused or poisoned).
   void taint() { tainted_ = true; }
+  // The stretch is not to be one: it ran under a `compile: false` scope. Not a miss either
+  // when it follows a hot path (the user opted out; HOT_MISS counts paths that were left).
+  void opt_out() {
+    tainted_ = true;
+    opted_out_ = true;
+  }
   // The stretch so far is the beginning of the hot path the previous stretch was (the session
   // may hold its instructions back for replay: client_session_hot.cpp). Checks only the bytes
   // added since the last call; once the stretch leaves the path it is false until the next cut.
@@ -102,6 +108,7 @@ class HotPathDetector {
   size_t instructions_ = 0;
   uint64_t outside_ = 0;  // outside tensors numbered so far
   bool tainted_ = false;
+  bool opted_out_ = false;  // tainted by a `compile: false` scope (opt_out)
   bool compile_now_ = false;  // the stretch runs under a `compile: true` signal
   bool last_hot_ = false;  // the previous stretch was a hot path
   const std::string* expected_ = nullptr;  // that path's signature (a cache_ key), or null

@@ -172,6 +172,14 @@ TEST_CASE("hot paths: frees are part of the stretch; tainted and overlong stretc
   s.det.taint();  // e.g. an instruction was refused
   CHECK(s.det.cut().outcome == Outcome::kMiss);
   CHECK(s.det.cut().outcome == Outcome::kNone);  // an empty stretch is nothing
+  // A `compile: false` stretch after a hot path is no candidate and no miss: the user opted out.
+  CHECK(body(true).outcome == Outcome::kHit);
+  const uint64_t misses = s.det.stats().misses;
+  s.op(OpId::k_exp, {x});
+  s.det.opt_out();
+  CHECK(s.det.cut().outcome == Outcome::kNone);
+  CHECK(s.det.stats().misses == misses);
+  CHECK(body(true).outcome == Outcome::kHit);  // and the path is still there
 
   Stream shortcap(HotPathOptions{true, 2, 64, 3});
   const uint64_t y = shortcap.leaf(Shape{2});
