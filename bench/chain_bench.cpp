@@ -3,12 +3,13 @@
 // (a `compile: false` scope: one kernel and one full tensor per op), a plain loop (the hot path
 // found and replayed: one fused pass on a CPU worker, one generated kernel on a CUDA or sim
 // worker) and under gt::compile -- each call waiting for its result (gt::synchronize). Reports
-// medians (alternating blocks of calls per mode) and the ratios eager / loop and eager /
-// compiled; checks the three give the same y.
+// medians (alternating blocks of calls per mode; --interleave: the modes call by call, a
+// program alternating between paths) and the ratios eager / loop and eager / compiled; checks
+// the three give the same y.
 // Works on whatever worker serves GT_ADDRESS (else the embedded default: a CPU worker), so
 // scripts/device-check.sh runs it through a CUDA worker.
 //
-// Usage: gt-bench-chain [--elems N] [--reps R] [--json]
+// Usage: gt-bench-chain [--elems N] [--reps R] [--interleave] [--json]
 #include <gt/gt.h>
 
 #include <cstdio>
@@ -29,6 +30,7 @@ struct Args {
   int64_t elems = int64_t{16} << 20;
   int reps = 9;
   bool json = false;
+  bool interleave = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -38,8 +40,9 @@ Args parse(int argc, char** argv) {
     if (s == "--elems" && i + 1 < argc) a.elems = std::atoll(argv[++i]);
     else if (s == "--reps" && i + 1 < argc) a.reps = std::atoi(argv[++i]);
     else if (s == "--json") a.json = true;
+    else if (s == "--interleave") a.interleave = true;
     else {
-      std::fprintf(stderr, "usage: gt-bench-chain [--elems N] [--reps R] [--json]\n");
+      std::fprintf(stderr, "usage: gt-bench-chain [--elems N] [--reps R] [--interleave] [--json]\n");
       std::exit(2);
     }
   }
@@ -95,13 +98,22 @@ int main(int argc, char** argv) {
   // Alternating blocks of `reps` calls per mode, three rounds: a loop is a loop (what the
   // dispatcher's detection sees), and drifts of a shared machine hit all three modes.
   std::vector<double> t[3];
-  for (int round = 0; round < 3; ++round)
-    for (Mode m : {kEager, kLoop, kCompiled})
-      for (int r = 0; r < args.reps; ++r) {
-        const double t0 = now_s();
-        run(m);
-        t[m].push_back(now_s() - t0);
-      }
+  // --interleave: the modes call by call instead, as a program alternating between paths (each
+  // stretch then follows another hot path than the one before it).
+  auto timed = [&](Mode m) {
+    const double t0 = now_s();
+    run(m);
+    t[m].push_back(now_s() - t0);
+  };
+  for (int round = 0; round < 3; ++round) {
+    if (args.interleave) {
+      for (int r = 0; r < args.reps; ++r)
+        for (Mode m : {kEager, kLoop, kCompiled}) timed(m);
+    } else {
+      for (Mode m : {kEager, kLoop, kCompiled})
+        for (int r = 0; r < args.reps; ++r) timed(m);
+    }
+  }
   const double eager = median(t[kEager]), loop = median(t[kLoop]), comp = median(t[kCompiled]);
   std::string device = "?";
   if (auto ws = gt::worker_stats(); !ws.empty()) device = ws[0].device;

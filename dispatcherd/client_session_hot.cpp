@@ -46,7 +46,7 @@ constexpr uint64_t kMaxHeldPayloadBytes = uint64_t{64} << 20;
 void ClientSession::hold_if_hot() {
   if (!span_.started || !span_.eligible || held_.active || !opts_.hot_path_replay ||
       log_instrs_ || log_->enabled() || span_.payload_bytes > kMaxHeldPayloadBytes ||
-      !hot_.follows_expected())
+      !hot_.follows_hot_path())
     return;
   if (!pool_.take_scratch(span_.worker, &held_.batch, &held_.cost_ns)) return;
   held_.active = true;

@@ -130,7 +130,9 @@ void HotPathDetector::free(uint64_t id, const TensorEntry&) {
 
 void HotPathDetector::reset() {
   sig_.clear();
-  expected_checked_ = 0;
+  candidates_.clear();
+  candidates_ready_ = false;
+  candidates_checked_ = 0;
   refs_.clear();
   instructions_ = 0;
   outside_ = 0;
@@ -139,21 +141,24 @@ void HotPathDetector::reset() {
   compile_now_ = false;
 }
 
-bool HotPathDetector::follows_expected() {
-  if (!opts_.enabled || tainted_ || !expected_) return false;
-  if (sig_.size() > expected_->size() ||
-      std::memcmp(sig_.data() + expected_checked_, expected_->data() + expected_checked_,
-                  sig_.size() - expected_checked_) != 0) {
-    expected_ = nullptr;
-    return false;
+bool HotPathDetector::follows_hot_path() {
+  if (!opts_.enabled || tainted_) return false;
+  if (!candidates_ready_) {  // the stretch's first look: every hot path may be it
+    candidates_ready_ = true;
+    for (const auto& [sig, e] : cache_)
+      if (e.path != 0) candidates_.push_back(&sig);
   }
-  expected_checked_ = sig_.size();
-  return true;
+  const size_t from = candidates_checked_, n = sig_.size() - from;
+  std::erase_if(candidates_, [&](const std::string* c) {
+    return c->size() < sig_.size() || std::memcmp(sig_.data() + from, c->data() + from, n) != 0;
+  });
+  candidates_checked_ = sig_.size();
+  return !candidates_.empty();
 }
 
 uint64_t HotPathDetector::evict_oldest() {
   auto victim = cache_.find(*lru_.back());
-  if (&victim->first == expected_) expected_ = nullptr;
+  std::erase(candidates_, &victim->first);
   const uint64_t path = victim->second.path;
   if (path != 0) ++stats_.evictions;
   stats_.cached_bytes -= victim->first.size();
@@ -172,7 +177,6 @@ HotPathDetector::Cut HotPathDetector::cut() {
   }
   const bool was_hot = last_hot_;
   last_hot_ = false;
-  expected_ = nullptr;  // (set again below when this stretch is a hot path)
   if (tainted_) {
     const bool opted_out = opted_out_;
     reset();
@@ -214,7 +218,6 @@ HotPathDetector::Cut HotPathDetector::cut() {
   }
   c.path = e.path;
   last_hot_ = e.path != 0;
-  if (last_hot_) expected_ = &it->first;  // keys of an unordered_map stay where they are
   stats_.cached = cache_.size();
   reset();
   return c;

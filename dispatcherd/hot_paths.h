@@ -82,10 +82,12 @@ class HotPathDetector {
     tainted_ = true;
     opted_out_ = true;
   }
-  // The stretch so far is the beginning of the hot path the previous stretch was (the session
-  // may hold its instructions back for replay: client_session_hot.cpp). Checks only the bytes
-  // added since the last call; once the stretch leaves the path it is false until the next cut.
-  bool follows_expected();
+  // The stretch so far is the beginning of a hot path (the session may hold its instructions
+  // back for replay: client_session_hot.cpp). Any of the session's hot paths, not only the one
+  // the previous stretch was: a program alternating two (a GAN's two steps, training and
+  // evaluation) is held too. Checks only the bytes added since the last call against the paths
+  // still matching; once the stretch leaves them all it is false until the next cut.
+  bool follows_hot_path();
   // Ends the current stretch and looks it up.
   Cut cut();
   const Stats& stats() const { return stats_; }
@@ -111,8 +113,11 @@ class HotPathDetector {
   bool opted_out_ = false;  // tainted by a `compile: false` scope (opt_out)
   bool compile_now_ = false;  // the stretch runs under a `compile: true` signal
   bool last_hot_ = false;  // the previous stretch was a hot path
-  const std::string* expected_ = nullptr;  // that path's signature (a cache_ key), or null
-  size_t expected_checked_ = 0;            // bytes of sig_ found to match it so far
+  // The hot paths' signatures (cache_ keys) the stretch so far is a beginning of, once
+  // follows_hot_path() has looked (candidates_ready_), and the bytes of sig_ checked so far.
+  std::vector<const std::string*> candidates_;
+  bool candidates_ready_ = false;
+  size_t candidates_checked_ = 0;
   std::unordered_map<std::string, Entry> cache_;
   std::list<const std::string*> lru_;  // most recent first; points at cache_'s keys
   uint64_t next_path_ = 1;

@@ -244,6 +244,31 @@ TEST_CASE("hot paths: a stretch sent one instruction per frame is held back and 
   CHECK(replays == 4);
 }
 
+TEST_CASE("hot paths: two paths alternating, one instruction per frame, are both replayed",
+          "[hot][replay]") {
+  // A program alternating two steps (a GAN's generator and discriminator, training and
+  // evaluation): each stretch follows the other path than the one before it. The dispatcher
+  // holds a stretch while it is the beginning of any of its hot paths, so both are replayed.
+  std::vector<float> eager, hot;
+  uint64_t replays = 0;
+  for (bool replay : {false, true}) {
+    std::vector<std::string> args;
+    if (!replay) args.push_back("--hot-path-replay=false");
+    Daemons d(DaemonOptions{1, args});
+    Loop a(d.address(), /*chain=*/true);
+    a.split_frames = true;
+    std::vector<float>& losses = replay ? hot : eager;
+    for (int i = 0; i < 6; ++i) {
+      losses.push_back(a.step(1));  // x [4, 8]
+      losses.push_back(a.step(2));  // x2 [6, 8]: another path
+    }
+    if (replay) replays = status_of(a.c).sessions(0).hot_path_replays();
+  }
+  CHECK(hot == eager);  // bitwise
+  // Each path is defined at its second step; its steps 3-6 are held and replayed.
+  CHECK(replays == 8);
+}
+
 TEST_CASE("hot paths: held work starts without the rest of its stretch", "[hot][replay]") {
   // A client that stops half way through a hot stretch (host work before its sync) still gets
   // its work run: the dispatcher holds it back only briefly.

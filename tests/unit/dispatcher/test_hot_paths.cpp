@@ -298,3 +298,49 @@ TEST_CASE("hot paths: a scope change inside a stretch is part of its key; evicti
     else CHECK(c.forgotten.empty());
   }
 }
+
+TEST_CASE("hot paths: a stretch is found to follow any hot path, not only the previous one") {
+  // Two alternating paths (a GAN's two steps; training and evaluation): the session holds a
+  // stretch back while it is the beginning of some hot path (client_session_hot.cpp), so the
+  // check must know both, whichever ran last.
+  Stream s;
+  const uint64_t x = s.leaf(Shape{8});
+  auto path_a = [&](bool cut) {
+    const uint64_t t = s.op(OpId::k_exp, {x});
+    s.op(OpId::k_neg, {t});
+    return cut ? s.det.cut() : HotPathDetector::Cut{};
+  };
+  auto path_b = [&](bool cut) {
+    const uint64_t t = s.op(OpId::k_relu, {x});
+    s.op(OpId::k_abs, {t});
+    return cut ? s.det.cut() : HotPathDetector::Cut{};
+  };
+  CHECK_FALSE(s.det.follows_hot_path());  // an empty stretch, no path yet
+  s.det.cut();
+  for (int i = 0; i < 2; ++i) {  // both become hot paths
+    path_a(true);
+    path_b(true);
+  }
+  // After A: the first op of B follows B; then A's first op follows A.
+  CHECK(path_a(true).outcome == Outcome::kHit);
+  s.op(OpId::k_relu, {x});
+  CHECK(s.det.follows_hot_path());
+  CHECK(s.det.cut().outcome == Outcome::kMiss);  // (only half of B: a stretch of its own)
+  CHECK(path_b(true).outcome == Outcome::kHit);
+  s.op(OpId::k_exp, {x});
+  CHECK(s.det.follows_hot_path());
+  // The whole of A, checked at every step, still follows; one op more leaves every path.
+  const uint64_t t = s.op(OpId::k_exp, {x});
+  (void)t;
+  CHECK_FALSE(s.det.follows_hot_path());  // exp, exp: neither A nor B
+  s.det.cut();
+  // A stretch that begins like neither is not held; nor after a cut does it stay refused.
+  s.op(OpId::k_sigmoid, {x});
+  CHECK_FALSE(s.det.follows_hot_path());
+  s.det.cut();
+  const uint64_t u = s.op(OpId::k_relu, {x});
+  CHECK(s.det.follows_hot_path());
+  s.op(OpId::k_abs, {u});
+  CHECK(s.det.follows_hot_path());
+  CHECK(s.det.cut().outcome == Outcome::kHit);
+}
