@@ -224,13 +224,15 @@ def row_writes(m, n=256):
 # OpenBLAS keeps one thread spinning for ~0.1 s after a GEMM (measured here: a process sleeping
 # right after its matmuls burns 0.1 s of CPU, whatever the sleep's length past that). Without a
 # pause, the side measured after torch (or after the GT worker) runs beside the other side's
-# spinning thread: one of the two cores gone. Both sides get a quiet start this way.
+# spinning thread: one of the two cores gone. The GEMM-heavy figures ((b), (c), (e)) pause
+# before each block; the others do not (a pause lets the CPU worker's allocator give back its
+# over-the-cap cache, which (f)'s 64 MiB tensors then fault in again: noise of its own).
 BLAS_SPIN_PAUSE_S = 0.15
 
 
-def interleaved(fns, steps, blocks=5, warmup=3, cpu=None):
+def interleaved(fns, steps, blocks=5, warmup=3, cpu=None, pause=0.0):
     """Per-step times of each fn, measured in alternating blocks (so load changes on a shared
-    machine hit both sides alike), a pause before each block (BLAS_SPIN_PAUSE_S); returns
+    machine hit both sides alike), `pause` seconds before each block; returns
     (median seconds, first result, last result) per fn. With `cpu` (a proc_cpu.CpuSplit), also
     the mean CPU seconds per step of (client, dispatcher, workers) over each fn's blocks, as
     a fourth item."""
@@ -244,7 +246,8 @@ def interleaved(fns, steps, blocks=5, warmup=3, cpu=None):
     per_block = max(1, steps // blocks)
     for _ in range(blocks):
         for i, fn in enumerate(fns):
-            time.sleep(BLAS_SPIN_PAUSE_S)
+            if pause:
+                time.sleep(pause)
             before = cpu.now() if cpu else None
             for _ in range(per_block):
                 t0 = time.perf_counter()
@@ -266,7 +269,7 @@ def side_by_side(label, gt_fn, torch_fn, reps, key):
     """Prints the medians of gt_fn and torch_fn (None: torch is missing), measured in
     alternating blocks, and their ratio."""
     fns = [gt_fn] + ([torch_fn] if torch_fn is not None else [])
-    res = interleaved(fns, reps * 4, blocks=reps, warmup=1)
+    res = interleaved(fns, reps * 4, blocks=reps, warmup=1, pause=BLAS_SPIN_PAUSE_S)
     g = res[0][0]
     line = f"{label}: gt median {g * 1e3:.2f} ms"
     FIGURES[f"{key}_gt_ms"] = round(g * 1e3, 3)
@@ -348,7 +351,8 @@ def main():
         fns += [mlp_step(gt, "eager", composite=True)]
         fns += [mlp_step(torch)] if torch is not None else []
         cpu = CpuSplit([int(p) for p in args.daemon_pids.split(",") if p] or None)
-        res = interleaved(fns, args.steps, cpu=cpu if cpu.found() else None)
+        res = interleaved(fns, args.steps, cpu=cpu if cpu.found() else None,
+                          pause=BLAS_SPIN_PAUSE_S)
         composite = res.pop(3)
         (g, g0, g1), (a, _, _), (h, h0, h1) = res[0][:3], res[1][:3], res[2][:3]
         FIGURES["mlp_step_gt_ms"] = round(g * 1e3, 3)
@@ -408,7 +412,7 @@ def main():
 
     if "e" in args.only:
         fns = [cnn_step(gt)] + ([cnn_step(torch)] if torch is not None else [])
-        res = interleaved(fns, max(10, args.steps // 2))
+        res = interleaved(fns, max(10, args.steps // 2), pause=BLAS_SPIN_PAUSE_S)
         g, g0, g1 = res[0]
         FIGURES["cnn_step_gt_ms"] = round(g * 1e3, 3)
         line = (f"(e) CNN step 32x1x28x28 conv-bn-relu-pool-linear, SGD: gt median "
