@@ -234,6 +234,11 @@ for flag in true false; do
     GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout 90 "$BIN/gt-bench-chain" \
       >"$LOGS/chain.log" 2>&1 || GRAPHS_RC=1
     cat "$LOGS/chain.log"
+    # the three modes call by call: each stretch follows another hot path (held and replayed all
+    # the same: HotPathDetector::follows_hot_path), through graphs and generated kernels
+    GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout 90 "$BIN/gt-bench-chain" \
+      --interleave >"$LOGS/chain-interleaved.log" 2>&1 || GRAPHS_RC=1
+    cat "$LOGS/chain-interleaved.log"
     ls -l "$GDIR/kernels" 2>/dev/null | tail -n +2
   fi
   kill "$GWID" "$GPID" 2>/dev/null
