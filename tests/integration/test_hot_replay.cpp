@@ -222,26 +222,44 @@ TEST_CASE("hot paths: a client cannot send hot-path runs", "[hot][replay]") {
   CHECK(c.request(v1::Request::FETCH, 2).errors_size() == 1);  // the smuggled op's result
 }
 
-TEST_CASE("hot paths: a stretch sent one instruction per frame is held back and replayed",
-          "[hot][replay]") {
-  // What a client's flusher does under load: every instruction in its own frame. Once the
-  // stretch is a hot path, the dispatcher holds each frame's part back while it follows the
-  // path and sends the whole as one HotRun; the losses are those of eager execution.
+namespace {
+
+// The same steps (`steps` runs them on a chain Loop, returning their losses) with replay off and
+// on, every instruction in a frame of its own: the losses of both, and the replays counted.
+struct SplitFrameRuns {
   std::vector<float> eager, hot;
   uint64_t replays = 0;
+};
+template <class Steps>
+SplitFrameRuns run_split_frames(Steps steps) {
+  SplitFrameRuns r;
   for (bool replay : {false, true}) {
     std::vector<std::string> args;
     if (!replay) args.push_back("--hot-path-replay=false");
     Daemons d(DaemonOptions{1, args});
     Loop a(d.address(), /*chain=*/true);
     a.split_frames = true;
-    std::vector<float>& losses = replay ? hot : eager;
-    for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
-    if (replay) replays = status_of(a.c).sessions(0).hot_path_replays();
+    (replay ? r.hot : r.eager) = steps(a);
+    if (replay) r.replays = status_of(a.c).sessions(0).hot_path_replays();
   }
-  CHECK(hot == eager);  // bitwise
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("hot paths: a stretch sent one instruction per frame is held back and replayed",
+          "[hot][replay]") {
+  // What a client's flusher does under load: every instruction in its own frame. Once the
+  // stretch is a hot path, the dispatcher holds each frame's part back while it follows the
+  // path and sends the whole as one HotRun; the losses are those of eager execution.
+  const SplitFrameRuns r = run_split_frames([](Loop& a) {
+    std::vector<float> losses;
+    for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
+    return losses;
+  });
+  CHECK(r.hot == r.eager);  // bitwise
   // Step 2 defines the path (its frames went out eagerly); steps 3-6 are held and replayed.
-  CHECK(replays == 4);
+  CHECK(r.replays == 4);
 }
 
 TEST_CASE("hot paths: two paths alternating, one instruction per frame, are both replayed",
@@ -249,24 +267,17 @@ TEST_CASE("hot paths: two paths alternating, one instruction per frame, are both
   // A program alternating two steps (a GAN's generator and discriminator, training and
   // evaluation): each stretch follows the other path than the one before it. The dispatcher
   // holds a stretch while it is the beginning of any of its hot paths, so both are replayed.
-  std::vector<float> eager, hot;
-  uint64_t replays = 0;
-  for (bool replay : {false, true}) {
-    std::vector<std::string> args;
-    if (!replay) args.push_back("--hot-path-replay=false");
-    Daemons d(DaemonOptions{1, args});
-    Loop a(d.address(), /*chain=*/true);
-    a.split_frames = true;
-    std::vector<float>& losses = replay ? hot : eager;
+  const SplitFrameRuns r = run_split_frames([](Loop& a) {
+    std::vector<float> losses;
     for (int i = 0; i < 6; ++i) {
       losses.push_back(a.step(1));  // x [4, 8]
       losses.push_back(a.step(2));  // x2 [6, 8]: another path
     }
-    if (replay) replays = status_of(a.c).sessions(0).hot_path_replays();
-  }
-  CHECK(hot == eager);  // bitwise
+    return losses;
+  });
+  CHECK(r.hot == r.eager);  // bitwise
   // Each path is defined at its second step; its steps 3-6 are held and replayed.
-  CHECK(replays == 8);
+  CHECK(r.replays == 8);
 }
 
 TEST_CASE("hot paths: held work starts without the rest of its stretch", "[hot][replay]") {
