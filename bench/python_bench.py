@@ -377,7 +377,7 @@ def main():
         if cpu.found():
             names = ("eager", "plain loop", "gt.compile") + (("torch",) if torch is not None else ())
             parts = []
-            for name, key, r in zip(names, ("eager", "auto", "hot", "torch"), res[:3] + res[3:]):
+            for name, key, r in zip(names, ("eager", "auto", "hot", "torch"), res):
                 c, d, w = (x * 1e6 for x in r[3])
                 FIGURES[f"mlp_step_{key}_cpu_us"] = (
                     {"client": round(c), "dispatcher": round(d), "workers": round(w)}

@@ -396,7 +396,8 @@ OpAttrs transpose2() {
   return make_permute(p);
 }
 
-// A Linear layer's forward and weight gradient as the client's autograd writes them, over
+// A Linear layer's forward and weight gradient as autograd writes them for `x @ w.t()` (what
+// F.linear's own gradient no longer emits: it computes g^T x, with no transposed result), over
 // bindings x [64, 48], w [40, 48], g [64, 40] (`in(k)` names instruction k's result):
 //   0 wt = w^T; 1 h = x @ wt; 2 xt = x^T; 3 gwt = xt @ g; 4 gw = gwt^T; 5 y = h + g
 // wt, xt and gwt freed after their one reader, h after y: gw and y are left.
