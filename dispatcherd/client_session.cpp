@@ -64,6 +64,7 @@ void ClientSession::run_batch(v1::ClientBatch& batch, size_t frame_bytes) {
   if (batch.requests_size() > 0) end_stretch();
   for (const auto& r : batch.requests()) process_request(r);
   if (batch.requests_size() == 0) hold_if_hot();
+  else span_ = StretchSpan{};  // (what a fetch of a sharded tensor emits is no stretch's)
   pool_.flush();
   update_flow_control();
 }
@@ -215,7 +216,7 @@ void ClientSession::process_instr(v1::Instr& in) {
   }
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
-    span_.eligible = false;  // planned (sharded, moved): not replayed
+    if (hot_.enabled() && span_.eligible) span_.payload_bytes += in.data().size() + upload.payload().size();
     if (upload.active()) dec->attrs.data = upload.materialize();  // the plan slices it
     run_planned(in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);
     return;

@@ -127,17 +127,24 @@ class ClientSession {
   void end_stretch();
 
   // client_session_hot.cpp: hot paths replayed by reference (ARCHITECTURE §7). Where the
-  // current stretch's instructions went: replayable only if every one was emitted as is, in
-  // one frame, into one worker's batch, consecutively.
-  struct StretchSpan {
-    bool started = false;
-    bool eligible = true;
+  // current stretch's instructions went: replayable only if it was planned in one frame (or
+  // held, on one worker), each worker's part consecutive in its batch.
+  struct WorkerSpan {
     uint32_t worker = 0;
     int first_instr = 0, first_free = 0;  // in that worker's batch
     uint64_t first_handle = 0;            // the worker's next_handle when it began
-    uint64_t payload_bytes = 0;           // uploads in it
   };
-  // A plain instruction for worker `w`, before its result handle is taken and it is added.
+  struct StretchSpan {
+    bool started = false;
+    bool eligible = true;
+    std::vector<WorkerSpan> workers;  // in the order the stretch first used them
+    uint64_t first_tag = 0;           // the pool's next collective tag when it began
+    uint64_t payload_bytes = 0;       // uploads in it
+  };
+  // An instruction of the stretch for worker `w` (a plain one, or one a plan emits), before its
+  // result handle is taken and it is added.
+  void note_worker_instr(WorkerState& w);
+  // A plain instruction with its upload payload (if any), before note_worker_instr.
   void note_plain_instr(WorkerState& w, size_t payload_bytes);
   // A frame ends inside a stretch that so far is the hot path its predecessor was: the worker's
   // batch is held back (not sent) so the whole stretch can go as one HotRun, for at most
@@ -153,9 +160,12 @@ class ClientSession {
     uint64_t cost_ns = 0;
     uint64_t generation = 0;  // which hold a deadline belongs to
   };
-  // The stretch just cut is hot path `path`: its instructions in the worker's batch become one
-  // HotRun (with the HotPath, the first time on that worker), if it qualifies.
+  // The stretch just cut is hot path `path`: its instructions in each worker's batch become one
+  // HotRun (with that worker's HotPath, the first time or when its part changed), where they
+  // qualify.
   void replay_by_reference(uint64_t path);
+  // One worker's part; false when it stays eager.
+  bool replay_on_worker(uint64_t path, const WorkerSpan& span);
   // Paths the detector evicted: the workers holding them drop them.
   void forget_hot_paths(const std::vector<uint64_t>& paths);
 
@@ -256,12 +266,19 @@ class ClientSession {
   HeldBatch held_;
   std::unique_ptr<asio::steady_timer> hold_timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the hold deadline
-  std::unordered_map<uint64_t, uint32_t> hot_defined_;  // hot path -> the worker holding it
+  // Hot path -> the workers holding a part of it, each with a hash of the part it holds (a
+  // repetition whose part differs, planned differently since, defines it again).
+  struct HotPart {
+    uint32_t worker;
+    uint64_t hash;
+  };
+  std::unordered_map<uint64_t, std::vector<HotPart>> hot_defined_;
   uint64_t hot_replays_ = 0;  // stretches sent as a HotRun
   int64_t hot_bytes_saved_ = 0;
   // Reused by replay_by_reference.
   std::vector<uint32_t> scratch_result_instr_;
   std::unordered_map<uint64_t, uint32_t> scratch_slots_;
+  std::vector<uint64_t> scratch_refs_, scratch_tags_;
   // The client's shared-memory arena (session_shm.cpp), and the generation given to each
   // worker that wrote a fetch into it.
   struct ShmArenaHeld {

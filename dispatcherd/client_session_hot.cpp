@@ -1,37 +1,50 @@
 // Hot paths replayed by reference (ARCHITECTURE §7, issue 11 step 2). When the detector cuts a
-// stretch that is a hot path, and every instruction of it went as is into one worker's batch of
-// this frame (no sharding, no moves, nothing poisoned), the dispatcher has already done all its
-// work for it: validation, placement, handles, quota charges. What remains is what goes on the
-// wire. The stretch's range of that batch becomes one HotRun {path, bindings, first_out, upload
-// payloads}; the first time on that worker the HotPath (the same instructions over symbolic
-// references) goes with it. The worker runs the path's instructions exactly as it would have run
-// the batch's (and may fuse them: workerd/hot_path_store.h).
+// stretch that is a hot path, planned in one frame (nothing poisoned), the dispatcher has already
+// done all its work for it: validation, placement, sharding plans and their exchanges, handles,
+// quota charges. What remains is what goes on the wire. Each worker's part of the stretch (a
+// consecutive range of its batch of this frame) becomes one HotRun {path, bindings, first_out,
+// upload payloads, tag_base}; the first time on that worker the HotPath (the part's
+// instructions over symbolic references) goes with it. A sharded stretch has a part on each
+// member, their exchanges included: tags are relative to the stretch's first collective, and
+// each run's tag_base puts them back, so the members pair the same messages as eagerly. The
+// worker runs the part's instructions exactly as it would have run the batch's (and may fuse
+// them: workerd/hot_path_store.h).
 //
-// Frees inside the range: those of the stretch's own results belong to the path (the signature
+// Each part is hashed as its HotPath would hold it; a repetition whose part differs from the
+// one its worker holds (planned differently since: a worker joined, say) defines it again. A
+// part that does not qualify (a handle out of its range) is sent eagerly: the members of a
+// sharded path need not agree, each runs the same instructions in the same order either way.
+//
+// Frees inside a part: those of the stretch's own results belong to the path (the signature
 // records where they fall, so every repetition frees the same ones); those of older tensors are
 // not part of it and move right after the HotRun (later is always safe for a free). The batch's
 // sequence cost is unchanged (WorkerBatch.hot_extra), so acks, windows and quotas see the
 // replayed stretch as its eager instructions.
+#include <algorithm>
 #include <limits>
 
 #include "dispatcherd/client_session.h"
 #include "dispatcherd/dispatcher.h"
+#include "libgtcore/comm.h"
 
 namespace gt::dispatcher {
 
-void ClientSession::note_plain_instr(WorkerState& w, size_t payload_bytes) {
-  if (!span_.eligible) return;
-  span_.payload_bytes += payload_bytes;
+void ClientSession::note_worker_instr(WorkerState& w) {
+  if (!hot_.enabled() || !span_.eligible) return;
   if (!span_.started) {
-    const v1::WorkerBatch& b = pool_.scratch_for(w, id_);
     span_.started = true;
-    span_.worker = w.id;
-    span_.first_instr = b.instrs_size();
-    span_.first_free = b.frees_size();
-    span_.first_handle = w.next_handle;
-    return;
+    span_.first_tag = pool_.peek_comm_tag();
   }
-  if (w.id != span_.worker) span_.eligible = false;
+  for (const WorkerSpan& s : span_.workers)
+    if (s.worker == w.id) return;
+  const v1::WorkerBatch& b = pool_.scratch_for(w, id_);
+  span_.workers.push_back(WorkerSpan{w.id, b.instrs_size(), b.frees_size(), w.next_handle});
+}
+
+void ClientSession::note_plain_instr(WorkerState& w, size_t payload_bytes) {
+  if (!hot_.enabled() || !span_.eligible) return;
+  span_.payload_bytes += payload_bytes;
+  note_worker_instr(w);
 }
 
 namespace {
@@ -44,13 +57,16 @@ constexpr uint64_t kMaxHeldPayloadBytes = uint64_t{64} << 20;
 }  // namespace
 
 void ClientSession::hold_if_hot() {
-  if (!span_.started || !span_.eligible || held_.active || !opts_.hot_path_replay ||
+  // (A stretch over several workers is not held: their exchanges would wait on each other.)
+  if (!span_.started || !span_.eligible || span_.workers.size() != 1 || held_.active ||
+      !opts_.hot_path_replay ||
       log_instrs_ || log_->enabled() || span_.payload_bytes > kMaxHeldPayloadBytes ||
       !hot_.follows_hot_path())
     return;
-  if (!pool_.take_scratch(span_.worker, &held_.batch, &held_.cost_ns)) return;
+  const uint32_t worker = span_.workers[0].worker;
+  if (!pool_.take_scratch(worker, &held_.batch, &held_.cost_ns)) return;
   held_.active = true;
-  held_.worker = span_.worker;
+  held_.worker = worker;
   held_.bytes = held_.batch.ByteSizeLong();
   const uint64_t generation = ++held_.generation;
   if (!hold_timer_) hold_timer_ = std::make_unique<asio::steady_timer>(conn_->io->socket().get_executor());
@@ -76,19 +92,36 @@ void ClientSession::release_held() {
 }
 
 void ClientSession::replay_by_reference(uint64_t path) {
-  WorkerState* wp = pool_.find(span_.worker);
-  if (!wp) return;
+  bool replayed = false;
+  for (const WorkerSpan& span : span_.workers) replayed = replay_on_worker(path, span) || replayed;
+  if (replayed) ++hot_replays_;
+}
+
+namespace {
+// FNV-1a over 64-bit words: a part's hash (what its HotPath holds).
+struct PartHash {
+  uint64_t h = 1469598103934665603ull;
+  void add(uint64_t v) {
+    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+  }
+  template <class R>
+  void add_all(const R& r) {
+    add(static_cast<uint64_t>(r.size()));
+    for (auto v : r) add(static_cast<uint64_t>(v));
+  }
+};
+}  // namespace
+
+bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
+  WorkerState* wp = pool_.find(span.worker);
+  if (!wp) return false;
   WorkerState& w = *wp;
-  auto defined = hot_defined_.find(path);
-  // (The signature holds every outside tensor's placement, so a path stays on its worker; a
-  // creation-only path whose session moved home would run eagerly.)
-  if (defined != hot_defined_.end() && defined->second != w.id) return;
   v1::WorkerBatch& b = pool_.scratch_for(w, id_);
-  const int i0 = span_.first_instr, f0 = span_.first_free;
+  const int i0 = span.first_instr, f0 = span.first_free;
   const int n = b.instrs_size() - i0;
-  if (n <= 0 || f0 > b.frees_size()) return;
-  const uint64_t first = span_.first_handle, end = w.next_handle;
-  if (end < first || end - first > static_cast<uint64_t>(n)) return;
+  if (n <= 0 || f0 > b.frees_size()) return false;
+  const uint64_t first = span.first_handle, end = w.next_handle;
+  if (end < first || end - first > static_cast<uint64_t>(n)) return false;
 
   // Result handle -> the instruction (of the path) that made it.
   constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
@@ -97,33 +130,48 @@ void ClientSession::replay_by_reference(uint64_t path) {
   for (int k = 0; k < n; ++k) {
     const uint64_t out = b.instrs(i0 + k).out();
     if (out == 0) continue;
-    if (out < first || out >= end) return;  // not this stretch's handle: leave it eager
+    if (out < first || out >= end) return false;  // not this stretch's handle: leave it eager
     made_by[out - first] = static_cast<uint32_t>(k);
   }
   auto local = [&](uint64_t h) { return h >= first && h < end && made_by[h - first] != kNone; };
 
-  // What the worker batch will no longer carry (the HotRun, and the definition once, are
-  // counted against it).
-  uint64_t replaced_bytes = 0;
-  for (int k = 0; k < n; ++k) replaced_bytes += b.instrs(i0 + k).ByteSizeLong();
-
-  const bool define = defined == hot_defined_.end();
+  // The part as its HotPath would hold it: references (an input made in the part, or a binding
+  // slot), communication tags relative to the stretch's first, frees of its own results.
   v1::Instr run;
   v1::HotRun* hot = run.mutable_hot();
-  v1::HotPath def;
   std::unordered_map<uint64_t, uint32_t>& slot_of = scratch_slots_;
   slot_of.clear();
+  std::vector<uint64_t>& refs = scratch_refs_;
+  refs.clear();
+  std::vector<uint64_t>& rel_tags = scratch_tags_;  // per instruction (communication only)
+  rel_tags.assign(static_cast<size_t>(n), 0);
+  PartHash hash;
+  bool exchanges = false;
+  uint64_t replaced_bytes = 0;  // what the worker batch will no longer carry
   for (int k = 0; k < n; ++k) {
-    v1::Instr& in = *b.mutable_instrs(i0 + k);
-    v1::Instr* t = define ? def.add_instrs() : nullptr;
-    if (t) {
-      t->set_op(in.op());
-      *t->mutable_shape() = in.shape();
-      t->set_dtype(in.dtype());
-      *t->mutable_ints() = in.ints();
-      *t->mutable_reals() = in.reals();
-      t->set_out(in.out() != 0 ? 1 : 0);
+    const v1::Instr& in = b.instrs(i0 + k);
+    replaced_bytes += in.ByteSizeLong();
+    hash.add(in.op());
+    hash.add(in.comm());
+    hash.add(static_cast<uint64_t>(in.dtype()));
+    hash.add(in.out() != 0);
+    hash.add_all(in.shape());
+    hash.add_all(in.reals());  // (bit patterns would be exact; values differ only for -0 / NaN)
+    int tag_int = -1;
+    if (in.comm() != 0) {
+      const auto c = comm_from_wire(in.comm());
+      if (!c) return false;
+      tag_int = comm_tag_int(*c);
+      if (in.ints_size() <= tag_int) return false;
+      const uint64_t tag = static_cast<uint64_t>(in.ints(tag_int));
+      if (tag < span_.first_tag || tag >= pool_.peek_comm_tag()) return false;
+      rel_tags[static_cast<size_t>(k)] = tag - span_.first_tag;
+      exchanges = true;
     }
+    hash.add(static_cast<uint64_t>(in.ints_size()));
+    for (int i = 0; i < in.ints_size(); ++i)
+      hash.add(i == tag_int ? rel_tags[static_cast<size_t>(k)] : static_cast<uint64_t>(in.ints(i)));
+    hash.add(static_cast<uint64_t>(in.inputs_size()));
     for (uint64_t h : in.inputs()) {
       uint64_t ref;
       if (local(h)) {
@@ -133,16 +181,10 @@ void ClientSession::replay_by_reference(uint64_t path) {
         if (fresh) hot->add_bindings(h);
         ref = (static_cast<uint64_t>(it->second) << 1) | 1;
       }
-      if (t) t->add_inputs(ref);
+      refs.push_back(ref);
+      hash.add(ref);
     }
-    if (!in.data().empty() || in.has_shm()) {
-      if (define) def.add_uploads(static_cast<uint32_t>(k));
-      hot->add_data()->swap(*in.mutable_data());
-      if (in.has_shm() && hot->shm_size() == 0)  // entries for the uploads before it too
-        for (int u = 1; u < hot->data_size(); ++u) hot->add_shm();
-      if (in.has_shm()) *hot->add_shm() = in.shm();
-      else if (hot->shm_size() > 0) hot->add_shm();
-    }
+    hash.add(!in.data().empty() || in.has_shm());
   }
   // The range's frees: the path's own, or older tensors' (after the HotRun).
   std::vector<uint64_t> older;
@@ -154,17 +196,54 @@ void ClientSession::replay_by_reference(uint64_t path) {
       continue;
     }
     ++own_frees;
+    hash.add(made_by[h - first]);
+    hash.add(b.free_at(i) - static_cast<uint32_t>(i0));
+  }
+
+  std::vector<HotPart>& parts = hot_defined_[path];
+  auto part = std::find_if(parts.begin(), parts.end(), [&](const HotPart& p) { return p.worker == w.id; });
+  const bool define = part == parts.end() || part->hash != hash.h;
+  v1::HotPath def;
+  size_t next_ref = 0;
+  for (int k = 0; k < n; ++k) {
+    v1::Instr& in = *b.mutable_instrs(i0 + k);
     if (define) {
-      def.add_frees(made_by[h - first]);
-      def.add_free_at(b.free_at(i) - static_cast<uint32_t>(i0));
+      v1::Instr* t = def.add_instrs();
+      t->set_op(in.op());
+      t->set_comm(in.comm());
+      *t->mutable_shape() = in.shape();
+      t->set_dtype(in.dtype());
+      *t->mutable_ints() = in.ints();
+      if (in.comm() != 0)
+        t->set_ints(comm_tag_int(*comm_from_wire(in.comm())),
+                    static_cast<int64_t>(rel_tags[static_cast<size_t>(k)]));
+      *t->mutable_reals() = in.reals();
+      t->set_out(in.out() != 0 ? 1 : 0);
+      for (int i = 0; i < in.inputs_size(); ++i) t->add_inputs(refs[next_ref + static_cast<size_t>(i)]);
+    }
+    next_ref += static_cast<size_t>(in.inputs_size());
+    if (!in.data().empty() || in.has_shm()) {
+      if (define) def.add_uploads(static_cast<uint32_t>(k));
+      hot->add_data()->swap(*in.mutable_data());
+      if (in.has_shm() && hot->shm_size() == 0)  // entries for the uploads before it too
+        for (int u = 1; u < hot->data_size(); ++u) hot->add_shm();
+      if (in.has_shm()) *hot->add_shm() = in.shm();
+      else if (hot->shm_size() > 0) hot->add_shm();
     }
   }
+  if (define)
+    for (int i = f0; i < b.frees_size(); ++i)
+      if (local(b.frees(i))) {
+        def.add_frees(made_by[b.frees(i) - first]);
+        def.add_free_at(b.free_at(i) - static_cast<uint32_t>(i0));
+      }
   replaced_bytes += 2 * own_frees;  // a free and its position, a byte or two each
   b.mutable_instrs()->DeleteSubrange(i0, n);
   b.mutable_frees()->Truncate(f0);
   b.mutable_free_at()->Truncate(f0);
   hot->set_path(path);
   hot->set_first_out(first);
+  if (exchanges) hot->set_tag_base(span_.first_tag);
   *b.add_instrs() = std::move(run);
   for (uint64_t h : older) {
     b.add_frees(h);
@@ -174,21 +253,24 @@ void ClientSession::replay_by_reference(uint64_t path) {
   b.set_hot_extra(b.hot_extra() + static_cast<uint64_t>(n) + own_frees - 1);
   uint64_t sent_bytes = b.instrs(b.instrs_size() - 1).ByteSizeLong();
   if (define) {
+    // (On a worker, defining an id again replaces its definition.)
     def.set_id(path);
-    def.set_bindings(static_cast<uint32_t>(hot->bindings_size()));
+    def.set_bindings(static_cast<uint32_t>(b.instrs(b.instrs_size() - 1).hot().bindings_size()));
     sent_bytes += def.ByteSizeLong();
     *b.add_hot_define() = std::move(def);
-    hot_defined_.emplace(path, w.id);
+    if (part == parts.end()) parts.push_back(HotPart{w.id, hash.h});
+    else part->hash = hash.h;
   }
   hot_bytes_saved_ += static_cast<int64_t>(replaced_bytes) - static_cast<int64_t>(sent_bytes);
-  ++hot_replays_;
+  return true;
 }
 
 void ClientSession::forget_hot_paths(const std::vector<uint64_t>& paths) {
   for (uint64_t path : paths) {
     auto it = hot_defined_.find(path);
     if (it == hot_defined_.end()) continue;
-    if (WorkerState* w = pool_.find(it->second)) pool_.scratch_for(*w, id_).add_hot_forget(path);
+    for (const HotPart& part : it->second)
+      if (WorkerState* w = pool_.find(part.worker)) pool_.scratch_for(*w, id_).add_hot_forget(path);
     hot_defined_.erase(it);
   }
 }

@@ -179,6 +179,8 @@ void ClientSession::worker_lost(uint32_t worker, const std::shared_ptr<const v1:
     held_.batch.Clear();
     span_ = StretchSpan{};
   }
+  for (auto& [path, parts] : hot_defined_)  // (a part for it is defined again if it is back)
+    std::erase_if(parts, [&](const HotPart& p) { return p.worker == worker; });
   bool affected = workers_used_.erase(worker) > 0;
   for (auto& [id, e] : tensors_) {
     if (e.live() && e.placement.index_of(worker) >= 0) {

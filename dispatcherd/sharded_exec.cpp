@@ -17,6 +17,7 @@ namespace gt::dispatcher {
 uint64_t ClientSession::emit_op(uint32_t worker, OpId op, const OpAttrs& attrs,
                                 std::span<const uint64_t> inputs, bool has_out) {
   WorkerState& w = pool_.at(worker);
+  note_worker_instr(w);  // (a sharded stretch may be replayed: client_session_hot.cpp)
   v1::Instr* in = pool_.scratch_for(w, id_).add_instrs();
   encode_instr(op, attrs, in);
   for (uint64_t h : inputs) in->add_inputs(h);
@@ -29,6 +30,7 @@ uint64_t ClientSession::emit_op(uint32_t worker, OpId op, const OpAttrs& attrs,
 uint64_t ClientSession::emit_comm(uint32_t worker, CommId comm, const OpAttrs& attrs,
                                   std::span<const uint64_t> inputs) {
   WorkerState& w = pool_.at(worker);
+  note_worker_instr(w);
   v1::Instr* in = pool_.scratch_for(w, id_).add_instrs();
   encode_comm_instr(comm, attrs, in);
   for (uint64_t h : inputs) in->add_inputs(h);

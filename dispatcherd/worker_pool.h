@@ -157,6 +157,7 @@ class WorkerPool {
   void drop_queued(uint64_t session);
   // A tag unique per collective (matches the members' halves).
   uint64_t next_comm_tag() { return next_comm_tag_++; }
+  uint64_t peek_comm_tag() const { return next_comm_tag_; }  // the tag next_comm_tag() gives
 
   // Requests, routed back by the dispatcher's request id.
   // `shm` (FETCH): the client's shared-memory region to write the value into.

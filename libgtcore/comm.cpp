@@ -53,6 +53,10 @@ int CommGroup::index_of(uint32_t worker) const {
   return it == workers.end() ? -1 : static_cast<int>(it - workers.begin());
 }
 
+int comm_tag_int(CommId c) {
+  return c == CommId::k_send || c == CommId::k_recv ? 1 : 0;  // {peer, tag}; {tag, ...}
+}
+
 OpAttrs make_send(uint32_t peer, uint64_t tag) {
   OpAttrs a;
   a.push_int(peer);

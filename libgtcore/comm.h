@@ -44,6 +44,10 @@ struct CommGroup {
   int index_of(uint32_t worker) const;
 };
 
+// Which of a comm instruction's OpAttrs.ints is its tag (the layouts in comm.def): hot paths
+// replace it at every run (HotRun.tag_base).
+int comm_tag_int(CommId c);
+
 // Attribute builders (dispatcher side).
 OpAttrs make_send(uint32_t peer, uint64_t tag);
 OpAttrs make_recv(uint32_t peer, uint64_t tag, const TensorMeta& meta);

@@ -124,6 +124,8 @@ void Executor::bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run) {
                            : first_out + static_cast<uint64_t>(p.result[ref >> 1]));
   }
   t.set_out(p.result[k] >= 0 ? first_out + static_cast<uint64_t>(p.result[k]) : 0);
+  if (p.tag_int[k] >= 0)  // (uint64 arithmetic: tags wrap the same on every member)
+    t.set_ints(p.tag_int[k], static_cast<int64_t>(p.tag_offset[k] + run.tag_base()));
 }
 
 bool Executor::run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::GraphSegment& seg,

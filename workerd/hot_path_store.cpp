@@ -2,6 +2,7 @@
 // transposes their matmuls can fold in, and their graph segments.
 #include "workerd/hot_path_store.h"
 
+#include "libgtcore/comm.h"
 #include "workerd/kernels/op_traits.h"
 
 namespace gt::worker {
@@ -119,7 +120,7 @@ void find_segments(HotPathDef& d, const std::function<bool(OpId)>& capturable) {
   const size_t n = d.instrs.size();
   d.segment_at.assign(n, -1);
   auto recordable = [&](size_t k) {
-    if (d.upload[k] >= 0) return false;
+    if (d.upload[k] >= 0 || d.tag_int[k] >= 0) return false;  // (no exchange in a graph)
     auto op = op_from_wire(d.instrs[k].op());
     return op && capturable(*op);
   };
@@ -146,11 +147,23 @@ Status check_and_build(const v1::HotPath& p, HotPathDef& d) {
   d.result.assign(n, -1);
   d.upload.assign(n, -1);
   d.ref_begin.assign(1, 0);
+  d.tag_int.assign(n, -1);
+  d.tag_offset.assign(n, 0);
   for (size_t k = 0; k < n; ++k) {
     v1::Instr& in = d.instrs[k];
-    if (in.op() == 0 || in.comm() != 0 || in.has_signal() || in.has_config() || in.has_hot() ||
+    const bool comm = in.op() == 0 && in.comm() != 0;
+    if ((in.op() == 0) == (in.comm() == 0) || in.has_signal() || in.has_config() || in.has_hot() ||
         !in.data().empty() || in.has_shm() || in.out() > 1)
-      return invalid_argument("hot path {}: instruction {} is not a plain op", p.id(), k);
+      return invalid_argument("hot path {}: instruction {} is neither an op nor a communication",
+                              p.id(), k);
+    if (comm) {  // a sharded path's exchange: its tag is relative to the run's tag_base
+      const auto c = comm_from_wire(in.comm());
+      if (!c || (in.out() == 1) == (*c == CommId::k_send) || in.ints_size() <= comm_tag_int(*c))
+        return invalid_argument("hot path {}: instruction {} is not a valid communication",
+                                p.id(), k);
+      d.tag_int[k] = comm_tag_int(*c);
+      d.tag_offset[k] = static_cast<uint64_t>(in.ints(d.tag_int[k]));
+    }
     if (in.out() == 1) d.result[k] = d.results++;
     for (uint64_t r : in.inputs()) {
       const bool bound = (r & 1) != 0;

@@ -4,7 +4,9 @@
 // dispatcher sends is trusted: a definition whose references point forward, out of range, or at
 // an instruction without a result is refused, and a session holds a bounded number of paths and
 // instructions. Definitions die with their session (end_session), on hot_forget, and when the
-// dispatcher goes away.
+// dispatcher goes away. A path holds ops and, for a sharded path, the communication between its
+// members (libgtcore/comm.def), whose tags each run offsets (HotRun.tag_base); a communication
+// is never part of a fused chain or a graph segment.
 //
 // At definition the path is also analysed for elementwise chains the device may fuse
 // (workerd/fusion.h): runs of consecutive fusable ops, each consuming the previous one's result,
@@ -37,6 +39,10 @@ struct HotPathDef {
   std::vector<uint32_t> ref_begin;   // instruction k's refs: [ref_begin[k], ref_begin[k + 1])
   std::vector<int64_t> result;       // instruction k's result number, -1 in place
   std::vector<int32_t> upload;       // instruction k's payload number in the HotRun, -1 none
+  // Communication (a sharded path's exchange): instruction k's tag is ints[tag_int[k]] (-1: not
+  // a communication), tag_offset[k] + HotRun.tag_base at each run.
+  std::vector<int32_t> tag_int;
+  std::vector<uint64_t> tag_offset;
   struct Free {
     uint32_t at;     // after this many instructions
     uint32_t instr;  // whose result

@@ -59,11 +59,27 @@ struct Loop {
   std::vector<float> x = values(32, 0.5f), x2 = values(48, 0.25f), w = values(64, 0.125f),
                      b = values(8, 0.1f);
 
-  explicit Loop(const std::string& address, bool with_chain = false)
+  // rows_over_two_workers: everything runs under a signal scope that splits tensors along axis 0
+  // over workers 0 and 1, so every step exchanges shards (the plan's collectives and moves).
+  explicit Loop(const std::string& address, bool with_chain = false,
+                bool rows_over_two_workers = false)
       : c(address), chain(with_chain) {
     v1::ServerMessage hello = c.hello();
     REQUIRE(hello.has_welcome());
     session = hello.welcome().session_id();
+    if (rows_over_two_workers) {
+      v1::ClientMessage m;
+      v1::SignalConfigEntry* cfg = m.mutable_batch()->add_instrs()->mutable_config();
+      cfg->set_name("rows");
+      cfg->set_has_shard(true);
+      cfg->set_axis(0);
+      cfg->add_workers(0);
+      cfg->add_workers(1);
+      v1::SignalEvent* enter = m.mutable_batch()->add_instrs()->mutable_signal();
+      enter->set_kind(v1::SignalEvent::ENTER);
+      enter->set_name("rows");
+      c.send(m);
+    }
     c.send(batch_of({from_floats(1, x, Shape{4, 8}), from_floats(2, x2, Shape{6, 8}),
                      from_floats(3, w, Shape{8, 8}), from_floats(4, b, Shape{8})}));
     REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);

@@ -56,6 +56,56 @@ TEST_CASE("hot paths replayed by reference: bitwise the eager losses, chains fus
   CHECK(hot.fused_ops == 7 * 8);
 }
 
+TEST_CASE("hot paths: a sharded stretch is replayed on both workers, its exchanges included",
+          "[hot][replay][shard]") {
+  struct Sharded {
+    std::vector<float> losses;
+    uint64_t replays = 0;
+    std::vector<uint64_t> runs, peer_bytes;  // per worker
+  };
+  auto run = [](bool replay) {
+    std::vector<std::string> args;
+    if (!replay) args.push_back("--hot-path-replay=false");
+    args.push_back("--heartbeat-interval-ms=50");  // the workers' figures below, fresh
+    Daemons d(DaemonOptions{2, args});
+    Loop a(d.address(), /*chain=*/true, /*rows_over_two_workers=*/true);
+    Sharded r;
+    for (int i = 0; i < 6; ++i) r.losses.push_back(a.step(1));  // each checked on the host
+    for (int i = 0; i < 2; ++i) r.losses.push_back(a.step(2));  // another shape: re-detected
+    const v1::StatusReport s = status_of(a.c);
+    REQUIRE(s.sessions_size() == 1);
+    r.replays = s.sessions(0).hot_path_replays();
+    // The workers' figures come with their heartbeats: read until they hold still.
+    int same = 0;
+    for (int i = 0; i < 100 && same < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const v1::StatusReport t = status_of(a.c);
+      std::vector<uint64_t> runs, bytes;
+      for (const v1::WorkerStatus& w : t.workers()) {
+        runs.push_back(w.hot_path_hits());
+        bytes.push_back(w.peer_bytes_sent());
+      }
+      same = runs == r.runs && bytes == r.peer_bytes && runs.size() == 2 ? same + 1 : 0;
+      r.runs = runs;
+      r.peer_bytes = bytes;
+    }
+    return r;
+  };
+  const Sharded eager = run(false);
+  const Sharded hot = run(true);
+  CHECK(hot.losses == eager.losses);  // bitwise, step by step
+  CHECK(eager.replays == 0);
+  // Steps 2-6 on x, step 8 on x2 (detected at its second step): each a HotRun on each worker.
+  CHECK(hot.replays == 6);
+  REQUIRE(hot.runs.size() == 2);
+  CHECK(hot.runs[0] == 6);
+  CHECK(hot.runs[1] == 6);
+  REQUIRE(eager.runs == std::vector<uint64_t>{0, 0});
+  // The shards were exchanged, replayed or not: the same bytes either way.
+  CHECK(hot.peer_bytes[0] + hot.peer_bytes[1] > 0);
+  CHECK(hot.peer_bytes == eager.peer_bytes);
+}
+
 TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager losses; a failed "
           "capture runs eagerly", "[hot][replay][sim][graph]") {
   // (Fused kernels off: one becoming ready mid-loop would change a graph's topology.)

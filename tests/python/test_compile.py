@@ -174,15 +174,25 @@ def train(compiled, steps=6):
 
 eager = train(False)
 hot = train(True)
-session = max(gt.debug.status()["sessions"], key=lambda s: s.get("instructions", 0))
+# (Workers report their counts with their heartbeats: wait for both to have run some.)
+deadline = time.time() + 10
+while True:
+    status = gt.debug.status()
+    runs = [w.get("hot_path_hits", 0) for w in status["workers"]]
+    if (len(runs) == 2 and min(runs) >= 4) or time.time() > deadline:
+        break
+    time.sleep(0.1)
+session = max(status["sessions"], key=lambda s: s.get("instructions", 0))
 print(json.dumps({"eager": eager, "hot": hot, "hits": session.get("hot_path_hits", 0),
+                  "replays": session.get("hot_path_replays", 0),
+                  "worker_runs": runs,
                   "workers": len(gt.debug.get_worker_stats())}))
 '''
 
 
 def test_compiled_data_parallel_step_gives_the_eager_losses():
-    # Sharded stretches are planned (moves, collectives) every time: they are detected as hot
-    # paths but not replayed by reference, and give bitwise the eager losses.
+    # A sharded step is replayed by reference on both workers (one HotRun each, their exchanges
+    # included) and gives bitwise the eager losses.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     config = os.path.join(root, "examples", "python", "sharding.yaml")
     r = run_python(_DATA_PARALLEL, args=[config], env={"GT_ADDRESS": ""}, timeout=120)
@@ -193,6 +203,8 @@ def test_compiled_data_parallel_step_gives_the_eager_losses():
     assert out["hot"] == out["eager"]  # bitwise, step by step
     assert out["eager"][-1] < out["eager"][0]
     assert out["hits"] >= 4  # the compiled step was a hot path at every call after the first
+    assert out["replays"] >= 4  # ... and went to the workers as HotRuns
+    assert len(out["worker_runs"]) == 2 and min(out["worker_runs"]) >= 4, out["worker_runs"]
 
 
 def test_compile_false_scope_turns_hot_path_detection_off():

@@ -13,6 +13,8 @@
 
 #include "cpu_rig.h"
 #include "executor_test_util.h"
+#include "libgtcore/comm.h"
+#include "libgtcore/instr_codec.h"
 #include "workerd/cpu/cpu_backend.h"
 #include "workerd/executor.h"
 
@@ -260,6 +262,40 @@ TEST_CASE("hot path definitions that do not hold together are refused", "[worker
   v1::HotPath empty;
   empty.set_id(4);
   CHECK(refused(empty));
+  // Communication (a sharded path's exchange): a known comm with its tag, a result exactly
+  // when it is not a send, and not an op at the same time.
+  auto with_comm = [&](CommId c, const OpAttrs& a, uint64_t out) {
+    v1::HotPath p = base();
+    v1::Instr* in = p.add_instrs();
+    encode_comm_instr(c, a, in);
+    in->add_inputs(local(1));
+    in->set_out(out);
+    return p;
+  };
+  const uint32_t pair[] = {0, 1};
+  CHECK(refused(with_comm(CommId::k_send, make_send(1, 7), 1)));  // a send has no result
+  CHECK(refused(with_comm(CommId::k_all_reduce, make_all_reduce(7, ReduceKind::kSum, pair), 0)));
+  CHECK(refused(with_comm(CommId::k_send, OpAttrs{}, 0)));  // no tag
+  v1::HotPath unknown = with_comm(CommId::k_send, make_send(1, 7), 0);
+  unknown.mutable_instrs(2)->set_comm(99);
+  CHECK(refused(unknown));
+  v1::HotPath both = with_comm(CommId::k_send, make_send(1, 7), 0);
+  both.mutable_instrs(2)->set_op(op_wire_id(OpId::k_neg));
+  CHECK(refused(both));
+  {
+    v1::WorkerBatch b = r.batch();
+    v1::HotPath ok = with_comm(CommId::k_all_reduce, make_all_reduce(7, ReduceKind::kSum, pair), 1);
+    ok.set_id(6);
+    *b.add_hot_define() = std::move(ok);
+    const size_t errors = r.out.errors().size();
+    r.run(std::move(b));
+    CHECK(r.out.errors().size() == errors);
+    CHECK(r.load().hot_paths() == 1);
+    v1::WorkerBatch f = r.batch();
+    f.add_hot_forget(6);
+    r.run(std::move(f));
+    REQUIRE(r.load().hot_paths() == 0);
+  }
 
   // Runs that do not match their path: reported, nothing made, the worker goes on.
   const size_t before = r.out.errors().size();
