@@ -59,22 +59,25 @@ struct Loop {
   std::vector<float> x = values(32, 0.5f), x2 = values(48, 0.25f), w = values(64, 0.125f),
                      b = values(8, 0.1f);
 
-  // rows_over_two_workers: everything runs under a signal scope that splits tensors along axis 0
-  // over workers 0 and 1, so every step exchanges shards (the plan's collectives and moves).
-  explicit Loop(const std::string& address, bool with_chain = false,
-                bool rows_over_two_workers = false)
+  // Rows: everything runs under a signal scope that splits tensors along axis 0 over workers 0
+  // and 1 (or over every worker there is at each instruction), so steps exchange shards (the
+  // plan's collectives and moves).
+  enum class Rows { kWhole, kOverTwoWorkers, kOverAllWorkers };
+  explicit Loop(const std::string& address, bool with_chain = false, Rows rows = Rows::kWhole)
       : c(address), chain(with_chain) {
     v1::ServerMessage hello = c.hello();
     REQUIRE(hello.has_welcome());
     session = hello.welcome().session_id();
-    if (rows_over_two_workers) {
+    if (rows != Rows::kWhole) {
       v1::ClientMessage m;
       v1::SignalConfigEntry* cfg = m.mutable_batch()->add_instrs()->mutable_config();
       cfg->set_name("rows");
       cfg->set_has_shard(true);
       cfg->set_axis(0);
-      cfg->add_workers(0);
-      cfg->add_workers(1);
+      if (rows == Rows::kOverTwoWorkers) {
+        cfg->add_workers(0);
+        cfg->add_workers(1);
+      }
       v1::SignalEvent* enter = m.mutable_batch()->add_instrs()->mutable_signal();
       enter->set_kind(v1::SignalEvent::ENTER);
       enter->set_name("rows");

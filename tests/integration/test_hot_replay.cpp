@@ -68,7 +68,7 @@ TEST_CASE("hot paths: a sharded stretch is replayed on both workers, its exchang
     if (!replay) args.push_back("--hot-path-replay=false");
     args.push_back("--heartbeat-interval-ms=50");  // the workers' figures below, fresh
     Daemons d(DaemonOptions{2, args});
-    Loop a(d.address(), /*chain=*/true, /*rows_over_two_workers=*/true);
+    Loop a(d.address(), /*chain=*/true, Loop::Rows::kOverTwoWorkers);
     Sharded r;
     for (int i = 0; i < 6; ++i) r.losses.push_back(a.step(1));  // each checked on the host
     for (int i = 0; i < 2; ++i) r.losses.push_back(a.step(2));  // another shape: re-detected
@@ -104,6 +104,32 @@ TEST_CASE("hot paths: a sharded stretch is replayed on both workers, its exchang
   // The shards were exchanged, replayed or not: the same bytes either way.
   CHECK(hot.peer_bytes[0] + hot.peer_bytes[1] > 0);
   CHECK(hot.peer_bytes == eager.peer_bytes);
+}
+
+TEST_CASE("hot paths: a worker joining re-plans a sharded path, whose parts are defined again",
+          "[hot][replay][shard]") {
+  Daemons d(DaemonOptions{1, {"--heartbeat-interval-ms=50"}});
+  Loop a(d.address(), /*chain=*/true, Loop::Rows::kOverAllWorkers);
+  for (int i = 0; i < 3; ++i) a.step(1);  // all on worker 0; replayed from the second step
+  d.add_worker();
+  d.wait_for_workers(2);
+  // The same stretch (the same signature) is now planned over two workers: worker 0's part
+  // differs from the one it holds and is defined again, worker 1's is new. A stale definition
+  // would not match the runs (an error) or give other values (each loss is host-checked).
+  for (int i = 0; i < 3; ++i) a.step(1);
+  const v1::StatusReport s = status_of(a.c);
+  REQUIRE(s.sessions_size() == 1);
+  CHECK(s.sessions(0).hot_path_replays() == 5);
+  std::vector<uint64_t> runs;
+  for (int i = 0; i < 100; ++i) {
+    runs.clear();
+    const v1::StatusReport t = status_of(a.c);
+    for (const v1::WorkerStatus& w : t.workers()) runs.push_back(w.hot_path_hits());
+    if (runs == std::vector<uint64_t>{5, 3}) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(runs == std::vector<uint64_t>{5, 3});
+  CHECK(a.c.request(v1::Request::SYNC).errors_size() == 0);
 }
 
 TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager losses; a failed "
