@@ -1,7 +1,10 @@
 // gt-bench-dp: a data-parallel MLP training step (64x784 -> 256 -> 10, SGD, loss.item() every
-// step) on 2 CPU workers vs the same step on 1, from one run, plus the bytes moved between
-// workers per step against the minimum this sharding plan needs. Uses GT_ADDRESS when set
-// (it must have >= 2 workers), else an embedded default with 2 workers.
+// step) on 2 CPU workers vs the same step on 1, and the data-parallel step under gt::compile (its
+// hot path replayed on both workers, their exchanges included: issue 11), from one run, plus the
+// bytes moved between workers per step against the minimum this sharding plan needs. Uses
+// GT_ADDRESS when set (it must have >= 2 workers), else an embedded default with 2 workers.
+//
+// Usage: gt-bench-dp [STEPS] [--json]      (STEPS per mode, default 30, in 3 alternating blocks)
 //
 // Plan: the batch is split by rows over the workers (signal "data"); parameters live whole on
 // the session's home worker. Each step every other worker needs the parameters (P bytes each)
@@ -11,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -34,13 +38,14 @@ struct Step {
     for (auto& t : l2->parameters()) p.push_back(t);
     return p;
   }
-  float run() {
+  gt::Tensor step() {
     opt.zero_grad();
     gt::Tensor loss = gt::nn::functional::cross_entropy(l2(l1(x).relu()), labels);
     loss.backward();
     opt.step();
-    return loss.item<float>();
+    return loss;
   }
+  float run() { return step().item<float>(); }
 };
 
 uint64_t peer_bytes() {
@@ -52,9 +57,21 @@ uint64_t peer_bytes() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int steps = argc > 1 ? std::atoi(argv[1]) : 30;
+  int steps = 30;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) json = true;
+    else if (std::atoi(argv[i]) > 0) steps = std::atoi(argv[i]);
+    else {
+      std::fprintf(stderr, "usage: gt-bench-dp [STEPS] [--json]\n");
+      return 2;
+    }
+  }
   if (!std::getenv("GT_ADDRESS")) gt::set_embedded_workers(2);
   gt::register_config("data", gt::SignalConfig{gt::ShardConfig{0, {}, false}, "data", false});
+  // Eager data parallel: no hot-path replay (a stretch that happens to arrive in one frame
+  // would otherwise be replayed now and then).
+  gt::register_config("gt-bench-dp.eager", gt::SignalConfig{std::nullopt, "", false});
   gt::manual_seed(1);
   gt::Tensor x = gt::randn({64, 784});
   std::vector<int64_t> lv(64);
@@ -78,13 +95,23 @@ int main(int argc, char** argv) {
   Step single(x, labels);
   gt::manual_seed(2);
   Step dp(xs, labels);
+  gt::manual_seed(2);
+  Step hot(xs, labels);  // the same model again, trained under gt::compile
+  auto compiled = gt::compile([&] { return hot.step(); });
+  auto dp_eager = [&] {
+    gt::Tensor loss;
+    {
+      gt::signal::Scope scope("gt-bench-dp.eager");
+      loss = dp.step();
+    }
+    return loss.item<float>();
+  };
   int64_t param_bytes = 0;
   for (const auto& p : single.params) param_bytes += p.numel() * 4;
-  // Warm up both, then time them in alternating blocks so load changes hit both alike.
-  single.run();
-  dp.run();
-  std::vector<double> t1, t2;
-  float l1 = 0, l2 = 0;
+  // Warm up each, then time them in alternating blocks so load changes hit all alike.
+  float l1 = single.run(), l2 = dp_eager(), l3 = compiled().item<float>();
+  bool bitwise = l2 == l3;  // the compiled model follows the eager one step by step
+  std::vector<double> t1, t2, t3;
   uint64_t peer = 0;
   for (int block = 0; block < 3; ++block) {
     for (int i = 0; i < steps / 3; ++i) {
@@ -95,25 +122,50 @@ int main(int argc, char** argv) {
     uint64_t p0 = peer_bytes();
     for (int i = 0; i < steps / 3; ++i) {
       double t0 = now_s();
-      l2 = dp.run();
+      l2 = dp_eager();
       t2.push_back(now_s() - t0);
     }
     peer += peer_bytes() - p0;
+    for (int i = 0; i < steps / 3; ++i) {
+      double t0 = now_s();
+      l3 = compiled().item<float>();
+      t3.push_back(now_s() - t0);
+    }
+    bitwise = bitwise && l2 == l3;
   }
   const double per_step = static_cast<double>(peer) / static_cast<double>(t2.size());
   const double minimum = 2.0 * static_cast<double>(param_bytes) * static_cast<double>(workers - 1);
-  std::printf("gt-bench-dp: MLP 64x784->256->10 SGD step, loss.item() each step (%zu workers)\n",
-              workers);
-  std::printf("  1 worker:          median %.2f ms/step (loss %.4f)\n", median(t1) * 1e3, l1);
-  std::printf("  %zu workers (data): median %.2f ms/step (loss %.4f); ratio %.2fx of 1 worker\n",
-              workers, median(t2) * 1e3, l2, median(t2) / median(t1));
-  std::printf("  bytes between workers per step: %.0f; plan minimum %.0f (2 x %lld parameter bytes "
-              "x %zu other workers); ratio %.2fx\n",
-              per_step, minimum, static_cast<long long>(param_bytes), workers - 1, per_step / minimum);
-  // Data parallel must train exactly like one worker (same seed, same math up to rounding).
+  const double m1 = median(t1), m2 = median(t2), m3 = median(t3);
+  if (json) {
+    std::printf("{\"workers\": %zu, \"single_ms\": %.4f, \"dp_ms\": %.4f, \"dp_compiled_ms\": %.4f, "
+                "\"dp_over_single\": %.3f, \"compiled_over_eager\": %.3f, "
+                "\"peer_bytes_per_step\": %.0f, \"plan_minimum_bytes\": %.0f, "
+                "\"compiled_losses_bitwise\": %s}\n",
+                workers, m1 * 1e3, m2 * 1e3, m3 * 1e3, m2 / m1, m3 / m2, per_step, minimum,
+                bitwise ? "true" : "false");
+  } else {
+    std::printf("gt-bench-dp: MLP 64x784->256->10 SGD step, loss.item() each step (%zu workers)\n",
+                workers);
+    std::printf("  1 worker:          median %.2f ms/step (loss %.4f)\n", m1 * 1e3, l1);
+    std::printf("  %zu workers (data): median %.2f ms/step (loss %.4f); ratio %.2fx of 1 worker\n",
+                workers, m2 * 1e3, l2, m2 / m1);
+    std::printf("  %zu workers, gt::compile (hot path on each): median %.2f ms/step (loss %.4f); "
+                "ratio %.2fx of eager; losses %s\n",
+                workers, m3 * 1e3, l3, m3 / m2, bitwise ? "bitwise eager's" : "DIFFERENT");
+    std::printf("  bytes between workers per step: %.0f; plan minimum %.0f (2 x %lld parameter bytes "
+                "x %zu other workers); ratio %.2fx\n",
+                per_step, minimum, static_cast<long long>(param_bytes), workers - 1, per_step / minimum);
+  }
+  // Data parallel must train exactly like one worker (same seed, same math up to rounding), and
+  // the compiled step exactly like the eager one.
   if (!(std::fabs(l1 - l2) <= 1e-4f * (1.0f + std::fabs(l1)))) {
     std::fprintf(stderr, "gt-bench-dp: losses differ: 1 worker %.6f, %zu workers %.6f\n", l1,
                  workers, l2);
+    return 1;
+  }
+  if (!bitwise) {
+    std::fprintf(stderr, "gt-bench-dp: the compiled step's losses differ from eager's: %.9g vs %.9g\n",
+                 l3, l2);
     return 1;
   }
   return 0;
