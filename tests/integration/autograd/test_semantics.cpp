@@ -388,6 +388,9 @@ TEST_CASE("signal-scope hook points: recorded per node, applied around its gradi
   std::vector<Event> events;
   int alive = 0, max_alive = 0;
   struct Token {
+    // (A constructor, not aggregate initialization: make_shared with parentheses needs one
+    // before C++20's parenthesized aggregates, which clang 14 lacks.)
+    Token(std::vector<Event>* e, std::string s, int* a) : ev(e), scope(std::move(s)), alive(a) {}
     std::vector<Event>* ev;
     std::string scope;
     int* alive;

@@ -40,6 +40,7 @@ TEST_CASE("the backward scope token brackets each node's gradient ops", "[autogr
   };
   std::vector<Bracket> brackets;
   struct Token {
+    explicit Token(std::vector<Bracket>* brackets) : b(brackets) {}  // (clang 14: no paren-aggregates)
     std::vector<Bracket>* b;
     ~Token() { b->back().end = fake().instrs.size(); }
   };
