@@ -3,12 +3,15 @@
 // same losses; the session's replays and the worker's fused ops are counted (and are zero with
 // replay off); two sessions running the same loop over different shapes keep separate paths
 // (each checked against host arithmetic); a value-dependent failure inside a replayed path is
-// raised at the next sync naming its op; session end leaves no tensors and no paths.
+// raised at the next sync naming its op; session end leaves no tensors and no paths. A sharded
+// loop (rows over two workers) is replayed on both, exchanges included, bitwise eager's, and
+// leaves nothing behind; a worker joining re-plans it and its parts are defined again.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,13 +65,15 @@ TEST_CASE("hot paths: a sharded stretch is replayed on both workers, its exchang
     std::vector<float> losses;
     uint64_t replays = 0;
     std::vector<uint64_t> runs, peer_bytes;  // per worker
+    std::vector<uint64_t> left_after_end;    // per worker: bytes allocated and paths held
   };
   auto run = [](bool replay) {
     std::vector<std::string> args;
     if (!replay) args.push_back("--hot-path-replay=false");
     args.push_back("--heartbeat-interval-ms=50");  // the workers' figures below, fresh
     Daemons d(DaemonOptions{2, args});
-    Loop a(d.address(), /*chain=*/true, Loop::Rows::kOverTwoWorkers);
+    auto loop = std::make_unique<Loop>(d.address(), /*chain=*/true, Loop::Rows::kOverTwoWorkers);
+    Loop& a = *loop;
     Sharded r;
     for (int i = 0; i < 6; ++i) r.losses.push_back(a.step(1));  // each checked on the host
     for (int i = 0; i < 2; ++i) r.losses.push_back(a.step(2));  // another shape: re-detected
@@ -89,6 +94,18 @@ TEST_CASE("hot paths: a sharded stretch is replayed on both workers, its exchang
       r.runs = runs;
       r.peer_bytes = bytes;
     }
+    // The session ends: nothing of it is left on either worker, tensors or paths.
+    loop.reset();
+    RawClient watcher(d.address());
+    REQUIRE(watcher.hello().has_welcome());
+    for (int i = 0; i < 100; ++i) {
+      r.left_after_end.clear();
+      const v1::StatusReport t = status_of(watcher);
+      for (const v1::WorkerStatus& w : t.workers())
+        r.left_after_end.push_back(w.memory_used_bytes() + w.hot_paths());
+      if (r.left_after_end == std::vector<uint64_t>{0, 0}) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     return r;
   };
   const Sharded eager = run(false);
@@ -104,6 +121,8 @@ TEST_CASE("hot paths: a sharded stretch is replayed on both workers, its exchang
   // The shards were exchanged, replayed or not: the same bytes either way.
   CHECK(hot.peer_bytes[0] + hot.peer_bytes[1] > 0);
   CHECK(hot.peer_bytes == eager.peer_bytes);
+  CHECK(hot.left_after_end == std::vector<uint64_t>{0, 0});
+  CHECK(eager.left_after_end == std::vector<uint64_t>{0, 0});
 }
 
 TEST_CASE("hot paths: a worker joining re-plans a sharded path, whose parts are defined again",
