@@ -21,7 +21,9 @@
 // sequence cost is unchanged (WorkerBatch.hot_extra), so acks, windows and quotas see the
 // replayed stretch as its eager instructions.
 #include <algorithm>
+#include <bit>
 #include <limits>
+#include <type_traits>
 
 #include "dispatcherd/client_session.h"
 #include "dispatcherd/dispatcher.h"
@@ -98,16 +100,23 @@ void ClientSession::replay_by_reference(uint64_t path) {
 }
 
 namespace {
-// FNV-1a over 64-bit words: a part's hash (what its HotPath holds).
+// A part's hash (what its HotPath holds), a word at a time (MurmurHash3's 64-bit block step): it
+// only tells a part from the one defined before under the same signature.
 struct PartHash {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = 0x9E3779B97F4A7C15ull;
   void add(uint64_t v) {
-    for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xff)) * 1099511628211ull;
+    v *= 0x87c37b91114253d5ull;
+    v = std::rotl(v, 31) * 0x4cf5ad432745937full;
+    h = std::rotl(h ^ v, 27) * 5 + 0x52dce729;
   }
+  void add(double v) { add(std::bit_cast<uint64_t>(v)); }
   template <class R>
   void add_all(const R& r) {
     add(static_cast<uint64_t>(r.size()));
-    for (auto v : r) add(static_cast<uint64_t>(v));
+    for (auto v : r) {
+      if constexpr (std::is_floating_point_v<decltype(v)>) add(static_cast<double>(v));
+      else add(static_cast<uint64_t>(v));
+    }
   }
 };
 }  // namespace
@@ -151,12 +160,12 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
   for (int k = 0; k < n; ++k) {
     const v1::Instr& in = b.instrs(i0 + k);
     replaced_bytes += in.ByteSizeLong();
-    hash.add(in.op());
-    hash.add(in.comm());
+    hash.add(uint64_t{in.op()});
+    hash.add(uint64_t{in.comm()});
     hash.add(static_cast<uint64_t>(in.dtype()));
-    hash.add(in.out() != 0);
+    hash.add(uint64_t{in.out() != 0});
     hash.add_all(in.shape());
-    hash.add_all(in.reals());  // (bit patterns would be exact; values differ only for -0 / NaN)
+    hash.add_all(in.reals());
     int tag_int = -1;
     if (in.comm() != 0) {
       const auto c = comm_from_wire(in.comm());
@@ -184,7 +193,7 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
       refs.push_back(ref);
       hash.add(ref);
     }
-    hash.add(!in.data().empty() || in.has_shm());
+    hash.add(uint64_t{!in.data().empty() || in.has_shm()});
   }
   // The range's frees: the path's own, or older tensors' (after the HotRun).
   std::vector<uint64_t> older;
@@ -196,8 +205,8 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
       continue;
     }
     ++own_frees;
-    hash.add(made_by[h - first]);
-    hash.add(b.free_at(i) - static_cast<uint32_t>(i0));
+    hash.add(uint64_t{made_by[h - first]});
+    hash.add(uint64_t{b.free_at(i) - static_cast<uint32_t>(i0)});
   }
 
   std::vector<HotPart>& parts = hot_defined_[path];
