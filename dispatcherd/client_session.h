@@ -146,18 +146,23 @@ class ClientSession {
   void note_worker_instr(WorkerState& w);
   // A plain instruction with its upload payload (if any), before note_worker_instr.
   void note_plain_instr(WorkerState& w, size_t payload_bytes);
-  // A frame ends inside a stretch that so far is the hot path its predecessor was: the worker's
-  // batch is held back (not sent) so the whole stretch can go as one HotRun, for at most
-  // kHoldMicros after the frame; the next frame, that deadline, or the session's end releases it.
+  // A frame ends inside a stretch that so far is the beginning of a hot path: the frame's worker
+  // batches (all of them, each a worker's part of the stretch) are held back (not sent) so the
+  // whole stretch can go as HotRuns, for at most kHoldMicros after the frame; the next frame,
+  // that deadline, or the session's end releases them.
   void hold_if_hot();
-  void restore_held();          // the held batch becomes the worker's batch of this frame again
-  void release_held();          // the deadline passed: sent as it is (eagerly)
+  void restore_held();          // the held batches become the workers' batches of this frame again
+  void release_held();          // the deadline passed: sent as they are (eagerly)
   struct HeldBatch {
-    bool active = false;
     uint32_t worker = 0;
     v1::WorkerBatch batch;
-    size_t bytes = 0;  // batch's serialized size
     uint64_t cost_ns = 0;
+    bool comm = false;  // it holds communication (WorkerPool::take_scratch)
+  };
+  struct Held {
+    bool active = false;
+    std::vector<HeldBatch> batches;
+    size_t bytes = 0;  // their serialized size
     uint64_t generation = 0;  // which hold a deadline belongs to
   };
   // The stretch just cut is hot path `path`: its instructions in each worker's batch become one
@@ -263,7 +268,7 @@ class ClientSession {
   SignalState signals_;
   HotPathDetector hot_;
   StretchSpan span_;
-  HeldBatch held_;
+  Held held_;
   std::unique_ptr<asio::steady_timer> hold_timer_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the hold deadline
   // Hot path -> the workers holding a part of it, each with a hash of the part it holds (a

@@ -10,6 +10,10 @@
 // worker runs the part's instructions exactly as it would have run the batch's (and may fuse
 // them: workerd/hot_path_store.h).
 //
+// A stretch split over frames (a client's flusher sends as it goes) is held back while it is the
+// beginning of a hot path (hold_if_hot): every worker batch of the frame, or none, so that no
+// member of a sharded stretch waits in an exchange for a peer's batch held back.
+//
 // Each part is hashed as its HotPath would hold it; a repetition whose part differs from the
 // one its worker holds (planned differently since: a worker joined, say) defines it again. A
 // part that does not qualify (a handle out of its range) is sent eagerly: the members of a
@@ -59,17 +63,29 @@ constexpr uint64_t kMaxHeldPayloadBytes = uint64_t{64} << 20;
 }  // namespace
 
 void ClientSession::hold_if_hot() {
-  // (A stretch over several workers is not held: their exchanges would wait on each other.)
-  if (!span_.started || !span_.eligible || span_.workers.size() != 1 || held_.active ||
-      !opts_.hot_path_replay ||
-      log_instrs_ || log_->enabled() || span_.payload_bytes > kMaxHeldPayloadBytes ||
-      !hot_.follows_hot_path())
+  if (!span_.started || !span_.eligible || held_.active || !opts_.hot_path_replay ||
+      log_instrs_ || log_->enabled() || span_.payload_bytes > kMaxHeldPayloadBytes)
     return;
-  const uint32_t worker = span_.workers[0].worker;
-  if (!pool_.take_scratch(worker, &held_.batch, &held_.cost_ns)) return;
+  // Every batch of the frame is a part of the stretch, or nothing is held: a member's exchange
+  // must never wait for a batch held back (nor leave before its peer's in the global order).
+  const std::vector<uint32_t>& touched = pool_.touched();
+  if (touched.size() != span_.workers.size()) return;
+  for (uint32_t w : touched)
+    if (std::none_of(span_.workers.begin(), span_.workers.end(),
+                     [&](const WorkerSpan& s) { return s.worker == w; }))
+      return;
+  if (!hot_.follows_hot_path()) return;
+  held_.batches.clear();
+  held_.bytes = 0;
+  for (const WorkerSpan& s : span_.workers) {
+    HeldBatch h;
+    h.worker = s.worker;
+    if (!pool_.take_scratch(s.worker, &h.batch, &h.cost_ns, &h.comm)) continue;
+    held_.bytes += h.batch.ByteSizeLong();
+    held_.batches.push_back(std::move(h));
+  }
+  if (held_.batches.empty()) return;
   held_.active = true;
-  held_.worker = worker;
-  held_.bytes = held_.batch.ByteSizeLong();
   const uint64_t generation = ++held_.generation;
   if (!hold_timer_) hold_timer_ = std::make_unique<asio::steady_timer>(conn_->io->socket().get_executor());
   hold_timer_->expires_after(std::chrono::microseconds(kHoldMicros));
@@ -81,8 +97,9 @@ void ClientSession::hold_if_hot() {
 
 void ClientSession::restore_held() {
   held_.active = false;
-  pool_.restore_scratch(held_.worker, id_, std::move(held_.batch), held_.cost_ns);
-  held_.batch.Clear();
+  for (HeldBatch& h : held_.batches)
+    pool_.restore_scratch(h.worker, id_, std::move(h.batch), h.cost_ns, h.comm);
+  held_.batches.clear();
 }
 
 void ClientSession::release_held() {

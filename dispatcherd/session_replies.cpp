@@ -4,6 +4,7 @@
 // poisoned, fetched poisons identified, and the loss of a worker's tensors.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 
 #include "dispatcherd/client_session.h"
 #include "dispatcherd/dispatcher.h"
@@ -174,10 +175,14 @@ void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, 
 }
 
 void ClientSession::worker_lost(uint32_t worker, const std::shared_ptr<const v1::ErrorInfo>& err) {
-  if (held_.active && held_.worker == worker) {  // held work for it is lost with it
-    held_.active = false;
-    held_.batch.Clear();
-    span_ = StretchSpan{};
+  if (held_.active) {  // held work for it is lost with it; the rest goes as it is
+    auto lost = std::find_if(held_.batches.begin(), held_.batches.end(),
+                             [&](const HeldBatch& h) { return h.worker == worker; });
+    if (lost != held_.batches.end()) {
+      held_.batches.erase(lost);
+      span_.eligible = false;  // (the stretch runs eagerly, what is left of it)
+      if (held_.batches.empty()) held_.active = false;
+    }
   }
   for (auto& [path, parts] : hot_defined_)  // (a part for it is defined again if it is back)
     std::erase_if(parts, [&](const HotPart& p) { return p.worker == worker; });

@@ -38,11 +38,14 @@ void WorkerPool::flush() {
   touched_.clear();
 }
 
-bool WorkerPool::take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* cost_ns) {
+bool WorkerPool::take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* cost_ns,
+                              bool* comm) {
   WorkerState* w = find(worker);
-  if (!w || !w->scratch_used || w->scratch_comm) return false;
+  if (!w || !w->scratch_used) return false;
   out->Swap(w->scratch.mutable_batch());
   *cost_ns = w->scratch_cost_ns;
+  *comm = w->scratch_comm;
+  w->scratch_comm = false;
   w->scratch.Clear();
   w->scratch_used = false;
   w->scratch_cost_ns = 0;
@@ -51,7 +54,7 @@ bool WorkerPool::take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* c
 }
 
 void WorkerPool::restore_scratch(uint32_t worker, uint64_t session, v1::WorkerBatch&& batch,
-                                 uint64_t cost_ns) {
+                                 uint64_t cost_ns, bool comm) {
   WorkerState* w = find(worker);
   if (!w) return;  // gone meanwhile: what the batch would have made is lost with it
   v1::WorkerBatch& s = scratch_for(*w, session);
@@ -72,6 +75,7 @@ void WorkerPool::restore_scratch(uint32_t worker, uint64_t session, v1::WorkerBa
   s.set_hot_extra(s.hot_extra() + later.hot_extra());
   if (later.end_session()) s.set_end_session(true);
   w->scratch_cost_ns += cost_ns;
+  if (comm) w->scratch_comm = true;
 }
 
 void WorkerPool::drop_queued(uint64_t session) {

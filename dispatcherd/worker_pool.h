@@ -144,13 +144,17 @@ class WorkerPool {
     if (WorkerState* w = find(worker)) emit_free(*w, session, handle);
   }
   void flush();
-  // A session holding its batch back across frames (a hot path being replayed,
+  // A session holding its batches back across frames (a hot path being replayed,
   // client_session_hot.cpp): take_scratch() removes worker `worker`'s scratch batch from the
-  // frame (false: none, or it holds communication), restore_scratch() makes it that worker's
-  // scratch batch again, first thing in a later frame (before anything else is added to it).
-  bool take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* cost_ns);
+  // frame (false: none; `*comm`: it holds communication), restore_scratch() makes it that
+  // worker's scratch batch again, first thing in a later frame (before anything else is added
+  // to it). A session that holds a batch with communication holds every batch of its frame, so
+  // they all go out together, in the global order communication needs (flush_worker).
+  bool take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* cost_ns, bool* comm);
   void restore_scratch(uint32_t worker, uint64_t session, v1::WorkerBatch&& batch,
-                       uint64_t cost_ns);
+                       uint64_t cost_ns, bool comm);
+  // The workers with a scratch batch in the current frame.
+  const std::vector<uint32_t>& touched() const { return touched_; }
   // A session's batches still waiting in the fair queues are dropped (its client left): the
   // tensors they would create are never made, but their frees still go out (they may name
   // tensors that batches already sent did make).

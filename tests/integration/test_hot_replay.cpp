@@ -326,13 +326,13 @@ struct SplitFrameRuns {
   uint64_t replays = 0;
 };
 template <class Steps>
-SplitFrameRuns run_split_frames(Steps steps) {
+SplitFrameRuns run_split_frames(Steps steps, Loop::Rows rows = Loop::Rows::kWhole) {
   SplitFrameRuns r;
   for (bool replay : {false, true}) {
     std::vector<std::string> args;
     if (!replay) args.push_back("--hot-path-replay=false");
-    Daemons d(DaemonOptions{1, args});
-    Loop a(d.address(), /*chain=*/true);
+    Daemons d(DaemonOptions{rows == Loop::Rows::kWhole ? 1 : 2, args});
+    Loop a(d.address(), /*chain=*/true, rows);
     a.split_frames = true;
     (replay ? r.hot : r.eager) = steps(a);
     if (replay) r.replays = status_of(a.c).sessions(0).hot_path_replays();
@@ -355,6 +355,22 @@ TEST_CASE("hot paths: a stretch sent one instruction per frame is held back and 
   CHECK(r.hot == r.eager);  // bitwise
   // Step 2 defines the path (its frames went out eagerly); steps 3-6 are held and replayed.
   CHECK(r.replays == 4);
+}
+
+TEST_CASE("hot paths: a sharded stretch sent one instruction per frame is held on both workers "
+          "and replayed", "[hot][replay][shard]") {
+  // The same with every tensor's rows over two workers: each frame's part goes to both, with
+  // the plan's exchanges between them. The dispatcher holds every batch of the frame (never one
+  // member's alone: its peer would wait in an exchange for it) and replays both parts.
+  const SplitFrameRuns r = run_split_frames(
+      [](Loop& a) {
+        std::vector<float> losses;
+        for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
+        return losses;
+      },
+      Loop::Rows::kOverTwoWorkers);
+  CHECK(r.hot == r.eager);  // bitwise
+  CHECK(r.replays == 4);    // steps 3-6, as on one worker
 }
 
 TEST_CASE("hot paths: two paths alternating, one instruction per frame, are both replayed",
@@ -420,5 +436,29 @@ TEST_CASE("hot paths: a client leaving in the middle of a held stretch leaves no
   const v1::WorkerStatus w =
       worker_when(watcher, [](const v1::WorkerStatus& ws) { return ws.hot_paths() == 0; });
   CHECK(w.hot_paths() == 0);
+  CHECK(watcher.request(v1::Request::SYNC).errors_size() == 0);  // the dispatcher goes on
+}
+
+TEST_CASE("hot paths: a client leaving in the middle of a held sharded stretch leaves nothing "
+          "behind on either worker", "[hot][replay][shard]") {
+  Daemons d(DaemonOptions{2, {"--heartbeat-interval-ms=50"}});
+  RawClient watcher(d.address());
+  REQUIRE(watcher.hello().has_welcome());
+  {
+    Loop a(d.address(), true, Loop::Rows::kOverTwoWorkers);
+    for (int i = 0; i < 3; ++i) a.step(1);  // a hot path by now
+    const uint64_t h = a.next++, z = a.next++;
+    // Half a step (both workers' parts held back by the dispatcher), then the client is gone.
+    a.c.send(batch_of({make_instr(OpId::k_matmul, h, {1, 3}), make_instr(OpId::k_add, z, {h, 4})}));
+  }
+  std::vector<uint64_t> left;  // per worker: bytes allocated and paths held
+  for (int i = 0; i < 100; ++i) {
+    left.clear();
+    const v1::StatusReport t = status_of(watcher);
+    for (const v1::WorkerStatus& w : t.workers()) left.push_back(w.memory_used_bytes() + w.hot_paths());
+    if (left == std::vector<uint64_t>{0, 0}) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(left == std::vector<uint64_t>{0, 0});
   CHECK(watcher.request(v1::Request::SYNC).errors_size() == 0);  // the dispatcher goes on
 }
