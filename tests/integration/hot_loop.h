@@ -163,6 +163,28 @@ v1::WorkerStatus worker_when(RawClient& c, Ok ok) {
   return w;
 }
 
+// Each worker's figure `of` (in the status report's order) once `ok` holds for them all, or as
+// they are after ~5 s: the workers' figures arrive with their heartbeats.
+template <class Of, class Ok>
+std::vector<uint64_t> worker_figures_when(RawClient& c, Of of, Ok ok) {
+  std::vector<uint64_t> v;
+  for (int i = 0; i < 100; ++i) {
+    v.clear();
+    const v1::StatusReport s = status_of(c);
+    for (const v1::WorkerStatus& w : s.workers()) v.push_back(of(w));
+    if (ok(v)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return v;
+}
+
+// What a session left on each worker once it ended: bytes allocated plus hot paths held.
+inline std::vector<uint64_t> left_on_workers(RawClient& watcher, size_t workers) {
+  return worker_figures_when(
+      watcher, [](const v1::WorkerStatus& w) { return w.memory_used_bytes() + w.hot_paths(); },
+      [&](const std::vector<uint64_t>& v) { return v == std::vector<uint64_t>(workers, 0); });
+}
+
 struct Run {
   std::vector<float> losses;
   uint64_t replays = 0, fused_ops = 0, hits = 0;

@@ -98,14 +98,7 @@ TEST_CASE("hot paths: a sharded stretch is replayed on both workers, its exchang
     loop.reset();
     RawClient watcher(d.address());
     REQUIRE(watcher.hello().has_welcome());
-    for (int i = 0; i < 100; ++i) {
-      r.left_after_end.clear();
-      const v1::StatusReport t = status_of(watcher);
-      for (const v1::WorkerStatus& w : t.workers())
-        r.left_after_end.push_back(w.memory_used_bytes() + w.hot_paths());
-      if (r.left_after_end == std::vector<uint64_t>{0, 0}) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    r.left_after_end = left_on_workers(watcher, 2);
     return r;
   };
   const Sharded eager = run(false);
@@ -139,14 +132,9 @@ TEST_CASE("hot paths: a worker joining re-plans a sharded path, whose parts are 
   const v1::StatusReport s = status_of(a.c);
   REQUIRE(s.sessions_size() == 1);
   CHECK(s.sessions(0).hot_path_replays() == 5);
-  std::vector<uint64_t> runs;
-  for (int i = 0; i < 100; ++i) {
-    runs.clear();
-    const v1::StatusReport t = status_of(a.c);
-    for (const v1::WorkerStatus& w : t.workers()) runs.push_back(w.hot_path_hits());
-    if (runs == std::vector<uint64_t>{5, 3}) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const std::vector<uint64_t> runs = worker_figures_when(
+      a.c, [](const v1::WorkerStatus& w) { return w.hot_path_hits(); },
+      [](const std::vector<uint64_t>& v) { return v == std::vector<uint64_t>{5, 3}; });
   CHECK(runs == std::vector<uint64_t>{5, 3});
   CHECK(a.c.request(v1::Request::SYNC).errors_size() == 0);
 }
@@ -451,14 +439,6 @@ TEST_CASE("hot paths: a client leaving in the middle of a held sharded stretch l
     // Half a step (both workers' parts held back by the dispatcher), then the client is gone.
     a.c.send(batch_of({make_instr(OpId::k_matmul, h, {1, 3}), make_instr(OpId::k_add, z, {h, 4})}));
   }
-  std::vector<uint64_t> left;  // per worker: bytes allocated and paths held
-  for (int i = 0; i < 100; ++i) {
-    left.clear();
-    const v1::StatusReport t = status_of(watcher);
-    for (const v1::WorkerStatus& w : t.workers()) left.push_back(w.memory_used_bytes() + w.hot_paths());
-    if (left == std::vector<uint64_t>{0, 0}) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  CHECK(left == std::vector<uint64_t>{0, 0});
+  CHECK(left_on_workers(watcher, 2) == std::vector<uint64_t>{0, 0});
   CHECK(watcher.request(v1::Request::SYNC).errors_size() == 0);  // the dispatcher goes on
 }
