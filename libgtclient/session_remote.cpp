@@ -16,6 +16,7 @@
 #include "libgtcore/asio.h"
 #include "libgtcore/framed_connection.h"
 #include "libgtcore/instr_codec.h"
+#include "libgtcore/payload_frame.h"
 #include "libgtcore/reply_payload.h"
 #include "libgtcore/secret_file.h"
 #include "libgtcore/shm_arena.h"
@@ -37,6 +38,10 @@ constexpr int kConnectTimeoutMs = 10000;
 // A fetch chunk at least this large is read from the socket straight into its destination
 // (fetch_into) instead of through the frame decoder and a copy.
 constexpr uint64_t kDirectPayloadMinBytes = 64 * 1024;
+// An upload at least this large over the socket is written from the caller's memory
+// (emit_upload_direct) instead of being copied into the queue: below it the copy costs less
+// than the frame of its own it takes.
+constexpr size_t kDirectUploadMinBytes = size_t{1} << 20;
 // A fetch at least this large comes through the shared-memory arena when the session has one:
 // below it the socket's copies cost less than the arena's page-granular regions are worth.
 constexpr uint64_t kShmMinBytes = 256 * 1024;
@@ -155,6 +160,8 @@ void RemoteSession::handshake(const std::string& address) {
         socklen_t len = sizeof(local);
         const bool unix_socket = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
                                  local.ss_family == AF_UNIX;
+        const char* direct = std::getenv("GT_DIRECT_UPLOAD");
+        direct_uploads_ = !(direct && std::string(direct) == "0");
         const char* env = std::getenv("GT_SHM");
         if (unix_socket && m.welcome().shm_arena_max_bytes() > 0 && !(env && std::string(env) == "0"))
           shm_ = std::make_shared<ShmArenaPool>(m.welcome().shm_arena_max_bytes());
@@ -237,7 +244,43 @@ void RemoteSession::mark_lost(const std::string& why) {
   reply_cv_.notify_all();
 }
 
+std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs& attrs,
+                                                          std::span<const uint64_t> inputs) {
+  std::lock_guard<std::mutex> wl(write_mu_);
+  uint64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (holding_locked()) return std::nullopt;
+    id = is_in_place(op) ? 0 : next_id_++;
+    if (!lost_.empty()) return id;  // ops after a lost session are dropped; the next sync raises
+    queue_.Swap(&sending_);
+    queued_ = 0;
+    queued_payload_ = 0;
+  }
+  space_cv_.notify_all();
+  OpAttrs no_data = attrs;
+  no_data.data = {};
+  direct_instr_.Clear();
+  encode_instr(op, no_data, &direct_instr_);
+  direct_instr_.set_out(id);
+  for (uint64_t i : inputs) direct_instr_.add_inputs(i);
+  // ClientMessage.batch (2): the queue's batch, whose frees and requests precede this
+  // instruction in stream order, then ClientBatch.instrs (1): this one, its Instr.data (8) last.
+  // (The queue's own small payloads are serialized into the header.)
+  const PayloadLevel levels[] = {{2, sending_.mutable_batch()}, {1, &direct_instr_}};
+  direct_header_.clear();
+  Status st = append_payload_frame_header(&direct_header_, levels, 8, attrs.data.size(),
+                                          kDefaultMaxFrameBytes);
+  if (st.is_ok()) st = send_all_parts(fd_, {std::string_view(direct_header_), attrs.data});
+  sending_.Clear();
+  if (!st.is_ok()) mark_lost(st.message());
+  return id;
+}
+
 uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) {
+  // A large upload over the socket is written from the caller's memory, in the caller's thread.
+  if (!shm_ && direct_uploads_ && attrs.data.size() >= kDirectUploadMinBytes)
+    if (std::optional<uint64_t> id = emit_upload_direct(op, attrs, inputs)) return *id;
   // A large upload goes through shared memory: copied into the arena here (before the lock:
   // a new arena is registered under the write lock), only its region in the instruction.
   std::shared_ptr<ShmRegion> upload = shm_upload(attrs.data);

@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_set>
 #include <thread>
@@ -86,6 +88,12 @@ class RemoteSession : public Session {
   // A region of the shared-memory arena for a fetch of `bytes` (registering a new arena with
   // the dispatcher first when one is made); null: the fetch takes the socket.
   std::shared_ptr<ShmRegion> shm_region(uint64_t bytes);
+  // A large upload over the socket, written from the caller's memory (no copy into the queue):
+  // what is queued goes first, in the same frame, then this instruction with its payload last
+  // (libgtcore/payload_frame.h). Nullopt (nothing done) inside a compiled scope, whose queue
+  // stays whole: the upload is queued as usual.
+  std::optional<uint64_t> emit_upload_direct(OpId op, const OpAttrs& attrs,
+                                             std::span<const uint64_t> inputs);
   // An upload payload copied into a region of the arena (its release word cleared), or null:
   // the payload then travels in the instruction.
   std::shared_ptr<ShmRegion> shm_upload(std::string_view payload);
@@ -145,6 +153,9 @@ class RemoteSession : public Session {
   v1::ClientMessage sending_;          // guarded by write_mu_
   // sending_'s frame: its uploads' payloads are written from sending_ itself (FrameParts).
   FrameParts wparts_;                  // guarded by write_mu_
+  v1::Instr direct_instr_;             // emit_upload_direct's, guarded by write_mu_
+  std::string direct_header_;          // its frame's header, guarded by write_mu_
+  bool direct_uploads_ = true;         // GT_DIRECT_UPLOAD=0 queues every upload (benchmarks)
   FrameDecoder decoder_;               // used only by the thread holding the reader role
   // Reused by the reader for every frame (no allocation per reply).
   v1::ServerMessage rx_msg_;

@@ -4,6 +4,7 @@
 
 #include "gt/core/dtype.h"
 #include "gt/core/shape.h"
+#include "libgtcore/payload_frame.h"
 
 namespace gt {
 namespace {
@@ -103,24 +104,6 @@ Result<ReplyPayloadScanResult> result_of(Step s) {
   return r;
 }
 
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-uint8_t* write_varint(uint8_t* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<uint8_t>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<uint8_t>(v);
-  return p;
-}
-
 }  // namespace
 
 Result<ReplyPayloadScanResult> scan_reply_payload(std::string_view prefix, size_t body_size,
@@ -178,30 +161,8 @@ Status append_reply_header(std::string* out, uint32_t reply_field, const v1::Rep
                            uint64_t max_frame_bytes) {
   if (head.has_tensor() || !meta.data().empty() || reply_field == 0 || reply_field > 15)
     return internal_error("append_reply_header: the head and meta must not hold the payload");
-  const uint64_t r0 = head.ByteSizeLong(), t0 = meta.ByteSizeLong();
-  const uint64_t tensor_len = t0 + 1 + varint_size(payload_bytes) + payload_bytes;
-  const uint64_t reply_len = r0 + 1 + varint_size(tensor_len) + tensor_len;
-  const uint64_t body = 1 + varint_size(reply_len) + reply_len;
-  if (body > max_frame_bytes || body > 0xffffffffull)
-    return resource_exhausted("frame of {} bytes exceeds the maximum of {}", body,
-                              std::min<uint64_t>(max_frame_bytes, 0xffffffffull));
-  const size_t header = 4 + static_cast<size_t>(body - payload_bytes);
-  const size_t at = out->size();
-  out->resize(at + header);
-  auto* p = reinterpret_cast<uint8_t*>(out->data() + at);
-  const auto len = static_cast<uint32_t>(body);
-  for (int i = 0; i < 4; ++i) *p++ = static_cast<uint8_t>(len >> (8 * i));
-  *p++ = static_cast<uint8_t>(reply_field << 3 | kWireLen);
-  p = write_varint(p, reply_len);
-  p = head.SerializeWithCachedSizesToArray(p);
-  *p++ = static_cast<uint8_t>(kTensorField << 3 | kWireLen);
-  p = write_varint(p, tensor_len);
-  p = meta.SerializeWithCachedSizesToArray(p);
-  *p++ = static_cast<uint8_t>(kDataField << 3 | kWireLen);
-  p = write_varint(p, payload_bytes);
-  if (p != reinterpret_cast<uint8_t*>(out->data() + at + header))
-    return internal_error("append_reply_header: size mismatch");
-  return Status::ok();
+  const PayloadLevel levels[] = {{reply_field, &head}, {kTensorField, &meta}};
+  return append_payload_frame_header(out, levels, kDataField, payload_bytes, max_frame_bytes);
 }
 
 Status check_fetch_chunk(const v1::TensorData& meta, uint64_t payload_bytes,

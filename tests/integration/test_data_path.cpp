@@ -299,6 +299,36 @@ TEST_CASE("repeated large uploads over the socket arrive intact", "[data_path]")
   CHECK(keep.to_vector<float>() == std::vector<float>{1, 2, 3});
 }
 
+TEST_CASE("uploads over the socket, written from the caller's memory, arrive byte-exact in "
+          "stream order", "[data_path]") {
+  daemons();
+  // Around the direct-write threshold (1 MiB: from there a payload leaves from the caller's
+  // memory in a frame of its own, after what was queued) and the 4 MiB chunk size, each upload
+  // between small ops and frees that are still queued when it goes.
+  const uint64_t mib = uint64_t{1} << 20;
+  uint32_t seed = 40;
+  for (uint64_t n : {mib - 1, mib, 3 * mib + 17, 9 * mib + 5}) {
+    INFO(n);
+    gt::Tensor before = gt::from_vector<float>({1, 2, 3}) * 2.0;
+    gt::Tensor gone = before + 1.0;
+    gone = gt::Tensor();  // a free queued before the upload
+    const std::string bytes = random_bytes(n, DType::kUInt8, seed++);
+    gt::Tensor t = gt::from_bytes({static_cast<int64_t>(n)}, kUInt8, bytes);
+    gt::Tensor after = before + t.slice(0, 0, 3).to(kFloat32);
+    CHECK(t.to_bytes() == bytes);
+    std::vector<float> want(3);
+    for (int i = 0; i < 3; ++i)
+      want[static_cast<size_t>(i)] = 2.0f * static_cast<float>(i + 1) +
+                                     static_cast<float>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)]));
+    CHECK(after.to_vector<float>() == want);
+  }
+  // Inside a compiled function the queue is held whole: the upload is queued, not written
+  // directly, and the result is the same.
+  const std::string bytes = random_bytes(2 * mib, DType::kUInt8, 99);
+  auto upload = gt::compile([&] { return gt::from_bytes({static_cast<int64_t>(bytes.size())}, kUInt8, bytes) + 0; });
+  for (int i = 0; i < 2; ++i) CHECK(upload().to_bytes() == bytes);
+}
+
 TEST_CASE("a client frame at the frame limit is served, and the worker keeps its link",
           "[data_path]") {
   Daemons& d = daemons();
