@@ -2,6 +2,7 @@
 // a payload make is the message protobuf reads; the scanner finds the payload from any prefix
 // that holds the header, says when it needs more, leaves every other message to a whole parse,
 // and turns truncated or garbage bytes into an error, never a crash or an out-of-range offset.
+// The same layout for a client's large uploads (libgtcore/payload_frame.h) parses as the batch.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "libgtcore/frame_codec.h"
+#include "libgtcore/payload_frame.h"
 #include "libgtcore/reply_payload.h"
 #include "proto/gt.pb.h"
 #include "require_ok.h"
@@ -72,6 +74,46 @@ TEST_CASE("a header + payload frame parses as the ordinary message", "[core][rep
     CHECK(s.reply().request_id() == 7);
     CHECK(s.reply().tensor().data() == payload);
   }
+}
+
+TEST_CASE("a client's payload-last upload frame parses as the batch with the upload last",
+          "[core][reply_payload][upload]") {
+  // libgtcore/payload_frame.h as the client writes a large upload: the queue's batch (with its
+  // frees and requests), then the upload instruction, its data last.
+  v1::ClientBatch queued;
+  v1::Instr* first = queued.add_instrs();
+  first->set_op(3);
+  first->set_out(1);
+  first->set_data(std::string(300, 'q'));  // a small upload still in the queue
+  queued.add_frees(9);
+  queued.add_free_at(1);
+  queued.add_requests()->set_request_id(5);
+  v1::Instr upload;
+  upload.set_op(4);
+  upload.set_out(2);
+  upload.add_shape(3);
+  for (size_t n : {size_t{0}, size_t{127}, size_t{128}, size_t{1} << 20, (size_t{1} << 20) + 3}) {
+    const std::string payload = payload_of(n);
+    const PayloadLevel levels[] = {{2, &queued}, {1, &upload}};
+    std::string frame;
+    GT_REQUIRE_OK(append_payload_frame_header(&frame, levels, 8, n));
+    frame += payload;
+    v1::ClientMessage m;
+    GT_REQUIRE_OK(parse_frame(std::string_view(frame).substr(kFrameHeaderBytes), &m));
+    // The same as the ordinary message with the upload appended.
+    v1::ClientMessage want;
+    *want.mutable_batch() = queued;
+    v1::Instr* last = want.mutable_batch()->add_instrs();
+    *last = upload;
+    last->set_data(payload);
+    CHECK(m.SerializeAsString() == want.SerializeAsString());
+    CHECK(m.batch().instrs(1).data() == payload);
+    CHECK(m.batch().free_at(0) == 1);  // the queued free stays before the upload
+  }
+  std::string big;
+  const PayloadLevel levels[] = {{2, &queued}, {1, &upload}};
+  CHECK(append_payload_frame_header(&big, levels, 8, 1000, 999).code() == Code::kResourceExhausted);
+  CHECK(big.empty());
 }
 
 TEST_CASE("the scanner finds the payload and the header parts", "[core][reply_payload]") {
