@@ -80,11 +80,13 @@ void ClientSession::hold_if_hot() {
   for (const WorkerSpan& s : span_.workers) {
     HeldBatch h;
     h.worker = s.worker;
-    if (!pool_.take_scratch(s.worker, &h.batch, &h.cost_ns, &h.comm)) continue;
+    if (!pool_.take_scratch(s.worker, &h.batch, &h.cost_ns, &h.comm)) {
+      restore_held();  // all or nothing: what was taken goes back into the frame
+      return;
+    }
     held_.bytes += h.batch.ByteSizeLong();
     held_.batches.push_back(std::move(h));
   }
-  if (held_.batches.empty()) return;
   held_.active = true;
   const uint64_t generation = ++held_.generation;
   if (!hold_timer_) hold_timer_ = std::make_unique<asio::steady_timer>(conn_->io->socket().get_executor());
