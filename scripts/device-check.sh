@@ -151,7 +151,7 @@ if [[ -s "$DPORT_FILE" ]]; then
   W0=$!
   "$BIN/gt-workerd" --dispatcher "unix:$DSOCK" --device 0 --log-level info >"$LOGS/dp-worker1.log" 2>&1 &
   W1=$!
-  GT_ADDRESS=$DADDR timeout 55 "$BIN/gt-bench-dp" 30 >"$LOGS/dp.log" 2>&1
+  GT_ADDRESS=$DADDR timeout 80 "$BIN/gt-bench-dp" 30 >"$LOGS/dp.log" 2>&1
   DP_RC=$?
   kill "$W0" "$W1" 2>/dev/null
   wait "$W0" "$W1" 2>/dev/null
@@ -161,6 +161,7 @@ wait "$DPID" 2>/dev/null
 rm -rf "$DSOCK_DIR"
 cat "$LOGS/dp.log"
 DP_LINE=$(grep -o 'ratio [0-9.]*x of 1 worker' "$LOGS/dp.log" | head -1)
+DP_HOT_LINE=$(grep -o 'ratio [0-9.]*x of eager' "$LOGS/dp.log" | head -1)
 DP_FALLBACK=$(grep -hoE 'share a GPU, which NCCL cannot serve|no NCCL \(|staging cuda tensors through host buffers' \
   "$LOGS/dp-worker0.log" "$LOGS/dp-worker1.log" | head -1)
 echo "device-check: staged fallback said: ${DP_FALLBACK:-nothing}"
@@ -282,6 +283,8 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "fused chain 16M, loop" 
   "GT eager" - ">=2.5x" "$([[ -n $CHAIN_LINE ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, 1 GPU, auto" "${DP_LINE:0:18}" \
   "1 worker" - "same loss" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL) (${DP_FALLBACK:-no fallback message})"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, gt::compile" "${DP_HOT_LINE:0:18}" \
+  "eager, 2 workers" - "bitwise" "$([[ $DP_RC == 0 ]] && echo PASS || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, NCCL (rc $NCCL_RC)" - \
   "1 worker" - "same loss" "$NCCL_RESULT"
 [[ $BENCH_RC == 0 ]] || echo "| gt-bench-gpu exited $BENCH_RC (see $LOGS/bench.log)"
