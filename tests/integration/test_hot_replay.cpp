@@ -227,16 +227,32 @@ TEST_CASE("hot paths: two sessions with the same loop keep separate paths", "[ho
   CHECK(w.hot_paths() == 2);
 }
 
-TEST_CASE("hot paths: a failure inside a replayed path names its op; session end frees all",
-          "[hot][replay]") {
-  Daemons d(DaemonOptions{1});
+namespace {
+
+// Each step: idx = an upload; y = exp(index_select(x, 0, idx) * 2); fetch y. An index out of
+// range is found by a worker, inside the replayed path: the fetch raises it naming the op, the
+// path still runs afterwards, and the session's end leaves nothing on any worker. `rows`: under
+// a scope that splits every tensor's rows over workers 0 and 1 (a sharded path).
+void failure_inside_a_path(Loop::Rows rows) {
+  const bool sharded = rows != Loop::Rows::kWhole;
+  Daemons d(DaemonOptions{sharded ? 2 : 1, {"--heartbeat-interval-ms=50"}});
   {
     RawClient c(d.address());
     REQUIRE(c.hello().has_welcome());
+    if (sharded) {
+      v1::ClientMessage m;
+      v1::SignalConfigEntry* cfg = m.mutable_batch()->add_instrs()->mutable_config();
+      cfg->set_name("rows");
+      cfg->set_has_shard(true);
+      cfg->add_workers(0);
+      cfg->add_workers(1);
+      v1::SignalEvent* enter = m.mutable_batch()->add_instrs()->mutable_signal();
+      enter->set_kind(v1::SignalEvent::ENTER);
+      enter->set_name("rows");
+      c.send(m);
+    }
     c.send(batch_of({from_floats(1, {1, 2, 3, 4}, Shape{4})}));
     REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);
-    // Each step: idx = an upload; y = exp(index_select(x, 0, idx) * 2); fetch y. An index out
-    // of range is found by the worker, inside the replayed path.
     uint64_t id = 100;
     auto step = [&](int64_t index) {
       const uint64_t idx = id++, g = id++, m2 = id++, y = id++;
@@ -276,10 +292,19 @@ TEST_CASE("hot paths: a failure inside a replayed path names its op; session end
   }  // the client leaves
   RawClient watcher(d.address());
   REQUIRE(watcher.hello().has_welcome());
-  const v1::WorkerStatus w =
-      worker_when(watcher, [](const v1::WorkerStatus& ws) { return ws.hot_paths() == 0; });
-  CHECK(w.hot_paths() == 0);
-  CHECK(worker_tensors_once_idle(watcher) == 0);
+  CHECK(left_on_workers(watcher, sharded ? 2 : 1) == std::vector<uint64_t>(sharded ? 2 : 1, 0));
+}
+
+}  // namespace
+
+TEST_CASE("hot paths: a failure inside a replayed path names its op; session end frees all",
+          "[hot][replay]") {
+  failure_inside_a_path(Loop::Rows::kWhole);
+}
+
+TEST_CASE("hot paths: a failure inside a replayed sharded path names its op; session end frees "
+          "all on both workers", "[hot][replay][shard]") {
+  failure_inside_a_path(Loop::Rows::kOverTwoWorkers);
 }
 
 TEST_CASE("hot paths: a client cannot send hot-path runs", "[hot][replay]") {
