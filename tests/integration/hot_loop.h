@@ -46,6 +46,24 @@ inline double reference_loss(const std::vector<float>& x, const std::vector<floa
   return total;
 }
 
+// A signal config "rows" splitting tensors along axis 0 over workers 0 and 1 (or over every
+// worker there is, at each instruction), and the scope entered: what follows is sharded.
+inline v1::ClientMessage enter_rows_scope(bool two_workers) {
+  v1::ClientMessage m;
+  v1::SignalConfigEntry* cfg = m.mutable_batch()->add_instrs()->mutable_config();
+  cfg->set_name("rows");
+  cfg->set_has_shard(true);
+  cfg->set_axis(0);
+  if (two_workers) {
+    cfg->add_workers(0);
+    cfg->add_workers(1);
+  }
+  v1::SignalEvent* enter = m.mutable_batch()->add_instrs()->mutable_signal();
+  enter->set_kind(v1::SignalEvent::ENTER);
+  enter->set_name("rows");
+  return m;
+}
+
 // The session's tensors: ids 1 (x [4, 8]), 2 (x2 [6, 8]), 3 (w), 4 (b); steps use ids from 100.
 struct Loop {
   RawClient c;
@@ -68,21 +86,7 @@ struct Loop {
     v1::ServerMessage hello = c.hello();
     REQUIRE(hello.has_welcome());
     session = hello.welcome().session_id();
-    if (rows != Rows::kWhole) {
-      v1::ClientMessage m;
-      v1::SignalConfigEntry* cfg = m.mutable_batch()->add_instrs()->mutable_config();
-      cfg->set_name("rows");
-      cfg->set_has_shard(true);
-      cfg->set_axis(0);
-      if (rows == Rows::kOverTwoWorkers) {
-        cfg->add_workers(0);
-        cfg->add_workers(1);
-      }
-      v1::SignalEvent* enter = m.mutable_batch()->add_instrs()->mutable_signal();
-      enter->set_kind(v1::SignalEvent::ENTER);
-      enter->set_name("rows");
-      c.send(m);
-    }
+    if (rows != Rows::kWhole) c.send(enter_rows_scope(rows == Rows::kOverTwoWorkers));
     c.send(batch_of({from_floats(1, x, Shape{4, 8}), from_floats(2, x2, Shape{6, 8}),
                      from_floats(3, w, Shape{8, 8}), from_floats(4, b, Shape{8})}));
     REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);

@@ -239,18 +239,7 @@ void failure_inside_a_path(Loop::Rows rows) {
   {
     RawClient c(d.address());
     REQUIRE(c.hello().has_welcome());
-    if (sharded) {
-      v1::ClientMessage m;
-      v1::SignalConfigEntry* cfg = m.mutable_batch()->add_instrs()->mutable_config();
-      cfg->set_name("rows");
-      cfg->set_has_shard(true);
-      cfg->add_workers(0);
-      cfg->add_workers(1);
-      v1::SignalEvent* enter = m.mutable_batch()->add_instrs()->mutable_signal();
-      enter->set_kind(v1::SignalEvent::ENTER);
-      enter->set_name("rows");
-      c.send(m);
-    }
+    if (sharded) c.send(enter_rows_scope(true));
     c.send(batch_of({from_floats(1, {1, 2, 3, 4}, Shape{4})}));
     REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);
     uint64_t id = 100;
