@@ -46,6 +46,9 @@ class Session {
   virtual uint64_t emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) = 0;
   // Queues a free of `id` (called when the last client handle dies).
   virtual void free(uint64_t id) = 0;
+  // The largest payload one from_host / host_chunk instruction carries (from_host_bytes chunks
+  // uploads by it): what fits the dispatcher's frame limit, at most kHostChunkBytes.
+  virtual size_t upload_chunk_bytes() const;
 
   // Sync points. They throw gt::Error naming the failing op and its message.
   virtual HostTensor fetch(uint64_t id) = 0;

@@ -27,9 +27,10 @@ namespace gt::detail {
 
 namespace {
 constexpr size_t kMaxQueuedInstrs = 65536;  // user threads block beyond this (backpressure)
-// Uploads (from_host / host_chunk payloads, kHostChunkBytes each) queued for one frame, at most:
-// a user thread uploading faster than the socket drains blocks here, and no frame grows past
-// the dispatcher's max_frame_bytes (64 MiB by default) however many uploads come back to back.
+// Uploads (from_host / host_chunk payloads, upload_chunk_bytes() each) queued for one frame, at
+// most (and at most half the dispatcher's max_frame_bytes): a user thread uploading faster than
+// the socket drains blocks here, and no frame grows past the dispatcher's limit however many
+// uploads come back to back.
 constexpr size_t kMaxQueuedPayloadBytes = size_t{16} << 20;
 // A compiled scope's instructions are held back at most this many (the dispatcher's default
 // hot_path_max_length: a longer stretch is no hot path anyway).
@@ -160,6 +161,7 @@ void RemoteSession::handshake(const std::string& address) {
         socklen_t len = sizeof(local);
         const bool unix_socket = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
                                  local.ss_family == AF_UNIX;
+        if (m.welcome().max_frame_bytes() > 0) max_frame_bytes_ = m.welcome().max_frame_bytes();
         const char* direct = std::getenv("GT_DIRECT_UPLOAD");
         direct_uploads_ = !(direct && std::string(direct) == "0");
         const char* env = std::getenv("GT_SHM");
@@ -228,7 +230,7 @@ bool RemoteSession::flush_queue() {
     queued_payload_ = 0;
   }
   space_cv_.notify_all();
-  Status st = wparts_.build(sending_, kDefaultMaxFrameBytes);
+  Status st = wparts_.build(sending_, max_frame_bytes_);
   if (st.is_ok()) st = send_all_parts(fd_, wparts_.parts());
   sending_.Clear();
   if (!st.is_ok()) mark_lost(st.message());
@@ -242,6 +244,17 @@ void RemoteSession::mark_lost(const std::string& why) {
   }
   space_cv_.notify_all();
   reply_cv_.notify_all();
+}
+
+size_t RemoteSession::upload_chunk_bytes() const {
+  // A quarter of the frame limit, whole 64-byte blocks (every dtype's elements stay whole in a
+  // chunk), at least one block: a chunk and a queue of at most half the limit share a frame.
+  const uint64_t quarter = (max_frame_bytes_ / 4) & ~uint64_t{63};
+  return static_cast<size_t>(std::clamp<uint64_t>(quarter, 64, kHostChunkBytes));
+}
+
+size_t RemoteSession::max_queued_payload() const {
+  return static_cast<size_t>(std::min<uint64_t>(kMaxQueuedPayloadBytes, max_frame_bytes_ / 2));
 }
 
 std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs& attrs,
@@ -267,10 +280,17 @@ std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs
   // ClientMessage.batch (2): the queue's batch, whose frees and requests precede this
   // instruction in stream order, then ClientBatch.instrs (1): this one, its Instr.data (8) last.
   // (The queue's own small payloads are serialized into the header.)
+  Status st;
+  if (sending_.ByteSizeLong() + direct_instr_.ByteSizeLong() + attrs.data.size() + 64 > max_frame_bytes_) {
+    // Together they would pass the dispatcher's frame limit: the queue goes on its own first.
+    st = wparts_.build(sending_, max_frame_bytes_);
+    if (st.is_ok()) st = send_all_parts(fd_, wparts_.parts());
+    sending_.Clear();
+  }
   const PayloadLevel levels[] = {{2, sending_.mutable_batch()}, {1, &direct_instr_}};
   direct_header_.clear();
-  Status st = append_payload_frame_header(&direct_header_, levels, 8, attrs.data.size(),
-                                          kDefaultMaxFrameBytes);
+  if (st.is_ok())
+    st = append_payload_frame_header(&direct_header_, levels, 8, attrs.data.size(), max_frame_bytes_);
   if (st.is_ok()) st = send_all_parts(fd_, {std::string_view(direct_header_), attrs.data});
   sending_.Clear();
   if (!st.is_ok()) mark_lost(st.message());
@@ -288,7 +308,7 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   const size_t payload = upload ? 0 : attrs.data.size();
   auto full = [&] {
     return queued_ >= kMaxQueuedInstrs ||
-           (queued_payload_ > 0 && queued_payload_ + payload > kMaxQueuedPayloadBytes);
+           (queued_payload_ > 0 && queued_payload_ + payload > max_queued_payload());
   };
   if (full()) {
     if (flusher_sleeping_) {  // the queue goes out now; this thread waits for the space

@@ -36,6 +36,7 @@ class RemoteSession : public Session {
   ~RemoteSession() override;
 
   uint64_t emit(OpId op, const OpAttrs& attrs, std::span<const uint64_t> inputs) override;
+  size_t upload_chunk_bytes() const override;
   void free(uint64_t id) override;
   HostTensor fetch(uint64_t id) override;
   void fetch_into(uint64_t id, const TensorMeta& meta, void* dst) override;
@@ -156,6 +157,10 @@ class RemoteSession : public Session {
   v1::Instr direct_instr_;             // emit_upload_direct's, guarded by write_mu_
   std::string direct_header_;          // its frame's header, guarded by write_mu_
   bool direct_uploads_ = true;         // GT_DIRECT_UPLOAD=0 queues every upload (benchmarks)
+  // The largest frame the dispatcher accepts (Welcome.max_frame_bytes): uploads are chunked and
+  // queued so that no frame passes it.
+  uint64_t max_frame_bytes_ = kDefaultMaxFrameBytes;
+  size_t max_queued_payload() const;
   FrameDecoder decoder_;               // used only by the thread holding the reader role
   // Reused by the reader for every frame (no allocation per reply).
   v1::ServerMessage rx_msg_;

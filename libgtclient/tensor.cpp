@@ -149,17 +149,20 @@ Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes) {
     throw Error("from_host: " + std::to_string(bytes.size()) + " bytes for a " +
                 dtype_name(meta.dtype) + " " + meta.shape.str() + " tensor of " +
                 std::to_string(meta.nbytes()) + " bytes");
+  const size_t step = Session::get().upload_chunk_bytes();
   OpAttrs attrs = make_shape_dtype(meta.shape, meta.dtype);
-  attrs.data = bytes.substr(0, std::min(bytes.size(), kHostChunkBytes));
+  attrs.data = bytes.substr(0, std::min(bytes.size(), step));
   Tensor t = run_op(OpId::k_from_host, attrs, {});
-  for (size_t off = kHostChunkBytes; off < bytes.size(); off += kHostChunkBytes) {
+  for (size_t off = step; off < bytes.size(); off += step) {
     OpAttrs chunk;
     chunk.push_int(static_cast<int64_t>(off));
-    chunk.data = bytes.substr(off, std::min(kHostChunkBytes, bytes.size() - off));
+    chunk.data = bytes.substr(off, std::min(step, bytes.size() - off));
     run_op(OpId::k_host_chunk, chunk, {&t});
   }
   return t;
 }
+
+size_t Session::upload_chunk_bytes() const { return kHostChunkBytes; }
 
 // Here, not in session_global.cpp: the key function of Session's vtable, which test fakes link
 // without the remote session.

@@ -658,7 +658,7 @@ void Executor::answer_fetch(uint64_t session, const v1::Request& req) {
   }
   uint64_t offset = 0;
   do {
-    uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_);
+    uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_.load(std::memory_order_relaxed));
     v1::WorkerMessage m;
     auto* r = m.mutable_reply();
     std::string* data = start_fetch_chunk(r, req.request_id(), t, offset, n);
@@ -756,7 +756,7 @@ void Executor::send_fetch_from_host(const v1::Request& req, const Tensor& t, con
   fill_chunk_meta(&meta, t.meta, 0);
   uint64_t offset = 0;
   while (offset < total) {
-    const uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_);
+    const uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_.load(std::memory_order_relaxed));
     meta.set_offset(offset);
     head.set_last(offset + n >= total);
     header_scratch_.clear();
@@ -822,7 +822,8 @@ void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, cons
   // for (microseconds), and it skips the completion thread's hand-offs (a round trip's worth).
   // Not while an earlier reply of the session waits there: it would be overtaken.
   constexpr uint64_t kDirectFetchBytes = 64 << 10;
-  if (total <= std::min<uint64_t>(kDirectFetchBytes, max_reply_chunk_) &&
+  const uint64_t max_chunk = max_reply_chunk_.load(std::memory_order_relaxed);
+  if (total <= std::min<uint64_t>(kDirectFetchBytes, max_chunk) &&
       !completions_pending_for(session)) {
     v1::WorkerMessage m;
     std::string* data = start_fetch_chunk(m.mutable_reply(), req.request_id(), t, 0, total);
@@ -844,11 +845,11 @@ void Executor::answer_fetch_async(uint64_t session, const v1::Request& req, cons
     }
     if (!copied.is_ok()) check_device();  // a failed copy may be the device's loss
   }
-  const uint64_t chunks = total == 0 ? 1 : (total + max_reply_chunk_ - 1) / max_reply_chunk_;
+  const uint64_t chunks = total == 0 ? 1 : (total + max_chunk - 1) / max_chunk;
   auto msgs = std::make_shared<std::vector<v1::WorkerMessage>>(chunks);
   Status st;
   for (uint64_t i = 0, offset = 0; i < chunks && st.is_ok(); ++i) {
-    const uint64_t n = std::min<uint64_t>(total - offset, max_reply_chunk_);
+    const uint64_t n = std::min<uint64_t>(total - offset, max_chunk);
     auto* r = (*msgs)[i].mutable_reply();
     std::string* data = start_fetch_chunk(r, req.request_id(), t, offset, n);
     st = backend_.start_copy_to_host(t, offset, data->data(), n, session);

@@ -80,6 +80,8 @@ class Executor {
   }
   size_t shm_arenas() const { return shm_.size(); }
   void set_worker_id(uint32_t id) { worker_id_ = id; }
+  // Fetch replies in chunks of at most `bytes` (the dispatcher's frame limit allows no more).
+  void set_max_reply_chunk(uint64_t bytes) { max_reply_chunk_.store(bytes, std::memory_order_relaxed); }
   // The live figures sent with each heartbeat answer (monitoring). Any thread.
   void fill_load(v1::WorkerLoad* l) const;
   // Where communication instructions (libgtcore/comm.def) go; without one they fail. Set
@@ -198,7 +200,9 @@ class Executor {
   SendFn send_;
   SendPartsFn send_parts_;
   std::string header_scratch_;  // reused for fetch headers (no allocation per reply)
-  uint64_t max_reply_chunk_;
+  // Fetch reply chunk bytes: what this worker's options allow, lowered to fit the frame limit
+  // of the dispatcher it registered with (set_max_reply_chunk, from the I/O thread).
+  std::atomic<uint64_t> max_reply_chunk_;
   uint32_t worker_id_ = 0;
   PeerLink* peer_ = nullptr;
 

@@ -17,6 +17,14 @@ constexpr int kMaxBackoffMs = 30000;
 constexpr int kConnectTimeoutMs = 2000;
 }  // namespace
 
+namespace {
+// Fetch reply chunks: half a frame (room for the header), at most 8 MiB (the dispatcher relays a
+// chunk at a time), at least 4 KiB.
+uint64_t max_reply_chunk(uint64_t max_frame_bytes) {
+  return std::max<uint64_t>(4096, std::min<uint64_t>(max_frame_bytes / 2, 8ull << 20));
+}
+}  // namespace
+
 WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions opts,
                        PeerLink* peer)
     : io_(io),
@@ -24,7 +32,7 @@ WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions
       opts_(std::move(opts)),
       peer_(peer),
       executor_(backend, [this](v1::WorkerMessage&& m) { send_direct(m); },
-                std::min<uint64_t>(opts_.max_frame_bytes / 2, 8ull << 20), opts_.turn_us),
+                max_reply_chunk(opts_.max_frame_bytes), opts_.turn_us),
       reconnect_timer_(io),
       watchdog_(io),
       backoff_ms_(opts_.reconnect_ms) {
@@ -157,6 +165,11 @@ void WorkerLink::on_frame(std::string_view body) {
       // and every session's tensors on it).
       conn_->decoder().set_max_frame_bytes(
           std::max<uint64_t>(opts_.max_frame_bytes, 2 * msg.welcome().max_frame_bytes()));
+      // And no fetch reply larger than the dispatcher takes: it would refuse the frame and drop
+      // this link, and every session's tensors on it.
+      executor_.set_max_reply_chunk(std::min<uint64_t>(
+          max_reply_chunk(opts_.max_frame_bytes),
+          msg.welcome().max_frame_bytes() > 0 ? msg.welcome().max_frame_bytes() / 2 : UINT64_MAX));
       heartbeat_ms_ = msg.welcome().heartbeat_interval_ms();
       watch_dispatcher();
       backoff_ms_ = opts_.reconnect_ms;

@@ -57,3 +57,60 @@ def test_large_arrays_come_from_shared_memory_and_stay_their_own():
     for a in held[5:]:
         assert a[1000] == 1001.0
     assert first[5] == -1.0 and first[20] == 20.0
+
+
+_UPLOADS = r'''
+import sys
+import numpy as np
+import gt
+rng = np.random.default_rng(5)
+for n in (3 << 20, (9 << 20) + 5, 1000):
+    a = rng.integers(0, 256, n, dtype=np.uint8)
+    b = gt.from_numpy(a)
+    small = (gt.ones(4) * 2).numpy()  # ops queued between uploads still run, in order
+    assert small.tolist() == [2.0] * 4, small
+    got = b.numpy()
+    assert got.tobytes() == a.tobytes(), n
+    assert int(b[n - 1].item()) == int(a[-1])
+print("ok")
+'''
+
+
+@pytest.mark.parametrize("limit", [1 << 20, 8 << 20])
+def test_uploads_fit_a_dispatcher_with_a_small_frame_limit(limit, tmp_path):
+    # A dispatcher whose max_frame_bytes is below the client's 4 MiB upload chunks (and 16 MiB
+    # upload queue): the client chunks and queues uploads to fit the limit the Welcome announces
+    # (at 8 MiB its 2 MiB chunks still leave from the caller's memory), over TCP (no shared
+    # memory). Before, the session ended: "frame of 4194328 bytes exceeds the maximum".
+    import subprocess
+    import time
+    from conftest import bin_dir, run_python
+
+    bins = bin_dir()
+    port_file = tmp_path / "port"
+    procs = [subprocess.Popen(
+        [str(bins / "gt-dispatcherd"), "--port", "0", "--port-file", str(port_file),
+         "--unix-socket", str(tmp_path / "d.sock"), "--max-frame-bytes", str(limit),
+         "--log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.time() + 20
+        while not (port_file.exists() and port_file.read_text().strip()):
+            assert time.time() < deadline and procs[0].poll() is None, "gt-dispatcherd did not start"
+            time.sleep(0.02)
+        procs.append(subprocess.Popen(
+            [str(bins / "gt-workerd"), "--dispatcher", "unix:" + str(tmp_path / "d.sock"),
+             "--device", "cpu", "--log-level", "error"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        address = "127.0.0.1:" + port_file.read_text().strip()
+        r = run_python(_UPLOADS, env={"GT_ADDRESS": address}, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "ok" in r.stdout
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()

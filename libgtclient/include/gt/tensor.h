@@ -547,10 +547,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // ---- implementation details ---------------------------------------------------------------------
 namespace detail {
 
-// Payloads above this are uploaded as from_host (first chunk) + host_chunk instructions.
+// Payloads above this are uploaded as from_host (first chunk) + host_chunk instructions (less
+// where the dispatcher's frame limit is smaller: Session::upload_chunk_bytes).
 inline constexpr size_t kHostChunkBytes = size_t{4} << 20;
 
-// Creates a tensor of `meta` from row-major host bytes (chunked above kHostChunkBytes).
+// Creates a tensor of `meta` from row-major host bytes (chunked above the session's chunk size).
 Tensor from_host_bytes(const TensorMeta& meta, std::string_view bytes);
 // Fetches a tensor's bytes (sync point); checks their size against its meta.
 std::string fetch_bytes(const Tensor& t);
