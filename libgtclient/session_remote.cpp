@@ -230,11 +230,41 @@ bool RemoteSession::flush_queue() {
     queued_payload_ = 0;
   }
   space_cv_.notify_all();
-  Status st = wparts_.build(sending_, max_frame_bytes_);
-  if (st.is_ok()) st = send_all_parts(fd_, wparts_.parts());
+  Status st = send_frames(sending_);
   sending_.Clear();
   if (!st.is_ok()) mark_lost(st.message());
   return true;
+}
+
+Status RemoteSession::send_frames(v1::ClientMessage& msg) {
+  Status st = wparts_.build(msg, max_frame_bytes_);
+  if (st.is_ok()) return send_all_parts(fd_, wparts_.parts());
+  v1::ClientBatch& b = *msg.mutable_batch();
+  const int n = b.instrs_size();
+  if (st.code() != Code::kResourceExhausted || n < 2) return st;
+  // Over the dispatcher's frame limit (many instructions queued against a small limit): the
+  // first half of the instructions goes first, with the frees placed among them, then the rest
+  // with the later frees and the requests. Stream order is the same.
+  const int k = n / 2;
+  const bool placed = b.free_at_size() == b.frees_size();
+  v1::ClientMessage first;
+  v1::ClientBatch& f = *first.mutable_batch();
+  for (int i = 0; i < k; ++i) *f.add_instrs() = std::move(*b.mutable_instrs(i));
+  b.mutable_instrs()->DeleteSubrange(0, k);
+  v1::ClientBatch rest_frees;
+  for (int i = 0; i < b.frees_size(); ++i) {
+    if (placed && b.free_at(i) <= static_cast<uint32_t>(k)) {
+      f.add_frees(b.frees(i));
+      f.add_free_at(b.free_at(i));
+    } else {
+      rest_frees.add_frees(b.frees(i));
+      if (placed) rest_frees.add_free_at(b.free_at(i) - static_cast<uint32_t>(k));
+    }
+  }
+  *b.mutable_frees() = rest_frees.frees();
+  *b.mutable_free_at() = rest_frees.free_at();
+  GT_RETURN_IF_ERROR(send_frames(first));
+  return send_frames(msg);
 }
 
 void RemoteSession::mark_lost(const std::string& why) {
@@ -283,8 +313,7 @@ std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs
   Status st;
   if (sending_.ByteSizeLong() + direct_instr_.ByteSizeLong() + attrs.data.size() + 64 > max_frame_bytes_) {
     // Together they would pass the dispatcher's frame limit: the queue goes on its own first.
-    st = wparts_.build(sending_, max_frame_bytes_);
-    if (st.is_ok()) st = send_all_parts(fd_, wparts_.parts());
+    st = send_frames(sending_);
     sending_.Clear();
   }
   const PayloadLevel levels[] = {{2, sending_.mutable_batch()}, {1, &direct_instr_}};

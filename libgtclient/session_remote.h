@@ -89,6 +89,9 @@ class RemoteSession : public Session {
   // A region of the shared-memory arena for a fetch of `bytes` (registering a new arena with
   // the dispatcher first when one is made); null: the fetch takes the socket.
   std::shared_ptr<ShmRegion> shm_region(uint64_t bytes);
+  // Writes `msg` (a queued batch) as one frame, or, over the dispatcher's frame limit, as
+  // several in stream order (write_mu_ held).
+  Status send_frames(v1::ClientMessage& msg);
   // A large upload over the socket, written from the caller's memory (no copy into the queue):
   // what is queued goes first, in the same frame, then this instruction with its payload last
   // (libgtcore/payload_frame.h). Nullopt (nothing done) inside a compiled scope, whose queue

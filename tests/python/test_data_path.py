@@ -72,16 +72,25 @@ for n in (3 << 20, (9 << 20) + 5, 1000):
     got = b.numpy()
     assert got.tobytes() == a.tobytes(), n
     assert int(b[n - 1].item()) == int(a[-1])
+# More instructions than one frame holds (a compiled function's queue is sent whole at its end):
+# sent as several frames, in order.
+def bump(t):
+    for _ in range(3000):
+        t = t + 1.0
+    return t
+assert gt.compile(bump)(gt.zeros(4)).numpy().tolist() == [3000.0] * 4
 print("ok")
 '''
 
 
-@pytest.mark.parametrize("limit", [1 << 20, 8 << 20])
+@pytest.mark.parametrize("limit", [64 << 10, 1 << 20, 8 << 20])
 def test_uploads_fit_a_dispatcher_with_a_small_frame_limit(limit, tmp_path):
     # A dispatcher whose max_frame_bytes is below the client's 4 MiB upload chunks (and 16 MiB
     # upload queue): the client chunks and queues uploads to fit the limit the Welcome announces
-    # (at 8 MiB its 2 MiB chunks still leave from the caller's memory), over TCP (no shared
-    # memory). Before, the session ended: "frame of 4194328 bytes exceeds the maximum".
+    # (at 8 MiB its 2 MiB chunks still leave from the caller's memory), sends more instructions
+    # than one frame holds as several frames, and the worker chunks fetch replies to fit, over
+    # TCP (no shared memory). Before, the session ended ("frame of 4194328 bytes exceeds the
+    # maximum") and a large fetch dropped the worker's link.
     import subprocess
     import time
     from conftest import bin_dir, run_python
