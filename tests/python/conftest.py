@@ -72,6 +72,18 @@ def rng():
     return np.random.default_rng(1234)
 
 
+def stop_processes(procs):
+    """Terminates daemons started by a test (the last started first), killing any that lingers."""
+    for p in reversed(procs):
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
 @pytest.fixture(scope="session")
 def limited_dispatcher():
     """A dispatcher with one CPU worker limited to 1 MiB of tensors, on a private Unix socket:
@@ -98,14 +110,7 @@ def limited_dispatcher():
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         yield address
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(procs)
         import shutil
 
         shutil.rmtree(d, ignore_errors=True)

@@ -93,7 +93,7 @@ def test_uploads_fit_a_dispatcher_with_a_small_frame_limit(limit, tmp_path):
     # maximum") and a large fetch dropped the worker's link.
     import subprocess
     import time
-    from conftest import bin_dir, run_python
+    from conftest import bin_dir, run_python, stop_processes
 
     bins = bin_dir()
     port_file = tmp_path / "port"
@@ -115,11 +115,4 @@ def test_uploads_fit_a_dispatcher_with_a_small_frame_limit(limit, tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         assert "ok" in r.stdout
     finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_processes(procs)
