@@ -1,6 +1,5 @@
 // gt-workerd: executes one device's instruction streams (ARCHITECTURE §6). Connects out to the
 // dispatcher, registers its device, and serves until SIGTERM.
-#include <sys/prctl.h>
 #include <systemd/sd-daemon.h>
 
 #include <csignal>
@@ -48,7 +47,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gt-workerd: %s\n", st.message().c_str());
     return 2;
   }
-  if (o.exit_on_disconnect) prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // (No PR_SET_PDEATHSIG for the embedded default's workers: it fires when the *thread* that
+  // spawned the worker exits, so a client whose first op ran in a short-lived thread lost its
+  // worker. Such a worker exits when its dispatcher goes, which exits with the client:
+  // dispatcher option parent_pid.)
   // The environment variable that set allow_tf32 before it was an option: honoured for one
   // release, with a warning. TODO(next release): drop it.
   if (const char* tf32 = std::getenv("GT_CUDA_ALLOW_TF32"); tf32 != nullptr) {

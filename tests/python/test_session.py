@@ -85,6 +85,24 @@ def test_connect(limited_dispatcher):
     assert r.stdout.split() == ["6.0", "late"]
 
 
+def test_embedded_default_outlives_the_thread_that_started_it():
+    # The first op in a short-lived thread starts the embedded daemons; they must serve the
+    # program after that thread has exited. (The worker used PR_SET_PDEATHSIG, which fires when
+    # the spawning *thread* exits: "no worker is available for this session".)
+    code = """
+import threading, time
+import gt
+t = threading.Thread(target=lambda: print("first", gt.ones(3).sum().item()))
+t.start()
+t.join()
+time.sleep(0.5)
+print("after", (gt.ones(4) * 2).sum().item())
+"""
+    r = run_python(code, env={"GT_ADDRESS": ""})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "first 3.0" in r.stdout and "after 8.0" in r.stdout, r.stdout
+
+
 def test_gpu_workers_starts_n_embedded_workers():
     # The session starts once a first worker registered; the second may join a moment later.
     code = ("import gt, time; gt.gpu_workers(2); x = gt.randn(3); print(x.shape)\n"
