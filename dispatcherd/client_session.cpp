@@ -216,7 +216,7 @@ void ClientSession::process_instr(v1::Instr& in) {
   }
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
-    if (hot_.enabled() && span_.eligible) span_.payload_bytes += in.data().size() + upload.payload().size();
+    note_payload(in.data().size() + upload.payload().size());
     if (upload.active()) dec->attrs.data = upload.materialize();  // the plan slices it
     run_planned(in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);
     return;

@@ -144,6 +144,8 @@ class ClientSession {
   // An instruction of the stretch for worker `w` (a plain one, or one a plan emits), before its
   // result handle is taken and it is added.
   void note_worker_instr(WorkerState& w);
+  // Upload bytes in the stretch (a held stretch's payloads are bounded).
+  void note_payload(size_t bytes);
   // A plain instruction with its upload payload (if any), before note_worker_instr.
   void note_plain_instr(WorkerState& w, size_t payload_bytes);
   // A frame ends inside a stretch that so far is the beginning of a hot path: the frame's worker
@@ -283,7 +285,12 @@ class ClientSession {
   // Reused by replay_by_reference.
   std::vector<uint32_t> scratch_result_instr_;
   std::unordered_map<uint64_t, uint32_t> scratch_slots_;
-  std::vector<uint64_t> scratch_refs_, scratch_tags_;
+  std::vector<uint64_t> scratch_refs_;
+  struct PartTag {  // a communication's tag: which of its ints, relative to the stretch's first
+    int index = -1;
+    uint64_t relative = 0;
+  };
+  std::vector<PartTag> scratch_tags_;
   // The client's shared-memory arena (session_shm.cpp), and the generation given to each
   // worker that wrote a fetch into it.
   struct ShmArenaHeld {

@@ -47,9 +47,12 @@ void ClientSession::note_worker_instr(WorkerState& w) {
   span_.workers.push_back(WorkerSpan{w.id, b.instrs_size(), b.frees_size(), w.next_handle});
 }
 
+void ClientSession::note_payload(size_t bytes) {
+  if (hot_.enabled() && span_.eligible) span_.payload_bytes += bytes;
+}
+
 void ClientSession::note_plain_instr(WorkerState& w, size_t payload_bytes) {
-  if (!hot_.enabled() || !span_.eligible) return;
-  span_.payload_bytes += payload_bytes;
+  note_payload(payload_bytes);
   note_worker_instr(w);
 }
 
@@ -171,8 +174,8 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
   slot_of.clear();
   std::vector<uint64_t>& refs = scratch_refs_;
   refs.clear();
-  std::vector<uint64_t>& rel_tags = scratch_tags_;  // per instruction (communication only)
-  rel_tags.assign(static_cast<size_t>(n), 0);
+  std::vector<PartTag>& tags = scratch_tags_;  // per instruction (communication only)
+  tags.assign(static_cast<size_t>(n), PartTag{});
   PartHash hash;
   bool exchanges = false;
   uint64_t replaced_bytes = 0;  // what the worker batch will no longer carry
@@ -185,20 +188,20 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
     hash.add(uint64_t{in.out() != 0});
     hash.add_all(in.shape());
     hash.add_all(in.reals());
-    int tag_int = -1;
+    PartTag& tag = tags[static_cast<size_t>(k)];
     if (in.comm() != 0) {
       const auto c = comm_from_wire(in.comm());
       if (!c) return false;
-      tag_int = comm_tag_int(*c);
-      if (in.ints_size() <= tag_int) return false;
-      const uint64_t tag = static_cast<uint64_t>(in.ints(tag_int));
-      if (tag < span_.first_tag || tag >= pool_.peek_comm_tag()) return false;
-      rel_tags[static_cast<size_t>(k)] = tag - span_.first_tag;
+      tag.index = comm_tag_int(*c);
+      if (in.ints_size() <= tag.index) return false;
+      const uint64_t abs = static_cast<uint64_t>(in.ints(tag.index));
+      if (abs < span_.first_tag || abs >= pool_.peek_comm_tag()) return false;
+      tag.relative = abs - span_.first_tag;
       exchanges = true;
     }
     hash.add(static_cast<uint64_t>(in.ints_size()));
     for (int i = 0; i < in.ints_size(); ++i)
-      hash.add(i == tag_int ? rel_tags[static_cast<size_t>(k)] : static_cast<uint64_t>(in.ints(i)));
+      hash.add(i == tag.index ? tag.relative : static_cast<uint64_t>(in.ints(i)));
     hash.add(static_cast<uint64_t>(in.inputs_size()));
     for (uint64_t h : in.inputs()) {
       uint64_t ref;
@@ -242,9 +245,8 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
       *t->mutable_shape() = in.shape();
       t->set_dtype(in.dtype());
       *t->mutable_ints() = in.ints();
-      if (in.comm() != 0)
-        t->set_ints(comm_tag_int(*comm_from_wire(in.comm())),
-                    static_cast<int64_t>(rel_tags[static_cast<size_t>(k)]));
+      const PartTag& tag = tags[static_cast<size_t>(k)];
+      if (tag.index >= 0) t->set_ints(tag.index, static_cast<int64_t>(tag.relative));
       *t->mutable_reals() = in.reals();
       t->set_out(in.out() != 0 ? 1 : 0);
       for (int i = 0; i < in.inputs_size(); ++i) t->add_inputs(refs[next_ref + static_cast<size_t>(i)]);
