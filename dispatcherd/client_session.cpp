@@ -42,6 +42,8 @@ void ClientSession::run_batch(v1::ClientBatch& batch, size_t frame_bytes) {
   // A held stretch and this frame in one worker batch could pass the frame limit (uploads in
   // both): the held part goes on its own first, and the stretch runs eagerly.
   if (held_.active && held_.bytes + frame_bytes > opts_.max_frame_bytes / 2) release_held();
+  if (buffer_.active && buffer_.payload_bytes + frame_bytes > opts_.max_frame_bytes / 2)
+    release_buffered();
   const int n_free = batch.frees_size();
   const bool placed = batch.free_at_size() == n_free;
   log_instrs_ = spdlog::should_log(spdlog::level::trace);
@@ -57,13 +59,16 @@ void ClientSession::run_batch(v1::ClientBatch& batch, size_t frame_bytes) {
   const int n_instr = batch.instrs_size();
   for (int i = 0; i < n_instr; ++i) {
     while (placed && next_free < n_free && batch.free_at(next_free) <= static_cast<uint32_t>(i))
-      process_free(batch.frees(next_free++));
-    process_instr(*batch.mutable_instrs(i));
+      feed_free(batch.frees(next_free++));
+    feed_instr(*batch.mutable_instrs(i));
   }
-  while (next_free < n_free) process_free(batch.frees(next_free++));
+  while (next_free < n_free) feed_free(batch.frees(next_free++));
   if (batch.requests_size() > 0) end_stretch();
   for (const auto& r : batch.requests()) process_request(r);
-  if (batch.requests_size() == 0) hold_if_hot();
+  if (batch.requests_size() == 0) {
+    if (buffer_.active) arm_deadline();  // (client_session_plan.cpp)
+    else hold_if_hot();
+  }
   else span_ = StretchSpan{};  // (what a fetch of a sharded tensor emits is no stretch's)
   pool_.flush();
   update_flow_control();
@@ -78,15 +83,24 @@ void ClientSession::free_deferred() {
 
 void ClientSession::end_stretch() {
   if (!hot_.enabled()) return;
+  // A buffered stretch (client_session_plan.cpp) goes from its hot path's plan, or is planned
+  // now, before the cut, as on arrival.
+  bool from_plan = false;
+  if (buffer_.active) {
+    const uint64_t path = hot_.matching_path();
+    from_plan = path != 0 && apply_plan(path);
+    if (!from_plan) spill();
+  }
   const HotPathDetector::Cut c = hot_.cut();
   if (!c.forgotten.empty()) forget_hot_paths(c.forgotten);
   const bool hot = c.outcome == HotPathDetector::Outcome::kDefined ||
                    c.outcome == HotPathDetector::Outcome::kHit;
   // Per-instruction records (the instruction log, trace-level lines) need the instructions.
-  if (hot && span_.started && span_.eligible && opts_.hot_path_replay && !log_instrs_ &&
-      !log_->enabled())
+  if (hot && !from_plan && span_.started && span_.eligible && opts_.hot_path_replay &&
+      !log_instrs_ && !log_->enabled())
     replay_by_reference(c.path);
   span_ = StretchSpan{};
+  stretch_log_.clear();
   if (!log_->enabled()) return;
   const std::string source = source_of(*conn_);
   if (c.evicted != 0) log_->write("HOT_EVICT", source, "-", 0, fmt::format("path={}", c.evicted));
@@ -117,9 +131,8 @@ void ClientSession::poison(uint64_t out, const std::string& op, const Status& wh
 }
 
 void ClientSession::process_instr(v1::Instr& in) {
-  ++instrs_received_;
-  ++usage_.instructions;
   if (in.op() == 0 && in.comm() == 0) {  // stream annotations
+    if (in.has_config()) ++config_epoch_;  // (a cached plan was made under the configs before)
     const std::string plan_before = hot_.enabled() ? signals_.plan_key() : std::string();
     Status st = in.has_signal() ? signals_.apply(in.signal())
                 : in.has_config() ? signals_.register_config(in.config())
@@ -209,13 +222,19 @@ void ClientSession::process_instr(v1::Instr& in) {
     return;
   }
   auto scope = signals_.current();
-  if (hot_.enabled()) {
+  if (hot_.enabled() && !skip_detector_) {  // (a spilled item was taken when buffered)
     const std::optional<bool> compile = signals_.compile_mode();
-    if (compile == false) hot_.opt_out();  // `compile: false`: nothing in the scope is detected
-    else hot_.instr(in, entries, out, signals_.innermost(), compile.value_or(false));
+    if (compile == false) {
+      hot_.opt_out();  // `compile: false`: nothing in the scope is detected
+    } else {
+      hot_.instr(in, entries, out, signals_.innermost(), compile.value_or(false));
+      log_instr(in, entries, out, in_place);
+    }
   }
+  if (upload.active()) stretch_log_.cacheable = false;  // (a plan carries no arena regions)
   const bool plain = one_worker && !scope && !(opts_.auto_shard && is_creation(op));
   if (!plain) {
+    if (!in.data().empty() || upload.active()) stretch_log_.cacheable = false;  // sliced
     note_payload(in.data().size() + upload.payload().size());
     if (upload.active()) dec->attrs.data = upload.materialize();  // the plan slices it
     run_planned(in, op, dec->attrs, entries, *meta, scope ? scope->second.shard : std::nullopt);
@@ -272,7 +291,10 @@ void ClientSession::process_free(uint64_t id) {
   auto it = tensors_.find(id);
   if (it == tensors_.end()) return;  // freeing an unknown id is harmless
   TensorEntry& e = it->second;
-  hot_.free(id, e);
+  if (!skip_detector_) {
+    hot_.free(id, e);
+    log_free(id, e);
+  }
   free_handles(e);
   charge(e, -e.charged);
   tensors_.erase(it);
@@ -289,6 +311,7 @@ void ClientSession::charge(TensorEntry& e, int64_t bytes) {
   if (bytes < 0 && static_cast<uint64_t>(-bytes) > usage_.bytes) bytes = -static_cast<int64_t>(usage_.bytes);
   usage_.bytes = static_cast<uint64_t>(static_cast<int64_t>(usage_.bytes) + bytes);
   e.charged += bytes;
+  if (bytes > 0 && stretch_log_.active) stretch_log_.charged += static_cast<uint64_t>(bytes);
 }
 
 void ClientSession::add_outstanding(uint64_t count) {
@@ -327,6 +350,7 @@ void ClientSession::end() {
   // fuzzing: a client that freed and hung up while its batches waited leaked them).
   pool_.begin_frame();
   if (held_.active) restore_held();  // held work is sent, then the session's end
+  buffer_.reset();  // buffered work was never planned: dropped, as a queued batch
   if (hold_timer_) hold_timer_->cancel();
   pool_.drop_queued(id_);
   pool_.drop_requests(id_);

@@ -23,6 +23,7 @@
 #include "libgtcore/asio.h"
 #include "dispatcherd/error_ledger.h"
 #include "dispatcherd/hot_paths.h"
+#include "dispatcherd/hot_plan.h"
 #include "dispatcherd/instruction_log.h"
 #include "dispatcherd/placement.h"
 #include "dispatcherd/planner.h"
@@ -69,6 +70,7 @@ class ClientSession {
   const LatencyHistogram& sync_latency() const { return sync_latency_; }
   const HotPathDetector::Stats& hot_path_stats() const { return hot_.stats(); }
   uint64_t hot_path_replays() const { return hot_replays_; }
+  uint64_t hot_path_plans_reused() const { return plans_reused_; }
   uint64_t shm_arena_bytes() const {
     uint64_t n = 0;
     for (const auto& a : shm_arenas_) n += a.bytes;
@@ -133,6 +135,7 @@ class ClientSession {
     uint32_t worker = 0;
     int first_instr = 0, first_free = 0;  // in that worker's batch
     uint64_t first_handle = 0;            // the worker's next_handle when it began
+    uint64_t first_cost_ns = 0;           // its batch's estimated cost then
   };
   struct StretchSpan {
     bool started = false;
@@ -171,10 +174,34 @@ class ClientSession {
   // HotRun (with that worker's HotPath, the first time or when its part changed), where they
   // qualify.
   void replay_by_reference(uint64_t path);
-  // One worker's part; false when it stays eager.
-  bool replay_on_worker(uint64_t path, const WorkerSpan& span);
+  // One worker's part (what it made of it into *rec); false when it stays eager.
+  bool replay_on_worker(uint64_t path, const WorkerSpan& span, PartRecord* rec);
   // Paths the detector evicted: the workers holding them drop them.
   void forget_hot_paths(const std::vector<uint64_t>& paths);
+
+  // client_session_plan.cpp: hot paths replayed without planning them again (hot_plan.h). A
+  // stretch that begins while the session holds plans is buffered as it arrives (checked and
+  // added to the detector's signature, not planned); at its end, a stretch that is a hot path
+  // with a usable plan is sent from the plan, and anything else (a stretch that leaves every hot
+  // path, a plan made for other workers, a quota the stretch could pass) is planned then as it
+  // would have been on arrival (spill). A stretch still buffered kHoldMicros after a frame is
+  // planned and sent then (release_buffered), like a held one.
+  void feed_instr(v1::Instr& in);
+  void feed_free(uint64_t id);
+  bool may_buffer(const v1::Instr& in) const;
+  bool buffer_instr(v1::Instr& in);  // false: not buffered (the caller plans it, after a spill)
+  void buffer_free(uint64_t id);
+  void spill();             // the buffered items planned in order, as on arrival
+  void release_buffered();  // the deadline passed: spilled and sent
+  void arm_deadline();
+  bool apply_plan(uint64_t path);  // false: nothing done (the caller spills)
+  // The stretch log (StretchLog): an instruction the detector just took, a free of a tensor.
+  void log_instr(const v1::Instr& in, std::span<TensorEntry* const> entries, uint64_t out,
+                 bool in_place);
+  void log_free(uint64_t id, const TensorEntry& e);
+  bool logging_stretch() const;
+  // The stretch just replayed by reference on every part: its plan, if one can reproduce it.
+  void record_plan(uint64_t path);
 
   // session_shm.cpp: the shared-memory transport for fetches (libgtcore/shm_arena.h)
  public:
@@ -281,6 +308,39 @@ class ClientSession {
   };
   std::unordered_map<uint64_t, std::vector<HotPart>> hot_defined_;
   uint64_t hot_replays_ = 0;  // stretches sent as a HotRun
+  // Cached plans (client_session_plan.cpp), by hot path; the stretch being logged / buffered.
+  std::unordered_map<uint64_t, HotPlan> plans_;
+  uint64_t plans_reused_ = 0;
+  uint64_t config_epoch_ = 0;  // signal configs registered (a plan is made under one set)
+  StretchLog stretch_log_;
+  std::vector<PartRecord> part_records_;
+  struct Buffered {
+    bool active = false;
+    // Instruction k of the stretch is instrs[k], k < count (the messages are kept and reused:
+    // each stretch swaps its instructions into them).
+    std::vector<v1::Instr> instrs;
+    size_t count = 0;
+    struct Item {
+      int instr = -1;  // an instruction (its index), or a free of `id`
+      uint64_t id = 0;
+    };
+    std::vector<Item> items;                      // in stream order
+    std::unordered_map<uint64_t, bool> freed;     // outside tensors freed in it
+    uint64_t payload_bytes = 0;
+    uint64_t generation = 0;  // which buffering a deadline belongs to
+    // Empty again (the next deadline's generation, the messages kept).
+    void reset() {
+      active = false;
+      count = 0;
+      items.clear();
+      freed.clear();
+      payload_bytes = 0;
+      ++generation;
+    }
+  };
+  Buffered buffer_;
+  bool skip_detector_ = false;  // spilling items the detector and the log have seen already
+  TensorEntry local_entry_;     // what the detector is given for a buffered result
   int64_t hot_bytes_saved_ = 0;
   // Reused by replay_by_reference.
   std::vector<uint32_t> scratch_result_instr_;

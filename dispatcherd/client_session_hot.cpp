@@ -44,7 +44,8 @@ void ClientSession::note_worker_instr(WorkerState& w) {
   for (const WorkerSpan& s : span_.workers)
     if (s.worker == w.id) return;
   const v1::WorkerBatch& b = pool_.scratch_for(w, id_);
-  span_.workers.push_back(WorkerSpan{w.id, b.instrs_size(), b.frees_size(), w.next_handle});
+  span_.workers.push_back(
+      WorkerSpan{w.id, b.instrs_size(), b.frees_size(), w.next_handle, w.scratch_cost_ns});
 }
 
 void ClientSession::note_payload(size_t bytes) {
@@ -54,6 +55,9 @@ void ClientSession::note_payload(size_t bytes) {
 void ClientSession::note_plain_instr(WorkerState& w, size_t payload_bytes) {
   note_payload(payload_bytes);
   note_worker_instr(w);
+  if (payload_bytes > 0 && stretch_log_.active)  // (which upload a cached plan carries where)
+    stretch_log_.uploads.push_back(StretchLog::Upload{
+        stretch_log_.current, w.id, pool_.scratch_for(w, id_).instrs_size()});
 }
 
 namespace {
@@ -116,9 +120,20 @@ void ClientSession::release_held() {
 }
 
 void ClientSession::replay_by_reference(uint64_t path) {
-  bool replayed = false;
-  for (const WorkerSpan& span : span_.workers) replayed = replay_on_worker(path, span) || replayed;
+  bool replayed = false, all = true;
+  part_records_.clear();
+  for (const WorkerSpan& span : span_.workers) {
+    PartRecord rec;
+    const bool ok = replay_on_worker(path, span, &rec);
+    if (ok) part_records_.push_back(std::move(rec));
+    replayed = replayed || ok;
+    all = all && ok;
+  }
   if (replayed) ++hot_replays_;
+  // Its plan, for the next repetitions (client_session_plan.cpp): only of a stretch sent whole
+  // as HotRuns.
+  if (replayed && all) record_plan(path);
+  else plans_.erase(path);
 }
 
 namespace {
@@ -143,7 +158,7 @@ struct PartHash {
 };
 }  // namespace
 
-bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
+bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span, PartRecord* rec) {
   WorkerState* wp = pool_.find(span.worker);
   if (!wp) return false;
   WorkerState& w = *wp;
@@ -254,6 +269,7 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
     next_ref += static_cast<size_t>(in.inputs_size());
     if (!in.data().empty() || in.has_shm()) {
       if (define) def.add_uploads(static_cast<uint32_t>(k));
+      rec->upload_indices.push_back(i0 + k);
       hot->add_data()->swap(*in.mutable_data());
       if (in.has_shm() && hot->shm_size() == 0)  // entries for the uploads before it too
         for (int u = 1; u < hot->data_size(); ++u) hot->add_shm();
@@ -292,12 +308,27 @@ bool ClientSession::replay_on_worker(uint64_t path, const WorkerSpan& span) {
     else part->hash = hash.h;
   }
   hot_bytes_saved_ += static_cast<int64_t>(replaced_bytes) - static_cast<int64_t>(sent_bytes);
+  const v1::HotRun& sent = b.instrs(b.instrs_size() - 1).hot();
+  rec->worker = w.id;
+  rec->first_handle = first;
+  rec->handles = end - first;
+  rec->instrs = static_cast<uint32_t>(n);
+  rec->own_frees = static_cast<uint32_t>(own_frees);
+  rec->older = std::move(older);
+  rec->hash = hash.h;
+  rec->exchanges = exchanges;
+  rec->shm = sent.shm_size() > 0;
+  rec->bindings.assign(sent.bindings().begin(), sent.bindings().end());
+  rec->replaced_bytes = replaced_bytes;
+  rec->sent_bytes = sent.ByteSizeLong() + 2;  // (what a HotRun costs a repetition, about)
+  rec->cost_ns = w.scratch_cost_ns >= span.first_cost_ns ? w.scratch_cost_ns - span.first_cost_ns : 0;
   return true;
 }
 
 void ClientSession::forget_hot_paths(const std::vector<uint64_t>& paths) {
   for (uint64_t path : paths) {
     auto it = hot_defined_.find(path);
+    plans_.erase(path);
     if (it == hot_defined_.end()) continue;
     for (const HotPart& part : it->second)
       if (WorkerState* w = pool_.find(part.worker)) pool_.scratch_for(*w, id_).add_hot_forget(path);

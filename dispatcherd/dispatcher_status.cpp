@@ -140,6 +140,7 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ss->set_hot_path_misses(hot.misses);
     ss->set_hot_path_replays(session->hot_path_replays());
     ss->set_hot_path_bytes_saved(session->hot_path_bytes_saved());
+    ss->set_hot_path_plans_reused(session->hot_path_plans_reused());
     ss->set_shm_arena_bytes(session->shm_arena_bytes());
     ss->set_shm_bytes(session->shm_bytes());
     session->sync_latency().fill(ss->mutable_sync_latency());

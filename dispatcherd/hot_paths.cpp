@@ -156,6 +156,12 @@ bool HotPathDetector::follows_hot_path() {
   return !candidates_.empty();
 }
 
+uint64_t HotPathDetector::matching_path() const {
+  if (!opts_.enabled || tainted_ || instructions_ == 0) return 0;
+  auto it = cache_.find(sig_);
+  return it == cache_.end() ? 0 : it->second.path;
+}
+
 uint64_t HotPathDetector::evict_oldest() {
   auto victim = cache_.find(*lru_.back());
   std::erase(candidates_, &victim->first);

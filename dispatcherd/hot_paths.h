@@ -88,6 +88,8 @@ class HotPathDetector {
   // evaluation) is held too. Checks only the bytes added since the last call against the paths
   // still matching; once the stretch leaves them all it is false until the next cut.
   bool follows_hot_path();
+  // The hot path the stretch so far is, whole (0: none, or tainted); changes nothing.
+  uint64_t matching_path() const;
   // Ends the current stretch and looks it up.
   Cut cut();
   const Stats& stats() const { return stats_; }

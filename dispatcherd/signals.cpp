@@ -18,6 +18,7 @@ std::string SignalState::effective_name(const Frame& f) const {
 }
 
 Status SignalState::apply(const v1::SignalEvent& ev) {
+  cached_.valid = false;
   switch (ev.kind()) {
     case v1::SignalEvent::ENTER:
       if (ev.name().empty() || ev.name().size() > 256) return invalid_argument("signal: bad name");
@@ -52,6 +53,7 @@ Status SignalState::register_config(const v1::SignalConfigEntry& e) {
   if (e.has_compile()) c.compile = e.compile();
   if (own_.size() >= 4096 && !own_.count(e.name())) return invalid_argument("config: too many signals");
   own_[e.name()] = c;
+  cached_.valid = false;
   return Status::ok();
 }
 
@@ -63,8 +65,13 @@ std::optional<std::pair<std::string, SignalSpec>> SignalState::current() const {
   return std::nullopt;
 }
 
-std::string SignalState::innermost() const {
-  return stack_.empty() ? std::string() : effective_name(stack_.back());
+const std::string& SignalState::innermost() const {
+  if (!cached_.valid) {
+    cached_.innermost = stack_.empty() ? std::string() : effective_name(stack_.back());
+    cached_.compile = find_compile_mode();
+    cached_.valid = true;
+  }
+  return cached_.innermost;
 }
 
 std::string SignalState::plan_key() const {
@@ -73,7 +80,21 @@ std::string SignalState::plan_key() const {
   return (!mode ? "e:" : *mode ? "c:" : "x:") + (c ? c->first : std::string());
 }
 
+std::optional<std::string> SignalState::plan_key_after(const v1::SignalEvent& ev) {
+  const std::vector<Frame> saved = stack_;
+  if (!apply(ev).is_ok()) return std::nullopt;
+  std::string key = plan_key();
+  stack_ = saved;
+  cached_.valid = false;
+  return key;
+}
+
 std::optional<bool> SignalState::compile_mode() const {
+  innermost();  // (fills the cache)
+  return cached_.compile;
+}
+
+std::optional<bool> SignalState::find_compile_mode() const {
   // The innermost scope whose config says either way decides.
   for (auto it = stack_.rbegin(); it != stack_.rend(); ++it)
     if (const SignalSpec* c = find(effective_name(*it)); c && c->compile) return c->compile;

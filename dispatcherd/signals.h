@@ -24,7 +24,8 @@ class SignalState {
   size_t depth() const { return stack_.size(); }
   // Hot paths (dispatcherd/hot_paths.h): the innermost entered scope's effective name ("" at
   // top level), and whether the innermost scope with a config asks for `compile: true`.
-  std::string innermost() const;
+  // (Both are asked for every instruction: kept until the scopes or configs change.)
+  const std::string& innermost() const;
   bool compile_requested() const;
   // The innermost scope whose config sets `compile`: true (compile_requested), false (hot-path
   // detection off inside it), nullopt (no scope says).
@@ -33,6 +34,8 @@ class SignalState {
   // sharding scope in effect and compile_requested(). A boundary that leaves it alone does not
   // cut a hot-path stretch (the scope name is recorded in the signature instead).
   std::string plan_key() const;
+  // plan_key() as it would be after `ev` (nullopt: `ev` would be refused); changes nothing.
+  std::optional<std::string> plan_key_after(const v1::SignalEvent& ev);
 
  private:
   struct Frame {
@@ -43,9 +46,18 @@ class SignalState {
   const SignalSpec* find(const std::string& name) const;
   std::string effective_name(const Frame& f) const;
 
+  std::optional<bool> find_compile_mode() const;
+
   const SignalConfigMap* server_;
   SignalConfigMap own_;
   std::vector<Frame> stack_;
+  // innermost() and compile_mode() of the current scopes and configs (valid_: still so).
+  struct Cached {
+    bool valid = false;
+    std::string innermost;
+    std::optional<bool> compile;
+  };
+  mutable Cached cached_;
 };
 
 inline constexpr size_t kMaxSignalDepth = 64;

@@ -188,6 +188,9 @@ std::string format_prometheus(const v1::StatusReport& s) {
   per_item(m, "gt_session_hot_path_replays_total", "counter",
            "Stretches of the session sent to their worker as one hot-path run.", ss,
            session_labels, [](const S& x) { return x.hot_path_replays(); });
+  per_item(m, "gt_session_hot_path_plans_reused_total", "counter",
+           "Replays of the session sent from the path's cached plan (not planned again).", ss,
+           session_labels, [](const S& x) { return x.hot_path_plans_reused(); });
   per_item(m, "gt_session_hot_path_bytes_saved", "gauge",
            "Worker-batch bytes the session's hot-path replays did not send.", ss, session_labels,
            [](const S& x) { return x.hot_path_bytes_saved(); });

@@ -24,6 +24,7 @@ WorkerPool::WorkerPool(const DispatcherOptions& opts, InstructionLog* log, Event
 
 WorkerState& WorkerPool::add(const std::shared_ptr<Conn>& c, const v1::Hello& hello) {
   c->worker = next_worker_id_++;  // ids are never reused: a restarted worker gets a new one
+  ++epoch_;
   WorkerState& w = workers_[c->worker];
   w.id = c->worker;
   w.conn = c;
@@ -55,6 +56,7 @@ void WorkerPool::remove(uint32_t id, const std::string& why, bool expected) {
   if (it != workers_.end()) {
     on_gone(it->second, why, expected);
     workers_.erase(it);
+    ++epoch_;
   }
   broadcast_peer_table();
 }

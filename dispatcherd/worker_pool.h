@@ -162,6 +162,12 @@ class WorkerPool {
   // A tag unique per collective (matches the members' halves).
   uint64_t next_comm_tag() { return next_comm_tag_++; }
   uint64_t peek_comm_tag() const { return next_comm_tag_; }  // the tag next_comm_tag() gives
+  // `n` tags taken at once (a hot path's cached plan: its exchanges use the ones after the
+  // first, client_session_plan.cpp).
+  void skip_comm_tags(uint64_t n) { next_comm_tag_ += n; }
+  // Changes whenever a worker joins or leaves: plans cached for hot paths were made for the
+  // workers of one epoch (client_session_plan.cpp).
+  uint64_t epoch() const { return epoch_; }
 
   // Requests, routed back by the dispatcher's request id.
   // `shm` (FETCH): the client's shared-memory region to write the value into.
@@ -214,6 +220,7 @@ class WorkerPool {
   std::unordered_map<uint64_t, RequestRoute> requests_;  // by the dispatcher's request id
   std::vector<uint32_t> touched_;  // workers with a scratch batch for the current frame
   uint64_t next_comm_tag_ = 1;
+  uint64_t epoch_ = 0;
   uint64_t heartbeat_nonce_ = 0;
   v1::WorkerMessage worker_msg_;  // reused across frames
   v1::TensorData payload_meta_;   // the same, for replies in the payload layout
