@@ -81,9 +81,10 @@ struct Loop {
   // and 1 (or over every worker there is at each instruction), so steps exchange shards (the
   // plan's collectives and moves).
   enum class Rows { kWhole, kOverTwoWorkers, kOverAllWorkers };
-  explicit Loop(const std::string& address, bool with_chain = false, Rows rows = Rows::kWhole)
+  explicit Loop(const std::string& address, bool with_chain = false, Rows rows = Rows::kWhole,
+                const std::string& token = "")
       : c(address), chain(with_chain) {
-    v1::ServerMessage hello = c.hello();
+    v1::ServerMessage hello = c.hello(0, 0, token);
     REQUIRE(hello.has_welcome());
     session = hello.welcome().session_id();
     if (rows != Rows::kWhole) c.send(enter_rows_scope(rows == Rows::kOverTwoWorkers));
@@ -92,8 +93,19 @@ struct Loop {
     REQUIRE(c.request(v1::Request::SYNC).errors_size() == 0);
   }
 
-  // One step on input `xid`; returns the fetched loss.
+  // One step on input `xid`; returns the fetched loss (checked against the host's).
   float step(uint64_t xid) {
+    const v1::Reply r = step_reply(xid);
+    REQUIRE(r.errors_size() == 0);
+    const std::vector<float> got = floats_of(r);
+    REQUIRE(got.size() == 1);
+    const double want = reference_loss(xid == 1 ? x : x2, w, b, chain);
+    CHECK(got[0] == Approx(want).epsilon(1e-5));
+    return got[0];
+  }
+
+  // The same, the fetch's reply as it came (errors included).
+  v1::Reply step_reply(uint64_t xid) {
     const uint64_t h = next++, z = next++, y = next++;
     v1::ClientMessage m = batch_of({
         make_instr(OpId::k_matmul, h, {xid, 3}),
@@ -137,14 +149,8 @@ struct Loop {
       batch.clear_instrs();
       for (auto& at : *batch.mutable_free_at()) at = 0;
     }
-    v1::Reply r = c.request_with(std::move(m), v1::Request::FETCH, loss);
-    REQUIRE(r.errors_size() == 0);
-    const std::vector<float> got = floats_of(r);
-    REQUIRE(got.size() == 1);
-    const double want = reference_loss(xid == 1 ? x : x2, w, b, chain);
-    CHECK(got[0] == Approx(want).epsilon(1e-5));
     prev_loss = loss;
-    return got[0];
+    return c.request_with(std::move(m), v1::Request::FETCH, loss);
   }
 };
 
