@@ -81,10 +81,13 @@ std::string SignalState::plan_key() const {
 }
 
 std::optional<std::string> SignalState::plan_key_after(const v1::SignalEvent& ev) {
-  const std::vector<Frame> saved = stack_;
+  // (apply() changes the stack's top only: that is undone, nothing copied)
+  std::optional<Frame> popped;
+  if (ev.kind() == v1::SignalEvent::EXIT && !stack_.empty()) popped = stack_.back();
   if (!apply(ev).is_ok()) return std::nullopt;
   std::string key = plan_key();
-  stack_ = saved;
+  if (popped) stack_.push_back(std::move(*popped));
+  else stack_.pop_back();
   cached_.valid = false;
   return key;
 }

@@ -1,5 +1,7 @@
 #include "libgtcore/frame_codec.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -28,6 +30,16 @@ Status parse_frame(std::string_view body, google::protobuf::MessageLite* msg) {
   if (body.size() > static_cast<size_t>(INT32_MAX))
     return invalid_argument("frame too large to parse");
   if (!msg->ParseFromArray(body.data(), static_cast<int>(body.size())))
+    return data_loss("malformed {} frame ({} bytes)", msg->GetTypeName(), body.size());
+  return Status::ok();
+}
+
+Status merge_frame(std::string_view body, google::protobuf::MessageLite* msg) {
+  if (body.size() > static_cast<size_t>(INT32_MAX))
+    return invalid_argument("frame too large to parse");
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(body.data()),
+                                            static_cast<int>(body.size()));
+  if (!msg->MergeFromCodedStream(&in) || !in.ConsumedEntireMessage())
     return data_loss("malformed {} frame ({} bytes)", msg->GetTypeName(), body.size());
   return Status::ok();
 }

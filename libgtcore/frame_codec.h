@@ -27,6 +27,9 @@ Status append_frame(std::string* out, const google::protobuf::MessageLite& msg,
 
 // Parses one frame body into `msg`.
 Status parse_frame(std::string_view body, google::protobuf::MessageLite* msg);
+// The same, merged into `msg` as it is: the caller clears it, keeping what the parser may reuse
+// (a oneof's submessage and its repeated messages, which Parse* would delete first).
+Status merge_frame(std::string_view body, google::protobuf::MessageLite* msg);
 
 // Incremental decoder over a byte stream: feed it what the socket read, take whole frames out.
 class FrameDecoder {
