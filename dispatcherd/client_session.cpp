@@ -41,9 +41,9 @@ void ClientSession::set_home(uint32_t worker) {
 void ClientSession::run_batch(v1::ClientBatch& batch, size_t frame_bytes) {
   // A held stretch and this frame in one worker batch could pass the frame limit (uploads in
   // both): the held part goes on its own first, and the stretch runs eagerly.
-  if (held_.active && held_.bytes + frame_bytes > opts_.max_frame_bytes / 2) release_held();
-  if (buffer_.active && buffer_.payload_bytes + frame_bytes > opts_.max_frame_bytes / 2)
-    release_buffered();
+  if ((held_.active && held_.bytes + frame_bytes > opts_.max_frame_bytes / 2) ||
+      (buffer_.active && buffer_.payload_bytes + frame_bytes > opts_.max_frame_bytes / 2))
+    release_held();
   const int n_free = batch.frees_size();
   const bool placed = batch.free_at_size() == n_free;
   log_instrs_ = spdlog::should_log(spdlog::level::trace);

@@ -157,7 +157,9 @@ class ClientSession {
   // that deadline, or the session's end releases them.
   void hold_if_hot();
   void restore_held();          // the held batches become the workers' batches of this frame again
-  void release_held();          // the deadline passed: sent as they are (eagerly)
+  // The deadline passed: the held batches are sent as they are, a buffered stretch
+  // (client_session_plan.cpp) is planned and sent (eagerly).
+  void release_held();
   struct HeldBatch {
     uint32_t worker = 0;
     v1::WorkerBatch batch;
@@ -185,14 +187,13 @@ class ClientSession {
   // with a usable plan is sent from the plan, and anything else (a stretch that leaves every hot
   // path, a plan made for other workers, a quota the stretch could pass) is planned then as it
   // would have been on arrival (spill). A stretch still buffered kHoldMicros after a frame is
-  // planned and sent then (release_buffered), like a held one.
+  // planned and sent then (release_held), like a held one.
   void feed_instr(v1::Instr& in);
   void feed_free(uint64_t id);
   bool may_buffer(const v1::Instr& in) const;
   bool buffer_instr(v1::Instr& in);  // false: not buffered (the caller plans it, after a spill)
   void buffer_free(uint64_t id);
   void spill();             // the buffered items planned in order, as on arrival
-  void release_buffered();  // the deadline passed: spilled and sent
   void arm_deadline();
   bool apply_plan(uint64_t path);  // false: nothing done (the caller spills)
   // The stretch log (StretchLog): an instruction the detector just took, a free of a tensor.

@@ -113,7 +113,8 @@ void ClientSession::restore_held() {
 
 void ClientSession::release_held() {
   pool_.begin_frame();
-  restore_held();
+  if (held_.active) restore_held();
+  spill();  // (a buffered stretch: client_session_plan.cpp)
   span_.eligible = false;  // what follows arrives in a later frame: eager
   pool_.flush();
   update_flow_control();

@@ -15,8 +15,8 @@
 // scopes), the same worker set and configs, and the quota fitting the stretch's charges, eager
 // planning could not have decided anything else. Whatever else happens (the stretch leaves every
 // hot path, an annotation changes the plan, a worker joined or left, the quota could be passed,
-// the buffer grows past its bound, the hold deadline passes) the buffered items are planned then,
-// in order, as on arrival (spill): the eager path, with the same errors.
+// the buffer grows past its bound, the hold deadline passes: release_held) the buffered items are
+// planned then, in order, as on arrival (spill): the eager path, with the same errors.
 #include <algorithm>
 #include <map>
 
@@ -182,16 +182,8 @@ void ClientSession::arm_deadline() {
   hold_timer_->expires_after(std::chrono::microseconds(kBufferMicros));
   hold_timer_->async_wait([this, alive = alive_, generation](boost::system::error_code ec) {
     if (ec || !*alive || !buffer_.active || buffer_.generation != generation) return;
-    release_buffered();
+    release_held();
   });
-}
-
-void ClientSession::release_buffered() {
-  pool_.begin_frame();
-  spill();
-  span_.eligible = false;  // what follows arrives in a later frame: eager
-  pool_.flush();
-  update_flow_control();
 }
 
 // ---- plans -------------------------------------------------------------------------------------
@@ -234,15 +226,7 @@ void ClientSession::record_plan(uint64_t path) {
     for (uint64_t h : r.older)  // a free the plan would not make
       if (!L.outside_freed_handles.count({r.worker, h})) return;
     HotPlan::Part p;
-    p.worker = r.worker;
-    p.handles = r.handles;
-    p.instrs = r.instrs;
-    p.own_frees = r.own_frees;
-    p.hash = r.hash;
-    p.exchanges = r.exchanges;
-    p.replaced_bytes = r.replaced_bytes;
-    p.sent_bytes = r.sent_bytes;
-    p.cost_ns = r.cost_ns;
+    static_cast<PartSummary&>(p) = r;
     for (uint64_t h : r.bindings) {
       auto it = slot_member.find({r.worker, h});
       if (it == slot_member.end()) return;  // a handle of no outside tensor

@@ -65,19 +65,24 @@ struct StretchLog {
   }
 };
 
-// What replay_on_worker made of one worker's part (recorded into a HotPlan).
-struct PartRecord {
+// One worker's part of a replayed stretch, however it is sent.
+struct PartSummary {
   uint32_t worker = 0;
-  uint64_t first_handle = 0, handles = 0;  // the handles its results took
-  uint32_t instrs = 0, own_frees = 0;
+  uint64_t handles = 0;      // its results' handles (they follow its first)
+  uint32_t instrs = 0, own_frees = 0;  // what its HotRun stands for (WorkerBatch.hot_extra)
+  uint64_t hash = 0;         // as hot_defined_ holds it
+  bool exchanges = false;    // its HotRun carries tag_base
+  uint64_t replaced_bytes = 0, sent_bytes = 0;  // (hot_path_bytes_saved)
+  uint64_t cost_ns = 0;      // the cost model's estimate of its instructions
+};
+
+// What replay_on_worker made of one worker's part (recorded into a HotPlan).
+struct PartRecord : PartSummary {
+  uint64_t first_handle = 0;
   std::vector<uint64_t> older;  // frees of older tensors in its range
-  uint64_t hash = 0;        // as hot_defined_ holds it
-  bool exchanges = false;   // its HotRun carries tag_base
   bool shm = false;         // an upload in shared memory (not reproducible from a plan)
   std::vector<uint64_t> bindings;    // absolute handles, by slot
   std::vector<int> upload_indices;   // the batch index of each upload, in HotRun.data order
-  uint64_t replaced_bytes = 0, sent_bytes = 0;
-  uint64_t cost_ns = 0;
 };
 
 struct HotPlan {
@@ -109,16 +114,9 @@ struct HotPlan {
   struct Binding {             // member `member` of outside slot `slot`
     uint32_t slot = 0, member = 0;
   };
-  struct Part {
-    uint32_t worker = 0;
-    uint64_t handles = 0;
-    uint32_t instrs = 0, own_frees = 0;
-    uint64_t hash = 0;
-    bool exchanges = false;
+  struct Part : PartSummary {
     std::vector<Binding> bindings;
     std::vector<uint32_t> uploads;  // the client instruction whose payload each upload is
-    uint64_t replaced_bytes = 0, sent_bytes = 0;
-    uint64_t cost_ns = 0;
   };
   std::vector<Part> parts;
 };

@@ -137,6 +137,9 @@ def test_compiled_training_step_is_one_replayed_path_per_call():
     assert after["hot_paths"] == before["hot_paths"]  # defined at the first call
     assert after.get("hot_path_hits", 0) - before.get("hot_path_hits", 0) == 3
     assert after.get("hot_path_replays", 0) - before.get("hot_path_replays", 0) == 3
+    # Replayed at the first call, its plan kept: the three calls after it are sent from the
+    # plan, not planned again (dispatcherd/client_session_plan.cpp).
+    assert after.get("hot_path_plans_reused", 0) - before.get("hot_path_plans_reused", 0) == 3
     assert losses[-1] < first  # it trains
 
 
