@@ -8,6 +8,13 @@
 namespace gt::worker::cpu {
 namespace {
 
+// c != 0 ? a : b for the unsigned element types where moves, as a mask: no branch to mispredict.
+template <class U>
+inline U select_bits(uint8_t c, U a, U b) {
+  const U keep_a = static_cast<U>(U{0} - static_cast<U>(c != 0));
+  return static_cast<U>((a & keep_a) | (b & static_cast<U>(~keep_a)));
+}
+
 // where(cond, a, b): out dtype = promote(a, b); a and b are converted to it first, then the
 // selection only moves elements (of the unsigned type of their size). cond bytes are tested
 // != 0, so a bool tensor holding bytes other than 0/1 still behaves.
@@ -28,8 +35,23 @@ Status where_kernel(const KernelArgs& args) {
     const U* a = static_cast<const U*>(va);
     const U* b = static_cast<const U*>(vb);
     U* o = static_cast<U*>(out.storage->data());
-    if (count(sc) == n && count(sa) == n && count(sb) == n) {
-      for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
+    // Both operands are read and one kept without a branch: with a mask that follows the data
+    // (a relu's gradient) `c ? a : b` mispredicted about every other element, ~3 ns each (0.66 ms
+    // for a [256, 784] float32 where). The common shapes (everything full, or one operand a
+    // single value, as where(mask, 0.0, g) gives) have loops of their own that vectorize.
+    const bool full_c = count(sc) == n;
+    if (full_c && count(sa) == n && count(sb) == n) {
+      for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], a[i], b[i]);
+      return;
+    }
+    if (full_c && count(sa) == 1 && count(sb) == n) {
+      const U av = a[0];
+      for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], av, b[i]);
+      return;
+    }
+    if (full_c && count(sa) == n && count(sb) == 1) {
+      const U bv = b[0];
+      for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], a[i], bv);
       return;
     }
     NdIter<4> it = broadcast_iter<4>(out.meta.shape, {&sc, &sa, &sb});
@@ -39,7 +61,8 @@ Status where_kernel(const KernelArgs& args) {
       const uint8_t* pc = c + off[1];
       const U* pa = a + off[2];
       const U* pb = b + off[3];
-      for (int64_t i = 0; i < len; ++i) po[i] = pc[i * st[1]] ? pa[i * st[2]] : pb[i * st[3]];
+      for (int64_t i = 0; i < len; ++i)
+        po[i] = select_bits(pc[i * st[1]], pa[i * st[2]], pb[i * st[3]]);
     });
   });
   return Status::ok();

@@ -27,6 +27,13 @@ TEST_CASE("cpu where: three-way broadcast and promotion", "[cpu][where]") {
       {Shape{5}, Shape{5}, Shape{1}, DType::kBool, DType::kBool},
       {Shape{0, 3}, Shape{3}, Shape{1, 3}, DType::kFloat32, DType::kInt64},
       {Shape{4, 1, 1}, Shape{1, 2, 1}, Shape{1, 1, 3}, DType::kBool, DType::kInt64},
+      // the kernel's own loops: everything full, or one operand a single value (relu's
+      // gradient: where(mask, 0.0, g)), for each element size
+      {Shape{6, 5}, Shape{}, Shape{6, 5}, DType::kFloat32, DType::kFloat32},
+      {Shape{6, 5}, Shape{6, 5}, Shape{1}, DType::kFloat64, DType::kFloat64},
+      {Shape{37}, Shape{37}, Shape{37}, DType::kFloat16, DType::kFloat16},
+      {Shape{9}, Shape{}, Shape{9}, DType::kInt64, DType::kInt64},
+      {Shape{3, 300}, Shape{3, 300}, Shape{3, 300}, DType::kBool, DType::kBool},
   };
   for (const Case& k : cases) {
     auto vc = random_values(rng, k.c.numel(), DType::kBool);
