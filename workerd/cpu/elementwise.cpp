@@ -8,13 +8,6 @@
 namespace gt::worker::cpu {
 namespace {
 
-// c != 0 ? a : b for the unsigned element types where moves, as a mask: no branch to mispredict.
-template <class U>
-inline U select_bits(uint8_t c, U a, U b) {
-  const U keep_a = static_cast<U>(U{0} - static_cast<U>(c != 0));
-  return static_cast<U>((a & keep_a) | (b & static_cast<U>(~keep_a)));
-}
-
 // where(cond, a, b): out dtype = promote(a, b); a and b are converted to it first, then the
 // selection only moves elements (of the unsigned type of their size). cond bytes are tested
 // != 0, so a bool tensor holding bytes other than 0/1 still behaves.
