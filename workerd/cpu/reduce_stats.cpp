@@ -9,11 +9,13 @@
 // Outputs keep a floating input's dtype; integer and bool inputs give float32 (the shape rule).
 // Rows with inner == 1 reduce contiguously; otherwise a row of `inner` accumulators sweeps the
 // n slices (unit stride).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "workerd/cpu/kernels.h"
+#include "workerd/cpu/parallel.h"
 #include "workerd/kernels/reduce_plan.h"
 
 namespace gt::worker::cpu {
@@ -23,17 +25,21 @@ template <class T>
 using out_t = std::conditional_t<is_float_like_v<T>, T, float>;
 
 // The reduction over [outer, n, inner] (every row of n strided by inner), one output each:
-// `fold(values, count, stride)` gets a strided run and returns the reduced double.
+// `fold(values, count, stride)` gets a strided run and returns the reduced double. Rows are
+// split over threads once there are >= 2 * 2^16 elements (each computed as on one thread: the
+// results do not depend on the split); exp and log in double cost a few ns an element (a
+// logsumexp over [256, 784] took 0.7 ms on one thread).
 template <class T, class Fold>
 void reduce_rows(const T* x, out_t<T>* y, const ReduceView& v, Fold&& fold) {
   using O = out_t<T>;
-  if (v.inner == 1) {
-    for (int64_t o = 0; o < v.outer; ++o) y[o] = convert_value<O>(fold(x + o * v.n, 1));
-    return;
-  }
-  for (int64_t o = 0; o < v.outer; ++o)
-    for (int64_t j = 0; j < v.inner; ++j)
-      y[o * v.inner + j] = convert_value<O>(fold(x + o * v.n * v.inner + j, v.inner));
+  const int64_t rows = v.outer * v.inner;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(v.n, 1));
+  parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t o = r / v.inner, j = r % v.inner;
+      y[r] = convert_value<O>(fold(x + o * v.n * v.inner + j, v.inner));
+    }
+  });
 }
 
 template <class T>

@@ -395,6 +395,29 @@ TEST_CASE("cpu var and logsumexp: every dim, keepdim, dtypes", "[cpu][reduce]") 
   }
 }
 
+TEST_CASE("cpu var and logsumexp over many rows: split over threads, each row as on one",
+          "[cpu][reduce]") {
+  // [300, 2, 500]: 600 rows of 500 along dim 2 and 1,000 rows of 300 along dim 0 (strided),
+  // enough to split the rows between threads (2^17 elements and more).
+  CpuBackend be;
+  std::mt19937 rng(38);
+  const Shape xs{300, 2, 500};
+  auto xv = random_values(rng, xs.numel(), DType::kFloat32, -3, 3);
+  Tensor x = make_tensor(be, xs, DType::kFloat32, xv);
+  for (int64_t dim : {int64_t{2}, int64_t{0}}) {
+    std::vector<double> want_lse, want_var;
+    for (const auto& g : groups(xv, xs, dim)) {
+      want_lse.push_back(quantize(ref_logsumexp(g), DType::kFloat32));
+      want_var.push_back(quantize(ref_var(g, 1.0), DType::kFloat32));
+    }
+    const std::string what = "dim " + std::to_string(dim);
+    check_close(to_doubles(be, run_op(be, OpId::k_logsumexp, {&x}, make_reduce(dim, false))),
+                want_lse, DType::kFloat32, "logsumexp " + what);
+    check_close(to_doubles(be, run_op(be, OpId::k_var, {&x}, make_var(dim, false, 1.0))),
+                want_var, DType::kFloat32, "var " + what);
+  }
+}
+
 TEST_CASE("cpu logsumexp is stable, var and logsumexp edge cases", "[cpu][reduce]") {
   CpuBackend be;
   Tensor x = make_tensor(be, Shape{5, 3}, DType::kFloat32,
