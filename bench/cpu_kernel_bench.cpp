@@ -1,0 +1,140 @@
+// gt-bench-cpu-kernels: the CPU worker's kernels one by one, in-process on a CpuBackend (no
+// daemons: the kernel is what is timed), on a [256, 784] float32 tensor (an MLP layer's weight:
+// SGD and gradients run over it) of standard-normal values, a mask taken from the values (x <= 0,
+// as a relu's gradient selects) and a row bias. Each op's median time is reported beside the
+// same run's scalar multiply (one read and one write of the tensor: the memory-bound floor) as a
+// ratio: an elementwise op far above 1-3x of it loses its time to something other than memory
+// (a branch on the data, a libm call per element, one thread). The selections are the cases of
+// 2026-12-06 (where / masked_fill / clamp branched on the data: ~40x the floor).
+//
+// Usage: gt-bench-cpu-kernels [--reps N] [--json]     (OPENBLAS_NUM_THREADS=1 unless set)
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "libgtcore/op_attrs.h"
+#include "libgtcore/shape_rules.h"
+#include "workerd/cpu/cpu_backend.h"
+
+namespace {
+
+namespace w = gt::worker;
+using gt::OpAttrs;
+using gt::OpId;
+using LT = w::Tensor;
+
+[[noreturn]] void fail(const gt::Status& st, const char* what) {
+  std::fprintf(stderr, "gt-bench-cpu-kernels: %s: %s\n", what, st.message().c_str());
+  std::exit(1);
+}
+
+struct Bench {
+  w::CpuBackend be;
+
+  LT make(const gt::TensorMeta& m) {
+    LT t;
+    t.meta = m;
+    auto st = be.alloc(static_cast<size_t>(m.nbytes()));
+    if (!st.is_ok()) fail(st.status(), "alloc");
+    t.storage = std::move(*st);
+    return t;
+  }
+  LT run(OpId op, std::vector<const LT*> ins, const OpAttrs& a = {}) {
+    std::vector<gt::TensorMeta> metas;
+    for (const LT* t : ins) metas.push_back(t->meta);
+    auto m = gt::infer_meta(op, metas, a);
+    if (!m.is_ok()) fail(m.status(), gt::op_name(op));
+    LT out = make(*m);
+    if (auto st = be.run(w::KernelArgs{op, a, ins, out, 0}); !st.is_ok()) fail(st, gt::op_name(op));
+    return out;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // OpenBLAS starts its thread pool when it loads, and its idle threads yield-spin beside the
+  // kernels timed here (none of which calls BLAS): with 2 cores that made the threaded kernels'
+  // times swing 2x from run to run. One BLAS thread, set before it loads: the process starts
+  // itself again with the variable set (an operator's own setting is kept).
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    ::execv("/proc/self/exe", argv);  // (on failure: on as we are)
+  }
+  int reps = 21;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json")) json = true;
+    else {
+      std::fprintf(stderr, "usage: gt-bench-cpu-kernels [--reps N] [--json]\n");
+      return 2;
+    }
+  }
+  Bench b;
+  const gt::Shape shape{256, 784};
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  auto filled = [&](const gt::Shape& s) {
+    LT t = b.make(gt::TensorMeta{s, gt::DType::kFloat32});
+    auto* p = static_cast<float*>(t.storage->data());
+    for (int64_t i = 0; i < s.numel(); ++i) p[i] = normal(rng);
+    return t;
+  };
+  const LT x = filled(shape), y = filled(shape), bias = filled(gt::Shape{784});
+  const LT zero = b.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{}, gt::DType::kFloat32));
+  const LT mask = b.run(OpId::k_le, {&x, &zero});
+  struct Row {
+    const char* name;
+    OpId op;
+    std::vector<const LT*> ins;
+    OpAttrs attrs;
+  };
+  const std::vector<Row> rows = {
+      {"mul scalar (the floor)", OpId::k_mul, {&x}, gt::make_binary_scalar(gt::ScalarSide::kRight, 1.5, false)},
+      {"add same shape", OpId::k_add, {&x, &y}, {}},
+      {"add row bias", OpId::k_add, {&x, &bias}, {}},
+      {"relu", OpId::k_relu, {&x}, {}},
+      {"le 0 (a mask)", OpId::k_le, {&x, &zero}, {}},
+      {"where(mask, x, y)", OpId::k_where, {&mask, &x, &y}, {}},
+      {"where(mask, 0, y)", OpId::k_where, {&mask, &zero, &y}, {}},
+      {"masked_fill(mask, 0)", OpId::k_masked_fill, {&x, &mask}, gt::make_fill_value(0.0)},
+      {"clamp(-0.5, 0.5)", OpId::k_clamp, {&x}, gt::make_clamp(-0.5, 0.5, false)},
+      {"maximum", OpId::k_maximum, {&x, &y}, {}},
+      {"exp", OpId::k_exp, {&x}, {}},
+      {"tanh", OpId::k_tanh, {&x}, {}},
+      {"sum dim 1", OpId::k_sum, {&x}, gt::make_reduce(1, false)},
+      {"max dim 1", OpId::k_max, {&x}, gt::make_reduce(1, false)},
+      {"logsumexp dim 1", OpId::k_logsumexp, {&x}, gt::make_reduce(1, true)},
+  };
+  std::vector<double> med;
+  for (const Row& r : rows) {
+    for (int i = 0; i < 3; ++i) b.run(r.op, r.ins, r.attrs);  // warm: pages, caches
+    med.push_back(gt::bench::median(gt::bench::time_runs(reps, [&] { b.run(r.op, r.ins, r.attrs); })));
+  }
+  const double floor_s = med[0];
+  if (json) {
+    std::printf("{\"shape\": \"[256, 784] float32\", \"reps\": %d", reps);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::string key = rows[i].name;
+      for (char& c : key)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      std::printf(", \"%s_us\": %.1f, \"%s_over_floor\": %.2f", key.c_str(), med[i] * 1e6, key.c_str(),
+                  med[i] / floor_s);
+    }
+    std::printf("}\n");
+    return 0;
+  }
+  std::printf("gt-bench-cpu-kernels: [256, 784] float32, median of %d, in-process CpuBackend\n", reps);
+  std::printf("| %-24s | %10s | %10s |\n", "op", "us", "/ floor");
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::printf("| %-24s | %10.1f | %10.2f |\n", rows[i].name, med[i] * 1e6, med[i] / floor_s);
+  return 0;
+}
