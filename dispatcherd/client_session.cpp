@@ -66,7 +66,7 @@ void ClientSession::run_batch(v1::ClientBatch& batch, size_t frame_bytes) {
   if (batch.requests_size() > 0) end_stretch();
   for (const auto& r : batch.requests()) process_request(r);
   if (batch.requests_size() == 0) {
-    if (buffer_.active) arm_deadline();  // (client_session_plan.cpp)
+    if (buffer_.active) arm_hold_deadline();  // (client_session_plan.cpp)
     else hold_if_hot();
   }
   else span_ = StretchSpan{};  // (what a fetch of a sharded tensor emits is no stretch's)

@@ -170,7 +170,6 @@ class ClientSession {
     bool active = false;
     std::vector<HeldBatch> batches;
     size_t bytes = 0;  // their serialized size
-    uint64_t generation = 0;  // which hold a deadline belongs to
   };
   // The stretch just cut is hot path `path`: its instructions in each worker's batch become one
   // HotRun (with that worker's HotPath, the first time or when its part changed), where they
@@ -194,7 +193,9 @@ class ClientSession {
   bool buffer_instr(v1::Instr& in);  // false: not buffered (the caller plans it, after a spill)
   void buffer_free(uint64_t id);
   void spill();             // the buffered items planned in order, as on arrival
-  void arm_deadline();
+  // A frame ended with a stretch held or buffered: release_held() kHoldMicros from now, unless
+  // a later frame has armed it again or the stretch has gone out by then.
+  void arm_hold_deadline();
   bool apply_plan(uint64_t path);  // false: nothing done (the caller spills)
   // The stretch log (StretchLog): an instruction the detector just took, a free of a tensor.
   void log_instr(const v1::Instr& in, std::span<TensorEntry* const> entries, uint64_t out,
@@ -300,6 +301,7 @@ class ClientSession {
   StretchSpan span_;
   Held held_;
   std::unique_ptr<asio::steady_timer> hold_timer_;
+  uint64_t hold_generation_ = 0;  // which arming the pending deadline belongs to
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the hold deadline
   // Hot path -> the workers holding a part of it, each with a hash of the part it holds (a
   // repetition whose part differs, planned differently since, defines it again).
@@ -328,15 +330,13 @@ class ClientSession {
     std::vector<Item> items;                      // in stream order
     std::unordered_map<uint64_t, bool> freed;     // outside tensors freed in it
     uint64_t payload_bytes = 0;
-    uint64_t generation = 0;  // which buffering a deadline belongs to
-    // Empty again (the next deadline's generation, the messages kept).
+    // Empty again (the messages kept).
     void reset() {
       active = false;
       count = 0;
       items.clear();
       freed.clear();
       payload_bytes = 0;
-      ++generation;
     }
   };
   Buffered buffer_;

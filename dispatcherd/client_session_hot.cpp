@@ -95,11 +95,15 @@ void ClientSession::hold_if_hot() {
     held_.batches.push_back(std::move(h));
   }
   held_.active = true;
-  const uint64_t generation = ++held_.generation;
+  arm_hold_deadline();
+}
+
+void ClientSession::arm_hold_deadline() {
+  const uint64_t generation = ++hold_generation_;
   if (!hold_timer_) hold_timer_ = std::make_unique<asio::steady_timer>(conn_->io->socket().get_executor());
   hold_timer_->expires_after(std::chrono::microseconds(kHoldMicros));
   hold_timer_->async_wait([this, alive = alive_, generation](boost::system::error_code ec) {
-    if (ec || !*alive || !held_.active || held_.generation != generation) return;
+    if (ec || !*alive || hold_generation_ != generation || !(held_.active || buffer_.active)) return;
     release_held();
   });
 }

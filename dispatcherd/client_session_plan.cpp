@@ -27,9 +27,8 @@
 namespace gt::dispatcher {
 
 namespace {
-// As a held stretch (client_session_hot.cpp): a client that stops mid-stretch gets its work
-// started this much later at most, and uploads beyond this are planned and sent instead.
-constexpr int kBufferMicros = 2000;
+// As a held stretch (client_session_hot.cpp, which has the deadline): uploads beyond this are
+// planned and sent instead.
 constexpr uint64_t kMaxBufferedPayloadBytes = uint64_t{64} << 20;
 
 bool is_annotation(const v1::Instr& in) { return in.op() == 0 && in.comm() == 0; }
@@ -173,17 +172,7 @@ void ClientSession::spill() {
     process_instr(buffer_.instrs[static_cast<size_t>(item.instr)]);
   }
   skip_detector_ = false;
-  buffer_.reset();  // (a deadline armed for it is void)
-}
-
-void ClientSession::arm_deadline() {
-  const uint64_t generation = ++buffer_.generation;
-  if (!hold_timer_) hold_timer_ = std::make_unique<asio::steady_timer>(conn_->io->socket().get_executor());
-  hold_timer_->expires_after(std::chrono::microseconds(kBufferMicros));
-  hold_timer_->async_wait([this, alive = alive_, generation](boost::system::error_code ec) {
-    if (ec || !*alive || !buffer_.active || buffer_.generation != generation) return;
-    release_held();
-  });
+  buffer_.reset();
 }
 
 // ---- plans -------------------------------------------------------------------------------------
@@ -353,7 +342,7 @@ bool ClientSession::apply_plan(uint64_t path) {
   skip_detector_ = true;
   for (uint64_t id : L.outside_frees) process_free(id);
   skip_detector_ = false;
-  buffer_.reset();  // (a deadline armed for it is void)
+  buffer_.reset();
   ++hot_replays_;
   ++plans_reused_;
   return true;
