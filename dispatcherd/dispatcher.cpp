@@ -191,6 +191,10 @@ void Dispatcher::on_frame(const std::shared_ptr<Conn>& c, std::string_view body)
   }
 }
 
+namespace {
+constexpr size_t kKeptFrameBytes = size_t{1} << 20;  // on_client_frame
+}  // namespace
+
 void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
   bytes_from_clients_ += body.size();
   // The batch stays (cleared) between frames and the parser reuses its instruction messages:
@@ -225,7 +229,10 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
     return;
   }
   s.run_batch(*batch, body.size());
-  batch->Clear();  // (its messages kept for the next frame's parse)
+  // Its messages are kept for the next frame's parse, but not a large frame's: cleared strings
+  // keep their room, and the uploads it carried would stay allocated.
+  if (body.size() > kKeptFrameBytes) client_msg_.Clear();
+  else batch->Clear();
 }
 
 void Dispatcher::on_close(const std::shared_ptr<Conn>& c, const Status& why) {
