@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   const LT x = filled(shape), y = filled(shape), bias = filled(gt::Shape{784});
   const LT zero = b.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{}, gt::DType::kFloat32));
   const LT mask = b.run(OpId::k_le, {&x, &zero});
+  const LT ax = b.run(OpId::k_abs, {&x});
   struct Row {
     const char* name;
     OpId op;
@@ -110,6 +111,19 @@ int main(int argc, char** argv) {
       {"maximum", OpId::k_maximum, {&x, &y}, {}},
       {"exp", OpId::k_exp, {&x}, {}},
       {"tanh", OpId::k_tanh, {&x}, {}},
+      {"sigmoid", OpId::k_sigmoid, {&x}, {}},
+      {"gelu", OpId::k_gelu, {&x}, {}},
+      {"silu", OpId::k_silu, {&x}, {}},
+      {"erf", OpId::k_erf, {&x}, {}},
+      {"abs", OpId::k_abs, {&x}, {}},
+      {"log of |x|", OpId::k_log, {&ax}, {}},
+      {"sqrt of |x|", OpId::k_sqrt, {&ax}, {}},
+      {"pow 2", OpId::k_pow, {&x}, gt::make_binary_scalar(gt::ScalarSide::kRight, 2.0, false)},
+      {"cast to bfloat16", OpId::k_cast, {&x}, gt::make_cast(gt::DType::kBFloat16)},
+      {"cast to int64", OpId::k_cast, {&x}, gt::make_cast(gt::DType::kInt64)},
+      {"sum dim 0", OpId::k_sum, {&x}, gt::make_reduce(0, false)},
+      {"argmax dim 1", OpId::k_argmax, {&x}, gt::make_reduce(1, false)},
+      {"cumsum dim 1", OpId::k_cumsum, {&x}, gt::make_axis(1)},
       {"sum dim 1", OpId::k_sum, {&x}, gt::make_reduce(1, false)},
       {"max dim 1", OpId::k_max, {&x}, gt::make_reduce(1, false)},
       {"logsumexp dim 1", OpId::k_logsumexp, {&x}, gt::make_reduce(1, true)},
