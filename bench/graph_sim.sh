@@ -33,9 +33,9 @@ declare -A LOOP COMPILED EAGER
 for r in $(seq "$ROUNDS"); do
   for name in on off; do
     out=$(GT_ADDRESS=127.0.0.1:$(cat "$D/$name.port") "$B/gt-bench-mlp" --steps 40 --warmup 5 2>&1)
-    EAGER[$name]+="$(sed -n 's/^  GT (client autograd + daemons): median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
-    LOOP[$name]+="$(sed -n 's/^  GT plain loop (hot path found): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
-    COMPILED[$name]+="$(sed -n 's/^  GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
+    EAGER[$name]+="$(mlp_step_ms eager "$out") "
+    LOOP[$name]+="$(mlp_step_ms loop "$out") "
+    COMPILED[$name]+="$(mlp_step_ms compiled "$out") "
   done
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }

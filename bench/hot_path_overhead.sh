@@ -19,7 +19,7 @@ for _ in $(seq "$ROUNDS"); do
     addr=127.0.0.1:$(cat "$D/$name.port")
     out=$(GT_ADDRESS=$addr "$B/gt-bench-mlp" --steps 60 --daemon-pids "${PAIR_PIDS[$name]}" 2>&1)
     # The plain loop: detected (and replayed) with hot paths on, eager with them off.
-    STEP[$name]+="$(sed -n 's/.*GT plain loop (hot path found): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
+    STEP[$name]+="$(mlp_step_ms loop "$out") "
     CPU[$name]+="$(grep 'plain-loop' <<<"$out" | grep -o 'client [0-9]* us, dispatcher [0-9]* us, worker [0-9]* us')"$'\n'
     out=$(GT_ADDRESS=$addr "$B/gt-bench" --only a --reps 3 2>&1)
     OPS[$name]+="$(sed -n 's/^(a).*median \([0-9.]*\) ops\/s.*/\1/p' <<<"$out") "

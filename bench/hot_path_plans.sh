@@ -19,10 +19,10 @@ for _ in $(seq "$ROUNDS"); do
   for name in planned plans; do
     addr=127.0.0.1:$(cat "$D/$name.port")
     out=$(GT_ADDRESS=$addr "$B/gt-bench-mlp" --steps 100 --daemon-pids "${PAIR_PIDS[$name]}" 2>&1)
-    HOT[$name]+="$(sed -n 's/.*GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
-    LOOP[$name]+="$(sed -n 's/.*GT plain loop (hot path found): *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
-    HOT_CPU[$name]+="$(grep 'per hot GT step' <<<"$out" | sed -n 's/.*dispatcher \([0-9]*\) us.*/\1/p') "
-    LOOP_CPU[$name]+="$(grep 'per plain-loop GT step' <<<"$out" | sed -n 's/.*dispatcher \([0-9]*\) us.*/\1/p') "
+    HOT[$name]+="$(mlp_step_ms compiled "$out") "
+    LOOP[$name]+="$(mlp_step_ms loop "$out") "
+    HOT_CPU[$name]+="$(mlp_cpu_us compiled dispatcher "$out") "
+    LOOP_CPU[$name]+="$(mlp_cpu_us loop dispatcher "$out") "
   done
 done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }

@@ -30,4 +30,25 @@ start_pair() {
     >"$D/$name.worker.log" 2>&1 &
   PAIR_PIDS[$name]="$dp,$!"
 }
+# A gt-bench-mlp step time (ms) from its output: mlp_step_ms eager|loop|compiled "$out".
+mlp_step_ms() {
+  local label
+  case $1 in
+    eager) label='GT (client autograd + daemons):' ;;
+    loop) label='GT plain loop (hot path found):' ;;
+    compiled) label='GT under gt::compile (hot path):' ;;
+  esac
+  sed -n "s/^  ${label//(/\(} *median \([0-9.]*\) ms.*/\1/p" <<<"$2"
+}
+# The CPU per step (us) of `process` (client|dispatcher|worker) in a gt-bench-mlp run's `kind`
+# (eager|loop|compiled) row: mlp_cpu_us compiled dispatcher "$out".
+mlp_cpu_us() {
+  local row
+  case $1 in
+    eager) row='CPU per GT step' ;;
+    loop) row='CPU per plain-loop GT step' ;;
+    compiled) row='CPU per hot GT step' ;;
+  esac
+  grep "$row" <<<"$3" | sed -n "s/.*$2 \([0-9]*\) us.*/\1/p"
+}
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }

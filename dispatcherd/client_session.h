@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -328,7 +329,7 @@ class ClientSession {
       uint64_t id = 0;
     };
     std::vector<Item> items;                      // in stream order
-    std::unordered_map<uint64_t, bool> freed;     // outside tensors freed in it
+    std::unordered_set<uint64_t> freed;           // outside tensors freed in it
     uint64_t payload_bytes = 0;
     // Empty again (the messages kept).
     void reset() {

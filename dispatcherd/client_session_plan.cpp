@@ -58,7 +58,6 @@ void ClientSession::log_instr(const v1::Instr& in, std::span<TensorEntry* const>
     L.slots.push_back(StretchLog::Slot{id, e.placement.workers, e.handles, e.written_at, false});
   }
   L.outs.push_back(in_place ? 0 : out);
-  L.targets.push_back(in_place && in.inputs_size() > 0 ? in.inputs(0) : 0);
   if (!in_place) L.locals[out] = k;
 }
 
@@ -156,7 +155,7 @@ void ClientSession::buffer_free(uint64_t id) {
   if (it == tensors_.end() || buffer_.freed.count(id)) return;  // (harmless, as eagerly)
   hot_.free(id, it->second);
   log_free(id, it->second);
-  buffer_.freed.emplace(id, true);
+  buffer_.freed.insert(id);
 }
 
 void ClientSession::spill() {
@@ -244,10 +243,7 @@ void ClientSession::record_plan(uint64_t path) {
       if (!ref(e.placement.workers[m], e.handles[m], false, &r)) return;
       res.handles.push_back(r);
     }
-    if (e.written_at != 0) {
-      res.written = true;
-      if (!ref(e.placement.workers[0], e.written_at, true, &res.written_at)) return;
-    }
+    if (!ref(e.placement.workers[0], e.written_at, true, &res.written_at)) return;
     plan.results.push_back(std::move(res));
   }
   for (size_t s = 0; s < L.slots.size(); ++s) {
@@ -331,7 +327,7 @@ bool ClientSession::apply_plan(uint64_t path) {
     e.placement = r.placement;
     e.handles.reserve(r.handles.size());
     for (const HotPlan::Ref& h : r.handles) e.handles.push_back(handle(h));
-    if (r.written) e.written_at = handle(r.written_at);
+    e.written_at = handle(r.written_at);
     charge(e, r.charged);
     tensors_.emplace(L.outs[r.instr], std::move(e));
   }

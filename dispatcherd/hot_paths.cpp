@@ -139,6 +139,7 @@ void HotPathDetector::reset() {
   tainted_ = false;
   opted_out_ = false;
   compile_now_ = false;
+  looked_up_valid_ = false;
 }
 
 bool HotPathDetector::follows_hot_path() {
@@ -156,10 +157,12 @@ bool HotPathDetector::follows_hot_path() {
   return !candidates_.empty();
 }
 
-uint64_t HotPathDetector::matching_path() const {
+uint64_t HotPathDetector::matching_path() {
   if (!opts_.enabled || tainted_ || instructions_ == 0) return 0;
-  auto it = cache_.find(sig_);
-  return it == cache_.end() ? 0 : it->second.path;
+  looked_up_ = cache_.find(sig_);
+  looked_up_size_ = sig_.size();
+  looked_up_valid_ = true;
+  return looked_up_ == cache_.end() ? 0 : looked_up_->second.path;
 }
 
 uint64_t HotPathDetector::evict_oldest() {
@@ -192,7 +195,8 @@ HotPathDetector::Cut HotPathDetector::cut() {
     }
     return c;
   }
-  auto it = cache_.find(sig_);
+  auto it = looked_up_valid_ && looked_up_size_ == sig_.size() ? looked_up_ : cache_.find(sig_);
+  looked_up_valid_ = false;
   if (it == cache_.end()) {
     // Make room: the least recently seen go (the first one logged, every one forgotten).
     while (!lru_.empty() && (cache_.size() >= opts_.cache_entries ||

@@ -88,8 +88,9 @@ class HotPathDetector {
   // evaluation) is held too. Checks only the bytes added since the last call against the paths
   // still matching; once the stretch leaves them all it is false until the next cut.
   bool follows_hot_path();
-  // The hot path the stretch so far is, whole (0: none, or tainted); changes nothing.
-  uint64_t matching_path() const;
+  // The hot path the stretch so far is, whole (0: none, or tainted). Its lookup is kept for the
+  // cut that follows (the signature is hashed once).
+  uint64_t matching_path();
   // Ends the current stretch and looks it up.
   Cut cut();
   const Stats& stats() const { return stats_; }
@@ -121,6 +122,10 @@ class HotPathDetector {
   bool candidates_ready_ = false;
   size_t candidates_checked_ = 0;
   std::unordered_map<std::string, Entry> cache_;
+  // matching_path()'s lookup of sig_ while sig_ is still that size (it only grows until a cut).
+  std::unordered_map<std::string, Entry>::iterator looked_up_;
+  size_t looked_up_size_ = 0;
+  bool looked_up_valid_ = false;
   std::list<const std::string*> lru_;  // most recent first; points at cache_'s keys
   uint64_t next_path_ = 1;
   Stats stats_;

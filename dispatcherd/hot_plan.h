@@ -25,7 +25,6 @@ struct StretchLog {
   bool active = false;
   bool cacheable = true;  // nothing seen so far that a plan could not reproduce
   std::vector<uint64_t> outs;                      // per instruction: its result id (0: in place)
-  std::vector<uint64_t> targets;                   // per instruction: an in-place op's target id
   std::unordered_map<uint64_t, uint32_t> locals;   // live results: id -> instruction
   std::unordered_map<uint64_t, uint32_t> outside;  // outside tensors: id -> slot
   struct Slot {
@@ -53,7 +52,6 @@ struct StretchLog {
     active = false;
     cacheable = true;
     outs.clear();
-    targets.clear();
     locals.clear();
     outside.clear();
     slots.clear();
@@ -101,8 +99,7 @@ struct HotPlan {
     TensorMeta meta;
     Placement placement;
     std::vector<Ref> handles;
-    bool written = false;      // written_at set (Ref), else 0
-    Ref written_at;
+    Ref written_at;            // (part -1: never written in place)
     int64_t charged = 0;
   };
   std::vector<Result> results;
