@@ -311,7 +311,8 @@ void ClientSession::charge(TensorEntry& e, int64_t bytes) {
   if (bytes < 0 && static_cast<uint64_t>(-bytes) > usage_.bytes) bytes = -static_cast<int64_t>(usage_.bytes);
   usage_.bytes = static_cast<uint64_t>(static_cast<int64_t>(usage_.bytes) + bytes);
   e.charged += bytes;
-  if (bytes > 0 && stretch_log_.active) stretch_log_.charged += static_cast<uint64_t>(bytes);
+  if (bytes > 0 && stretch_log_.active && stretch_log_.cacheable)
+    stretch_log_.charged += static_cast<uint64_t>(bytes);
 }
 
 void ClientSession::add_outstanding(uint64_t count) {

@@ -55,7 +55,8 @@ void ClientSession::note_payload(size_t bytes) {
 void ClientSession::note_plain_instr(WorkerState& w, size_t payload_bytes) {
   note_payload(payload_bytes);
   note_worker_instr(w);
-  if (payload_bytes > 0 && stretch_log_.active)  // (which upload a cached plan carries where)
+  // (which upload a cached plan carries where: client_session_plan.cpp)
+  if (payload_bytes > 0 && stretch_log_.active && stretch_log_.cacheable)
     stretch_log_.uploads.push_back(StretchLog::Upload{
         stretch_log_.current, w.id, pool_.scratch_for(w, id_).instrs_size()});
 }

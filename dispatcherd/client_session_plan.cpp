@@ -48,6 +48,10 @@ void ClientSession::log_instr(const v1::Instr& in, std::span<TensorEntry* const>
     stretch_log_.active = true;
   }
   StretchLog& L = stretch_log_;
+  // A stretch that can no longer be a hot path (refused, or past hot_path_max_length) is not
+  // logged further: nothing would read it, and a stretch without a sync point has no end.
+  if (!hot_.candidate()) L.cacheable = false;
+  if (!L.cacheable) return;
   const auto k = static_cast<uint32_t>(L.outs.size());
   L.current = k;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -63,7 +67,7 @@ void ClientSession::log_instr(const v1::Instr& in, std::span<TensorEntry* const>
 
 void ClientSession::log_free(uint64_t id, const TensorEntry& e) {
   StretchLog& L = stretch_log_;
-  if (!L.active) return;
+  if (!L.active || !L.cacheable) return;
   if (auto it = L.locals.find(id); it != L.locals.end()) {
     L.locals.erase(it);
     return;

@@ -64,6 +64,8 @@ class HotPathDetector {
   explicit HotPathDetector(HotPathOptions o) : opts_(o) {}
 
   bool enabled() const { return opts_.enabled; }
+  // The current stretch can still become a hot path (not tainted, not too long).
+  bool candidate() const { return opts_.enabled && !tainted_; }
   // A valid instruction about to be emitted: `entries` are the records of its inputs (in.inputs'
   // order), `out` its result id (0: in place), `scope` the signal scope in effect and
   // `compile_now` whether that scope's config says `compile: true` (the stretch is then a hot
