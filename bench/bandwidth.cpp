@@ -10,6 +10,8 @@
 //           are made from): from a local dispatcher, the shared-memory region the worker wrote
 //           them into (one copy in all); else a fresh buffer fetched into
 //   memcpy: std::memcpy into a buffer already touched, same size
+//   dispatcher CPU: the embedded dispatcher's CPU time (every thread, schedstat) per MiB
+//           uploaded, over the upload's timed span: what relaying an upload costs it
 //
 // The embedded default (a Unix socket) fetches large tensors through shared memory; GT_SHM=0
 // makes it use the sockets (two hops), as a client over TCP does. Run both for the comparison.
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "proc_cpu.h"
 
 using gt::bench::median;
 using gt::bench::now_s;
@@ -46,6 +49,7 @@ namespace {
 struct Row {
   int64_t mib;
   double upload_s, fetch_s, into_s, place_s, tcp_s, memcpy_s;
+  double upload_dispatcher_us_per_mib;  // -1: not measured (GT_ADDRESS)
 };
 
 // Seconds to stream src over a raw loopback TCP connection into dst (one hop), or 0 on error.
@@ -115,6 +119,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   gt::synchronize();  // the session (and an embedded default) is up before timing
+  pid_t dispatcher_pid = 0;  // the embedded default's (none with GT_ADDRESS)
+  if (!std::getenv("GT_ADDRESS"))
+    for (pid_t p : gt::bench::descendants(::getpid()))
+      if (gt::bench::process_name(p) == "gt-dispatcherd") dispatcher_pid = p;
   std::vector<Row> rows;
   for (int64_t mib = 1; mib <= max_mib; mib *= 4) {
     const int64_t bytes = mib << 20;
@@ -122,16 +130,20 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < src.size(); i += 4096) src[i] = static_cast<char>(i / 4096);
     std::string dst(src.size(), '\1');  // touched: memcpy measures copying, not page faults
     const gt::Tensor resident = gt::from_bytes({bytes / 4}, gt::kFloat32, src);
-    std::vector<double> up, fetch, into, place, tcp, copy;
+    std::vector<double> up, fetch, into, place, tcp, copy, up_cpu;
     std::string got, reused(src.size(), '\2');  // touched, like memcpy's destination
     bool into_ok = true;
     // One untimed round first: a size's first transfers set things up once (the shared-memory
     // arena grows to hold it, the worker's allocator caches a block of it).
     for (int r = -1; r < reps; ++r) {
+      const uint64_t cpu0 = dispatcher_pid ? gt::bench::process_cpu_ns(dispatcher_pid) : 0;
       double t0 = now_s();
       gt::Tensor t = gt::from_bytes({bytes / 4}, gt::kFloat32, src);
       gt::synchronize();
       up.push_back(now_s() - t0);
+      if (dispatcher_pid)  // microseconds per MiB
+        up_cpu.push_back(static_cast<double>(gt::bench::process_cpu_ns(dispatcher_pid) - cpu0) /
+                         1e3 / static_cast<double>(mib));
       t0 = now_s();
       got = resident.to_bytes();
       fetch.push_back(now_s() - t0);
@@ -155,8 +167,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (auto* v : {&up, &fetch, &into, &place, &tcp, &copy}) v->erase(v->begin());  // untimed round
+    if (!up_cpu.empty()) up_cpu.erase(up_cpu.begin());
     rows.push_back({mib, median(up), median(fetch), median(into), median(place), median(tcp),
-                    median(copy)});
+                    median(copy), up_cpu.empty() ? -1.0 : median(up_cpu)});
   }
   if (json) {
     std::printf("{");
@@ -168,10 +181,11 @@ int main(int argc, char** argv) {
                   "\"fetch_into_%lldmib_gbps\": %.3f, \"memcpy_%lldmib_gbps\": %.3f, "
                   "\"fetch_%lldmib_of_memcpy\": %.3f, \"fetch_into_%lldmib_of_memcpy\": %.3f, "
                   "\"fetch_in_place_%lldmib_gbps\": %.3f, \"fetch_in_place_%lldmib_of_memcpy\": %.3f, "
-                  "\"tcp_loopback_%lldmib_gbps\": %.3f",
+                  "\"tcp_loopback_%lldmib_gbps\": %.3f, \"upload_%lldmib_dispatcher_us_per_mib\": %.1f",
                   sep, m, gbps(b, r.upload_s), m, gbps(b, r.fetch_s), m, gbps(b, r.into_s), m,
                   gbps(b, r.memcpy_s), m, r.memcpy_s / r.fetch_s, m, r.memcpy_s / r.into_s, m,
-                  gbps(b, r.place_s), m, r.memcpy_s / r.place_s, m, gbps(b, r.tcp_s));
+                  gbps(b, r.place_s), m, r.memcpy_s / r.place_s, m, gbps(b, r.tcp_s), m,
+                  r.upload_dispatcher_us_per_mib);
       sep = ", ";
     }
     std::printf("}\n");
@@ -183,17 +197,17 @@ int main(int argc, char** argv) {
   std::printf("  transport: %s\n", std::getenv("GT_ADDRESS") ? "GT_ADDRESS (shared memory if a Unix socket)"
                                     : shm && std::string(shm) == "0" ? "embedded default, sockets (GT_SHM=0)"
                                     : "embedded default, shared memory");
-  std::printf("  %8s  %16s  %16s  %16s  %16s  %16s  %10s\n", "size", "upload", "fetch",
-              "fetch into", "fetch in place", "tcp loopback", "memcpy");
+  std::printf("  %8s  %16s  %16s  %16s  %16s  %16s  %10s  %14s\n", "size", "upload", "fetch",
+              "fetch into", "fetch in place", "tcp loopback", "memcpy", "disp. us/MiB up");
   for (const Row& r : rows) {
     const int64_t b = r.mib << 20;
     std::printf("  %5lld MiB  %7.2f (%5.1f%%)  %7.2f (%5.1f%%)  %7.2f (%5.1f%%)  %7.2f (%5.1f%%)  "
-                "%7.2f (%5.1f%%)  %10.2f\n",
+                "%7.2f (%5.1f%%)  %10.2f  %14.1f\n",
                 static_cast<long long>(r.mib), gbps(b, r.upload_s),
                 100.0 * r.memcpy_s / r.upload_s, gbps(b, r.fetch_s),
                 100.0 * r.memcpy_s / r.fetch_s, gbps(b, r.into_s), 100.0 * r.memcpy_s / r.into_s,
                 gbps(b, r.place_s), 100.0 * r.memcpy_s / r.place_s, gbps(b, r.tcp_s),
-                100.0 * r.memcpy_s / r.tcp_s, gbps(b, r.memcpy_s));
+                100.0 * r.memcpy_s / r.tcp_s, gbps(b, r.memcpy_s), r.upload_dispatcher_us_per_mib);
   }
   std::printf("  (issue 15 targets: a 256 MiB fetch >= 50%% of memcpy over TCP loopback, >= 80%% "
               "over shared memory; tcp loopback: one raw hop, a socket fetch takes two)\n");

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "dispatcherd/client_session.h"
+#include "libgtcore/upload_frame.h"
 
 namespace gt::dispatcher {
 
@@ -195,18 +196,40 @@ namespace {
 constexpr size_t kKeptFrameBytes = size_t{1} << 20;  // on_client_frame
 }  // namespace
 
-void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
-  bytes_from_clients_ += body.size();
+void Dispatcher::clear_client_message() {
   // The batch stays (cleared) between frames and the parser reuses its instruction messages:
   // parsing afresh deleted the oneof's batch and allocated every instruction again (the
   // dispatcher's largest share of malloc per frame).
   if (client_msg_.kind_case() == v1::ClientMessage::kBatch) client_msg_.mutable_batch()->Clear();
   else client_msg_.Clear();
+}
+
+void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
+  bytes_from_clients_ += body.size();
+  clear_client_message();
   Status st = merge_frame(body, &client_msg_);
   if (!st.is_ok()) {
     refuse(s.conn(), st);
     return;
   }
+  run_client_message(s, body.size());
+}
+
+void Dispatcher::on_client_payload_frame(ClientSession& s, std::string_view head,
+                                         std::string&& payload) {
+  const size_t body_size = head.size() + payload.size();
+  bytes_from_clients_ += body_size;
+  upload_bytes_unparsed_ += payload.size();
+  clear_client_message();
+  Status st = merge_upload_frame(head, body_size, std::move(payload), &client_msg_);
+  if (!st.is_ok()) {
+    refuse(s.conn(), st);
+    return;
+  }
+  run_client_message(s, body_size);
+}
+
+void Dispatcher::run_client_message(ClientSession& s, size_t frame_bytes) {
   if (client_msg_.kind_case() == v1::ClientMessage::kShmArena) {
     Status reg = s.register_shm_arena(client_msg_.shm_arena(), s.conn()->io->take_fd());
     client_msg_.Clear();
@@ -221,17 +244,17 @@ void Dispatcher::on_client_frame(ClientSession& s, std::string_view body) {
   const int n_free = batch->frees_size();
   if (spdlog::should_log(spdlog::level::debug))
     spdlog::debug("session {}: frame of {} bytes: {} instructions, {} frees, {} requests", s.id(),
-                  body.size(), batch->instrs_size(), n_free, batch->requests_size());
+                  frame_bytes, batch->instrs_size(), n_free, batch->requests_size());
   if (batch->free_at_size() != 0 && batch->free_at_size() != n_free) {
     refuse(s.conn(), invalid_argument("malformed batch: {} frees but {} free_at positions", n_free,
                                       batch->free_at_size()));
     batch->Clear();
     return;
   }
-  s.run_batch(*batch, body.size());
+  s.run_batch(*batch, frame_bytes);
   // Its messages are kept for the next frame's parse, but not a large frame's: cleared strings
   // keep their room, and the uploads it carried would stay allocated.
-  if (body.size() > kKeptFrameBytes) client_msg_.Clear();
+  if (frame_bytes > kKeptFrameBytes) client_msg_.Clear();
   else batch->Clear();
 }
 
@@ -305,7 +328,7 @@ void Dispatcher::check_drained() {
   for (const auto& [id, c] : conns_) {
     if (c->role != Conn::Role::kClient || c->io->closed()) continue;
     int unread = 0;
-    if (c->io->decoder().buffered() > 0 ||
+    if (c->io->mid_frame() ||
         (::ioctl(c->io->socket().native_handle(), FIONREAD, &unread) == 0 && unread > 0)) {
       if (!drain_poll_timer_) drain_poll_timer_ = std::make_unique<asio::steady_timer>(io_);
       drain_poll_timer_->expires_after(std::chrono::milliseconds(10));

@@ -110,6 +110,13 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   // dispatcher.cpp: connections and their lifetime, timers
   void on_frame(const std::shared_ptr<Conn>& c, std::string_view body);
   void on_client_frame(ClientSession& s, std::string_view body);
+  // A large upload whose payload was read into a string of its own (libgtcore/upload_frame.h):
+  // client frames from this size on are looked at for it (the client writes uploads of 1 MiB
+  // and more this way; below, the parse copy is small).
+  static constexpr size_t kSplitUploadBytes = size_t{1} << 20;
+  void on_client_payload_frame(ClientSession& s, std::string_view head, std::string&& payload);
+  void clear_client_message();
+  void run_client_message(ClientSession& s, size_t frame_bytes);  // client_msg_, parsed
   void on_close(const std::shared_ptr<Conn>& c, const Status& why);
   void refuse(const std::shared_ptr<Conn>& c, const Status& why);
   // Refuses a connection that is not admitted at all (over the pending caps): no Conn is made.
@@ -180,6 +187,7 @@ class Dispatcher final : private WorkerPool::Events, private SessionHost {
   bool had_client_ = false;
   bool shutting_down_ = false;
   uint64_t bytes_from_clients_ = 0;
+  uint64_t upload_bytes_unparsed_ = 0;  // on_client_payload_frame's payloads
   uint64_t closed_client_bytes_in_ = 0, closed_worker_bytes_in_ = 0;
   // Connection-layer limits (ARCHITECTURE §8: no hostile peer exhausts the dispatcher).
   uint32_t pending_conns_ = 0;

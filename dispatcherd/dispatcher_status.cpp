@@ -85,6 +85,7 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     s.set_bytes_to_clients(d.bytes_to_clients());
     s.set_bytes_from_workers(d.bytes_from_workers());
     s.set_bytes_to_workers(d.bytes_to_workers());
+    s.set_upload_bytes_unparsed(upload_bytes_unparsed_);
   }
 
   std::map<uint32_t, v1::WorkerStatus*> workers;

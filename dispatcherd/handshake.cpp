@@ -12,6 +12,7 @@
 #include "dispatcherd/dispatcher.h"
 #include "dispatcherd/peer_uid.h"
 #include "gt/core/ops.h"
+#include "libgtcore/upload_frame.h"
 #include "libgtcore/version.h"
 
 namespace gt::dispatcher {
@@ -158,6 +159,17 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   c->role = Conn::Role::kClient;
   c->io->decoder().set_max_frame_bytes(opts_.max_frame_bytes);
   c->io->set_backlog_counter(client_backlog_);
+  // A large upload's payload is read into a string of its own as it arrives, which its
+  // instruction then owns: the payload is never copied by a parse (libgtcore/upload_frame.h).
+  std::weak_ptr<Conn> weak = c;
+  c->io->set_payload_split(
+      kSplitUploadBytes, scan_upload_frame,
+      [this, weak](std::string_view head, std::string&& payload) {
+        auto c = weak.lock();
+        if (!c || c->role != Conn::Role::kClient) return;
+        auto it = sessions_.find(c->session);
+        if (it != sessions_.end()) on_client_payload_frame(*it->second, head, std::move(payload));
+      });
   c->session = next_session_id_++;
   ++sessions_started_;
   std::unique_ptr<ClientSession>& slot = sessions_[c->session];

@@ -88,6 +88,9 @@ std::string format_prometheus(const v1::StatusReport& s) {
   m.sample("gt_dispatcher_bytes_total", "peer=\"clients\",direction=\"out\"", s.bytes_to_clients());
   m.sample("gt_dispatcher_bytes_total", "peer=\"workers\",direction=\"in\"", s.bytes_from_workers());
   m.sample("gt_dispatcher_bytes_total", "peer=\"workers\",direction=\"out\"", s.bytes_to_workers());
+  m.family("gt_dispatcher_upload_bytes_unparsed_total", "counter",
+           "Client upload payload bytes read straight into their instruction, never parsed.");
+  m.sample("gt_dispatcher_upload_bytes_unparsed_total", "", s.upload_bytes_unparsed());
   m.family("gt_dispatcher_sessions_started_total", "counter", "Client sessions started.");
   m.sample("gt_dispatcher_sessions_started_total", "", s.sessions_started());
   m.family("gt_dispatcher_sessions", "gauge", "Client sessions connected now.");

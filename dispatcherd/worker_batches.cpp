@@ -9,6 +9,7 @@
 #include "dispatcherd/cost_model.h"
 #include "dispatcherd/dispatcher.h"
 #include "dispatcherd/worker_pool.h"
+#include "libgtcore/upload_frame.h"
 
 namespace gt::dispatcher {
 
@@ -125,11 +126,10 @@ void WorkerPool::send_now(WorkerState& w, DrrScheduler::Item&& item) {
                   "({} in flight)",
                   w.id, first, item.session, b->instrs_size(), b->frees_size(),
                   b->requests_size(), w.inflight_count);
-  // Uploads' payloads go to the socket from the batch itself, which the connection keeps until
-  // they are written (no serialized copy of them).
-  Status st = w.conn->io->send_owned(std::make_shared<v1::DispatchMessage>(std::move(item.msg)));
+  Status st = send_worker_batch(*w.conn->io, std::move(item.msg), &upload_header_);
   if (!st.is_ok()) spdlog::error("worker {}: cannot send a batch: {}", w.id, st.message());
 }
+
 
 void WorkerPool::pump(WorkerState& w) {
   // Keep at most worker_window instructions in flight on the worker, and per session at most

@@ -188,6 +188,7 @@ class WorkerPool {
  private:
   void flush_worker(WorkerState& w);
   void send_now(WorkerState& w, DrrScheduler::Item&& item);
+  std::string upload_header_;  // send_worker_batch's, reused
   void pump(WorkerState& w);  // sends queued batches while the worker's window has room
   void on_ack(WorkerState& w, const v1::Ack& ack);
   // exec_trace.cpp: the timings of traced batches, as EXEC / PEER lines of the instruction log.

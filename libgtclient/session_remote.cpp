@@ -17,6 +17,7 @@
 #include "libgtcore/framed_connection.h"
 #include "libgtcore/instr_codec.h"
 #include "libgtcore/payload_frame.h"
+#include "libgtcore/upload_frame.h"
 #include "libgtcore/reply_payload.h"
 #include "libgtcore/secret_file.h"
 #include "libgtcore/shm_arena.h"
@@ -307,19 +308,22 @@ std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs
   encode_instr(op, no_data, &direct_instr_);
   direct_instr_.set_out(id);
   for (uint64_t i : inputs) direct_instr_.add_inputs(i);
-  // ClientMessage.batch (2): the queue's batch, whose frees and requests precede this
-  // instruction in stream order, then ClientBatch.instrs (1): this one, its Instr.data (8) last.
-  // (The queue's own small payloads are serialized into the header.)
+  // ClientMessage.batch: the queue's batch, whose frees and requests precede this instruction
+  // in stream order, then ClientBatch.instrs: this one, its Instr.data last (upload_frame.h:
+  // the dispatcher reads the payload into the instruction's own buffer). (The queue's own small
+  // payloads are serialized into the header.)
   Status st;
   if (sending_.ByteSizeLong() + direct_instr_.ByteSizeLong() + attrs.data.size() + 64 > max_frame_bytes_) {
     // Together they would pass the dispatcher's frame limit: the queue goes on its own first.
     st = send_frames(sending_);
     sending_.Clear();
   }
-  const PayloadLevel levels[] = {{2, sending_.mutable_batch()}, {1, &direct_instr_}};
+  const PayloadLevel levels[] = {{kClientBatchField, sending_.mutable_batch()},
+                                 {kBatchInstrsField, &direct_instr_}};
   direct_header_.clear();
   if (st.is_ok())
-    st = append_payload_frame_header(&direct_header_, levels, 8, attrs.data.size(), max_frame_bytes_);
+    st = append_payload_frame_header(&direct_header_, levels, kInstrDataField, attrs.data.size(),
+                                     max_frame_bytes_);
   if (st.is_ok()) st = send_all_parts(fd_, {std::string_view(direct_header_), attrs.data});
   sending_.Clear();
   if (!st.is_ok()) mark_lost(st.message());

@@ -2,6 +2,7 @@
 
 #include "libgtcore/shm_arena.h"
 #include "libgtcore/socket_io.h"
+#include "libgtcore/uninit_string.h"
 
 #include <spdlog/spdlog.h>
 
@@ -54,6 +55,13 @@ void FramedConnection::start(FrameFn on_frame, CloseFn on_close) {
   on_frame_ = std::move(on_frame);
   on_close_ = std::move(on_close);
   do_read();
+}
+
+void FramedConnection::set_payload_split(size_t min_body_bytes, PayloadSplitFn split,
+                                         PayloadFrameFn on_payload_frame) {
+  split_min_bytes_ = min_body_bytes;
+  split_ = std::move(split);
+  on_payload_frame_ = std::move(on_payload_frame);
 }
 
 void FramedConnection::pause_reading() {
@@ -118,22 +126,88 @@ void FramedConnection::drain_frames() {
   if (in_drain_) return;  // a handler resumed us from inside on_frame
   in_drain_ = true;
   while (!closed_ && !paused_) {
+    if (splitting_) {  // (nothing else is buffered until its payload is complete)
+      if (split_filled_ < split_payload_.size()) break;
+      split_read_done();
+      continue;
+    }
     auto next = decoder_.next();
     if (!next.is_ok()) {
       in_drain_ = false;
-      paused_ = true;
-      if (on_bad_frame_) {
-        auto fn = on_bad_frame_;
-        fn(next.status());
-      } else {
-        close(next.status());
-      }
+      bad_frame(next.status());
       return;
     }
-    if (!next->has_value()) break;
+    if (!next->has_value()) {
+      if (split_ && !split_declined_) {
+        Status st = split_payload();
+        if (!st.is_ok()) {
+          in_drain_ = false;
+          bad_frame(st);
+          return;
+        }
+      }
+      break;
+    }
+    split_declined_ = false;  // the next frame is looked at afresh
     on_frame_(**next);
   }
   in_drain_ = false;
+}
+
+void FramedConnection::bad_frame(const Status& why) {
+  paused_ = true;
+  if (on_bad_frame_) {
+    auto fn = on_bad_frame_;
+    fn(why);
+  } else {
+    close(why);
+  }
+}
+
+Status FramedConnection::split_payload() {
+  const std::string_view buf = decoder_.peek();
+  if (buf.size() < kFrameHeaderBytes) return Status::ok();
+  const auto* b = reinterpret_cast<const uint8_t*>(buf.data());
+  const size_t len = static_cast<size_t>(b[0]) | (static_cast<size_t>(b[1]) << 8) |
+                     (static_cast<size_t>(b[2]) << 16) | (static_cast<size_t>(b[3]) << 24);
+  // (next() checked the length against the limit and found the frame incomplete.)
+  const std::string_view prefix = buf.substr(kFrameHeaderBytes);
+  if (len < split_min_bytes_ || prefix.size() >= len) {
+    split_declined_ = true;
+    return Status::ok();
+  }
+  auto scan = split_(prefix, len);
+  if (!scan.is_ok()) return scan.status();
+  if (scan->state == PayloadScan::kNeedMore) return Status::ok();  // looked at again next read
+  if (scan->state == PayloadScan::kNoPayload) {
+    split_declined_ = true;
+    return Status::ok();
+  }
+  // kFound: the header is all here (the scan read the payload's length), the payload is not.
+  const PayloadFrameLayout& l = scan->layout;
+  split_head_.assign(prefix.data(), l.payload_begin);
+  split_payload_ = std::string();
+  resize_uninitialized(split_payload_, l.payload_bytes);
+  split_filled_ = prefix.size() - l.payload_begin;
+  std::memcpy(split_payload_.data(), prefix.data() + l.payload_begin, split_filled_);
+  decoder_.discard_buffered();  // all of it was this frame's
+  splitting_ = true;
+  return Status::ok();
+}
+
+void FramedConnection::split_read_done() {
+  splitting_ = false;
+  split_declined_ = false;
+  std::string payload = std::move(split_payload_);
+  split_payload_ = std::string();
+  on_payload_frame_(split_head_, std::move(payload));
+}
+
+std::pair<char*, size_t> FramedConnection::read_target() {
+  if (splitting_)  // the payload's rest, straight into its own string
+    return {split_payload_.data() + split_filled_, split_payload_.size() - split_filled_};
+  char* p = decoder_.prepare(read_size_);
+  return {p, decoder_.prepared_size()};
 }
 
 void FramedConnection::do_read() {
@@ -149,8 +223,7 @@ void FramedConnection::do_read() {
                        });
     return;
   }
-  char* p = decoder_.prepare(read_size_);
-  size_t room = decoder_.prepared_size();
+  auto [p, room] = read_target();
   socket_.async_read_some(asio::buffer(p, room), [self = shared_from_this()](
                                                      boost::system::error_code ec, size_t n) {
     self->reading_active_ = false;
@@ -160,11 +233,10 @@ void FramedConnection::do_read() {
 }
 
 void FramedConnection::read_with_fds() {
-  char* p = decoder_.prepare(read_size_);
+  auto [p, room] = read_target();
   bool truncated = false;
   std::vector<UniqueFd> got;
-  const ssize_t n = recv_with_fds(socket_.native_handle(), p, decoder_.prepared_size(), &got,
-                                  &truncated);
+  const ssize_t n = recv_with_fds(socket_.native_handle(), p, room, &got, &truncated);
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return do_read();
     return on_read(boost::system::error_code(errno, boost::system::system_category()), 0);
@@ -183,9 +255,9 @@ void FramedConnection::on_read(boost::system::error_code ec, size_t n) {
   if (ec) {
     if (ec == asio::error::eof || ec == asio::error::connection_reset ||
         ec == asio::error::operation_aborted) {
-      if (decoder_.buffered() > 0)
+      if (mid_frame())
         close(data_loss("connection closed in the middle of a frame ({} bytes)",
-                        decoder_.buffered()));
+                        splitting_ ? split_head_.size() + split_filled_ : decoder_.buffered()));
       else
         close(Status::ok());
     } else {
@@ -194,8 +266,12 @@ void FramedConnection::on_read(boost::system::error_code ec, size_t n) {
     return;
   }
   bytes_in_ += n;
-  decoder_.commit(n);
-  adapt_read_size(n);
+  if (splitting_) {
+    split_filled_ += n;  // drain_frames hands it out once complete (and not paused)
+  } else {
+    decoder_.commit(n);
+    adapt_read_size(n);
+  }
   drain_frames();
   do_read();
 }
@@ -280,6 +356,22 @@ Status FramedConnection::send_owned(std::shared_ptr<const google::protobuf::Mess
     sealed_.push_back(Sealed{{}, part, msg});
   }
   if (backlog_) *backlog_ += out_parts_.bytes();
+  schedule_write();
+  return Status::ok();
+}
+
+Status FramedConnection::send_kept_parts(std::string_view header, std::string_view payload,
+                                         std::shared_ptr<const void> keep) {
+  if (closed_ || abort_pending_) return unavailable("connection closed");
+  if (header.size() < kFrameHeaderBytes) return invalid_argument("send_kept_parts: no frame header");
+  // Descriptors index frames in out_: sealing would move them (send_parts copies instead).
+  if (!fds_out_.empty() || payload.size() < kSealBytes) return send_parts(header, payload);
+  out_.append(header);
+  sealed_bytes_ += out_.size() + payload.size();
+  sealed_.push_back(Sealed{std::move(out_), {}, nullptr});
+  out_ = std::string();
+  sealed_.push_back(Sealed{{}, payload, std::move(keep)});
+  if (backlog_) *backlog_ += header.size() + payload.size();
   schedule_write();
   return Status::ok();
 }

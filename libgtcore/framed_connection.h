@@ -18,9 +18,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "libgtcore/frame_codec.h"
 #include "libgtcore/frame_gather.h"
+#include "libgtcore/payload_frame.h"
 #include "libgtcore/status.h"
 #include "libgtcore/unique_fd.h"
 
@@ -43,6 +45,18 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // Called instead of closing when the peer sends an unacceptable frame (oversized): the owner
   // may queue a refusal and close_after_flush(). Reading stops either way.
   void set_bad_frame_handler(CloseFn fn) { on_bad_frame_ = std::move(fn); }
+  // Frames whose payload comes last (payload_frame.h) and that a handler wants with the payload
+  // in a string of its own (a client's upload, which the instruction then owns: no parse copy).
+  // For a frame of at least `min_body_bytes` still arriving, `split` is shown its first bytes
+  // and the body's size, and says where the payload begins (PayloadScan::kFound), that it needs
+  // more bytes, or that the frame is read whole; once found, the rest of the payload is read
+  // straight into the string, and `on_payload_frame` gets the header (the body before the
+  // payload) and the payload instead of on_frame. A scan error closes like a bad frame.
+  using PayloadSplitFn = std::function<Result<PayloadScanResult>(std::string_view, size_t)>;
+  using PayloadFrameFn = std::function<void(std::string_view head, std::string&& payload)>;
+  void set_payload_split(size_t min_body_bytes, PayloadSplitFn split, PayloadFrameFn on_payload_frame);
+  // A frame has begun to arrive and is not complete (draining waits for it).
+  bool mid_frame() const { return decoder_.buffered() > 0 || splitting_; }
   // Called after each completed write: senders that stopped at a high-water mark resume.
   void set_write_handler(std::function<void()> fn) { on_written_ = std::move(fn); }
   // Stops handing out frames (and reading) until resume_reading(): backpressure. While paused,
@@ -63,6 +77,11 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // from the message itself, which the connection keeps until they are out (FrameParts): no
   // serialized copy of them is made. Small messages are simply serialized.
   Status send_owned(std::shared_ptr<const google::protobuf::MessageLite> msg);
+  // Appends one frame given as its parts, like send_parts, but a large payload is written from
+  // where it lives, which `keep` keeps alive until it is out (a worker batch's upload laid out
+  // payload-last: libgtcore/upload_frame.h); no copy of it is made.
+  Status send_kept_parts(std::string_view header, std::string_view payload,
+                         std::shared_ptr<const void> keep);
   // Appends one frame holding `msg` with `fd` attached to it (SCM_RIGHTS; Unix sockets only):
   // the peer's take_fd() returns it once the frame has arrived (one descriptor per write, in
   // frame order: a peer that claims one per such frame gets each frame's own).
@@ -110,6 +129,12 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
  private:
   void do_read();
   void drain_frames();
+  void bad_frame(const Status& why);  // stops reading; on_bad_frame_ or close
+  // Looks at the frame in progress for set_payload_split (splitting_ once its payload goes
+  // into a string of its own); an error: the bytes cannot be a message.
+  Status split_payload();
+  void split_read_done();  // the whole payload is in: on_payload_frame_
+  std::pair<char*, size_t> read_target();  // where the next read goes
   void on_read(boost::system::error_code ec, size_t n);
   void read_with_fds();  // do_read's recvmsg form, while accept_fds is on
   void do_write();
@@ -123,6 +148,14 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   FrameDecoder decoder_;
   FrameFn on_frame_;
   CloseFn on_close_;
+  // set_payload_split's; splitting_: the frame in progress is being read into split_payload_.
+  PayloadSplitFn split_;
+  PayloadFrameFn on_payload_frame_;
+  size_t split_min_bytes_ = 0;
+  bool splitting_ = false;
+  bool split_declined_ = false;  // the frame in progress is read whole (decided once per frame)
+  std::string split_head_, split_payload_;
+  size_t split_filled_ = 0;
   CloseFn on_bad_frame_;
   std::function<void()> on_written_;
   std::unique_ptr<asio::steady_timer> linger_timer_;

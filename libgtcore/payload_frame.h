@@ -15,10 +15,12 @@
 
 #include <google/protobuf/message_lite.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "libgtcore/status.h"
 
@@ -36,6 +38,45 @@ struct PayloadLevel {
 Status append_payload_frame_header(std::string* out, std::span<const PayloadLevel> levels,
                                    uint32_t payload_field, uint64_t payload_bytes,
                                    uint64_t max_frame_bytes = 0xffffffffull);
+
+// Finding the payload of such a frame from its first bytes, without parsing anything (a receiver
+// that relays the payload, or reads it into a buffer of its own). `chain` names the levels'
+// fields: the body's first and only field is chain[0]; the message of level i holds chain[i + 1]
+// (or, for the innermost, `payload_field`) as its last field. A `repeated` level's earlier
+// occurrences are other elements (a batch's instructions before the last); a singular one
+// appearing earlier too is left to a whole parse (protobuf would merge them). Lengths are never
+// trusted: every field must lie inside its container and the body.
+struct PayloadChainLevel {
+  uint32_t field;
+  bool repeated = false;
+};
+inline constexpr size_t kMaxPayloadLevels = 4;
+
+struct PayloadFrameLayout {
+  size_t levels = 0;
+  // Level i's own fields (all but the next level's field), as body offsets [begin, end).
+  std::array<size_t, kMaxPayloadLevels> fields_begin{}, fields_end{};
+  size_t payload_begin = 0;  // the header's size (without the 4-byte frame length)
+  size_t payload_bytes = 0;  // payload_begin + payload_bytes == the body's size
+};
+
+enum class PayloadScan {
+  kFound,      // the layout holds: `layout` says where everything is
+  kNoPayload,  // a valid start of some other message (or another field order): parse it whole
+  kNeedMore,   // the header is not complete in the bytes given yet
+};
+
+struct PayloadScanResult {
+  PayloadScan state = PayloadScan::kNoPayload;
+  PayloadFrameLayout layout;
+};
+
+// Scans `prefix`, the first bytes of a frame body of `body_size` bytes (prefix.size() <=
+// body_size). An error (DataLoss) when the bytes cannot be a protobuf message of that size: a
+// truncated varint, a field running past its container, a bad wire type.
+Result<PayloadScanResult> scan_payload_frame(std::string_view prefix, size_t body_size,
+                                             std::span<const PayloadChainLevel> chain,
+                                             uint32_t payload_field);
 
 // Protobuf's base-128 varints (the wire's lengths and tags).
 size_t varint_size(uint64_t v);

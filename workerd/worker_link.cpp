@@ -8,6 +8,7 @@
 
 #include "gt/core/ops.h"
 #include "libgtcore/socket_io.h"
+#include "libgtcore/upload_frame.h"
 #include "libgtcore/version.h"
 
 namespace gt::worker {
@@ -104,6 +105,12 @@ void WorkerLink::connect() {
   w->set_memory_bytes(backend_.memory_bytes());
   if (peer_) w->set_peer_address(peer_->address());
   executor_.fill_load(w->mutable_load());
+  // A large upload's payload is read into the instruction's own string as it arrives (the
+  // dispatcher writes it payload-last): never copied by a parse (libgtcore/upload_frame.h).
+  conn_->set_payload_split(kSplitUploadBytes, scan_worker_upload_frame,
+                           [this](std::string_view head, std::string&& payload) {
+                             on_payload_frame(head, std::move(payload));
+                           });
   conn_->start([this](std::string_view b) { on_frame(b); },
                [this, gen = generation_](const Status& s) {
                  if (gen == generation_) on_close(s);
@@ -140,14 +147,30 @@ void WorkerLink::watch_dispatcher() {
 void WorkerLink::on_frame(std::string_view body) {
   last_heard_ = std::chrono::steady_clock::now();
   v1::DispatchMessage msg;
-  // Batches are parsed straight into the object handed to the executor (no second copy).
-  auto batch = std::make_unique<v1::WorkerBatch>();
   Status st = parse_frame(body, &msg);
   if (!st.is_ok()) {
     spdlog::error("dropping the dispatcher connection: {}", st.message());
     conn_->close(st);
     return;
   }
+  on_message(msg);
+}
+
+void WorkerLink::on_payload_frame(std::string_view head, std::string&& payload) {
+  last_heard_ = std::chrono::steady_clock::now();
+  v1::DispatchMessage msg;
+  Status st = merge_upload_frame(head, head.size() + payload.size(), std::move(payload), &msg);
+  if (!st.is_ok()) {
+    spdlog::error("dropping the dispatcher connection: {}", st.message());
+    conn_->close(st);
+    return;
+  }
+  on_message(msg);
+}
+
+void WorkerLink::on_message(v1::DispatchMessage& msg) {
+  // Batches are moved into the object handed to the executor (no second copy).
+  auto batch = std::make_unique<v1::WorkerBatch>();
   switch (msg.kind_case()) {
     case v1::DispatchMessage::kHeartbeat: {
       // Answered here on the I/O thread, so a long kernel on the executor does not make this

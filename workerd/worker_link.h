@@ -55,6 +55,11 @@ class WorkerLink {
   void schedule_reconnect();
   void watch_dispatcher();
   void on_frame(std::string_view body);
+  // A large upload whose payload was read into a string of its own (libgtcore/upload_frame.h).
+  void on_payload_frame(std::string_view head, std::string&& payload);
+  void on_message(v1::DispatchMessage& msg);  // a frame, parsed
+  // Frames from this size on are looked at for a payload-last upload.
+  static constexpr size_t kSplitUploadBytes = size_t{1} << 20;
   void on_close(const Status& why);
   void send_direct(const v1::WorkerMessage& m);
   // A frame in two parts (a fetch reply's header and its payload), one gather write.

@@ -4,7 +4,9 @@
 //   - kFound agrees with protobuf: a body protobuf parses as the envelope has that payload as
 //     its reply's tensor data, and the header the scan found parses to the same other fields;
 //   - a prefix's decision holds for the whole body (the dispatcher scans as bytes arrive);
-//   - check_fetch_chunk on what was found either accepts it or says why, never crashes.
+//   - check_fetch_chunk on what was found either accepts it or says why, never crashes;
+//   - the same for a client's upload layout (libgtcore/upload_frame.h) on the same bytes: a found
+//     upload merges (merge_upload_frame, the payload moved in) to exactly protobuf's parse.
 // Byte 0 picks the envelope (WorkerMessage or ServerMessage) and the prefix cut; the rest is the
 // frame body.
 #include <string>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "libgtcore/reply_payload.h"
+#include "libgtcore/upload_frame.h"
 #include "proto/gt.pb.h"
 #include "tests/fuzz/harness.h"
 
@@ -47,6 +50,40 @@ void check_found(std::string_view body, const ReplyPayloadLayout& l) {
   }
 }
 
+// The upload layout's scan of `body` and of its first `cut` bytes.
+void check_upload_scan(const std::string& body, size_t cut) {
+  auto whole = scan_upload_frame(body, body.size());
+  if (whole.is_ok() && whole->state == PayloadScan::kFound) {
+    const PayloadFrameLayout& l = whole->layout;
+    GT_FUZZ_CHECK(l.payload_begin + l.payload_bytes == body.size() &&
+                      l.fields_begin[0] <= l.fields_end[0] && l.fields_end[0] <= l.fields_begin[1] &&
+                      l.fields_begin[1] <= l.fields_end[1] && l.fields_end[1] <= l.payload_begin,
+                  "an upload layout outside the body");
+    v1::ClientMessage want;
+    const bool parses = want.ParseFromArray(body.data(), static_cast<int>(body.size()));
+    v1::ClientMessage got;
+    Status st = merge_upload_frame(std::string_view(body).substr(0, l.payload_begin), body.size(),
+                                   body.substr(l.payload_begin), &got);
+    if (parses) {
+      GT_FUZZ_CHECK(want.has_batch() && want.batch().instrs_size() > 0 &&
+                        want.batch().instrs(want.batch().instrs_size() - 1).data() ==
+                            std::string_view(body).substr(l.payload_begin),
+                    "kFound, but protobuf's last instruction holds another payload");
+      GT_FUZZ_CHECK(st.is_ok() && got.SerializeAsString() == want.SerializeAsString(),
+                    "the merged upload differs from protobuf's parse");
+    }
+  }
+  auto part = scan_upload_frame(std::string_view(body).substr(0, cut), body.size());
+  if (!part.is_ok() || part->state == PayloadScan::kNeedMore) return;
+  if (part->state == PayloadScan::kFound)
+    GT_FUZZ_CHECK(whole.is_ok() && whole->state == PayloadScan::kFound &&
+                      part->layout.payload_begin == whole->layout.payload_begin,
+                  "a prefix found an upload layout the whole body does not have");
+  else
+    GT_FUZZ_CHECK(!whole.is_ok() || whole->state != PayloadScan::kFound,
+                  "a prefix said no upload payload, the whole body found one");
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> reply_payload_seeds() {
@@ -69,6 +106,19 @@ std::vector<std::pair<std::string, std::string>> reply_payload_seeds() {
   v1::WorkerMessage ack;
   ack.mutable_ack()->set_executed_seq(7);
   seeds.emplace_back("ack", std::string(1, '\x01') + ack.SerializeAsString());
+  {
+    v1::ClientBatch queued;
+    queued.add_instrs()->set_out(3);
+    queued.add_frees(3);
+    queued.add_free_at(1);
+    v1::Instr upload;
+    upload.set_op(4);
+    upload.set_out(5);
+    const PayloadLevel levels[] = {{kClientBatchField, &queued}, {kBatchInstrsField, &upload}};
+    std::string frame;
+    if (append_payload_frame_header(&frame, levels, kInstrDataField, payload.size()).is_ok())
+      seeds.emplace_back("upload", std::string(1, '\x02') + frame.substr(4) + payload);
+  }
   seeds.emplace_back("garbage", std::string("\x01\x22\x05\x0a\x7f", 5));
   return seeds;
 }
@@ -96,6 +146,7 @@ void run_reply_payload(const uint8_t* data, size_t size) {
   }
   // A prefix (the bytes arrived so far): needs more, or the same answer.
   const size_t cut = body.empty() ? 0 : (static_cast<size_t>(data[0] >> 1) * 7919) % (body.size() + 1);
+  check_upload_scan(body, cut);
   auto part = scan_reply_payload(std::string_view(body).substr(0, cut), body.size(), field);
   if (!part.is_ok() || part->state == ReplyScan::kNeedMore) return;
   // A decided prefix stays decided: a found header is complete (what follows is payload), and

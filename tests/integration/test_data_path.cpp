@@ -306,8 +306,16 @@ TEST_CASE("uploads over the socket, written from the caller's memory, arrive byt
   // memory in a frame of its own, after what was queued) and the 4 MiB chunk size, each upload
   // between small ops and frees that are still queued when it goes.
   const uint64_t mib = uint64_t{1} << 20;
+  // The dispatcher reads each such payload into its instruction's own buffer as it arrives,
+  // never through a parse (libgtcore/upload_frame.h): every byte of them is counted there.
+  RawClient admin(daemons().address());
+  REQUIRE(admin.hello().kind_case() == v1::ServerMessage::kWelcome);
+  auto unparsed = [&] { return admin.request(v1::Request::STATUS).status().upload_bytes_unparsed(); };
+  const uint64_t unparsed_before = unparsed();
+  uint64_t direct_bytes = 0;
   uint32_t seed = 40;
   for (uint64_t n : {mib - 1, mib, 3 * mib + 17, 9 * mib + 5}) {
+    if (n >= mib) direct_bytes += n;  // (9 MiB leave as 4 + 4 + 1 MiB chunks, each direct)
     INFO(n);
     gt::Tensor before = gt::from_vector<float>({1, 2, 3}) * 2.0;
     gt::Tensor gone = before + 1.0;
@@ -322,6 +330,11 @@ TEST_CASE("uploads over the socket, written from the caller's memory, arrive byt
                                      static_cast<float>(static_cast<uint8_t>(bytes[static_cast<size_t>(i)]));
     CHECK(after.to_vector<float>() == want);
   }
+  // (The one under 1 MiB is queued; its batch may happen to serialize in the same layout, the
+  // upload last, and be read the same way: counted then too.)
+  const uint64_t unparsed_bytes = unparsed() - unparsed_before;
+  CHECK(unparsed_bytes >= direct_bytes);
+  CHECK(unparsed_bytes <= direct_bytes + mib - 1);
   // Inside a compiled function the queue is held whole: the upload is queued, not written
   // directly, and the result is the same.
   const std::string bytes = random_bytes(2 * mib, DType::kUInt8, 99);

@@ -12,6 +12,7 @@
 #include "libgtcore/frame_codec.h"
 #include "libgtcore/payload_frame.h"
 #include "libgtcore/reply_payload.h"
+#include "libgtcore/upload_frame.h"
 #include "proto/gt.pb.h"
 #include "require_ok.h"
 
@@ -114,6 +115,124 @@ TEST_CASE("a client's payload-last upload frame parses as the batch with the upl
   const PayloadLevel levels[] = {{2, &queued}, {1, &upload}};
   CHECK(append_payload_frame_header(&big, levels, 8, 1000, 999).code() == Code::kResourceExhausted);
   CHECK(big.empty());
+}
+
+TEST_CASE("an upload frame's payload is found from its first bytes and merged without a copy",
+          "[core][reply_payload][upload]") {
+  // What the dispatcher does with a client's large upload (libgtcore/upload_frame.h): scan the
+  // bytes as they arrive until the header is whole, then take the payload as a string of its
+  // own; the merged message equals protobuf's whole parse, instructions before it included.
+  for (int queued_instrs : {0, 1, 5}) {
+    v1::ClientBatch queued;
+    for (int i = 0; i < queued_instrs; ++i) {
+      v1::Instr* in = queued.add_instrs();
+      in->set_op(3);
+      in->set_out(static_cast<uint64_t>(10 + i));
+      in->set_data(std::string(static_cast<size_t>(40 * i), 'q'));  // small payloads: earlier
+    }
+    if (queued_instrs > 0) {
+      queued.add_frees(9);
+      queued.add_free_at(static_cast<uint32_t>(queued_instrs));
+    }
+    v1::Instr upload;
+    upload.set_op(4);
+    upload.set_out(2);
+    upload.add_shape(70001);
+    const std::string payload = payload_of(70001);
+    const PayloadLevel levels[] = {{kClientBatchField, &queued}, {kBatchInstrsField, &upload}};
+    std::string frame;
+    GT_REQUIRE_OK(append_payload_frame_header(&frame, levels, kInstrDataField, payload.size()));
+    const size_t header = frame.size() - kFrameHeaderBytes;
+    frame += payload;
+    const std::string_view body = std::string_view(frame).substr(kFrameHeaderBytes);
+    INFO(queued_instrs << " instructions queued before the upload");
+    // Every cut before the header's end needs more; every cut from there finds the same layout.
+    for (size_t cut = 0; cut <= body.size(); cut += cut < header + 2 ? 1 : 4099) {
+      INFO("prefix of " << cut << " bytes");
+      auto scan = scan_upload_frame(body.substr(0, cut), body.size());
+      GT_REQUIRE_OK(scan.status());
+      if (cut < header) {
+        CHECK(scan->state == PayloadScan::kNeedMore);
+        continue;
+      }
+      REQUIRE(scan->state == PayloadScan::kFound);
+      CHECK(scan->layout.payload_begin == header);
+      CHECK(scan->layout.payload_bytes == payload.size());
+    }
+    v1::ClientMessage whole;
+    GT_REQUIRE_OK(parse_frame(body, &whole));
+    v1::ClientMessage merged;
+    std::string moved = payload;
+    const char* buffer = moved.data();
+    GT_REQUIRE_OK(merge_upload_frame(body.substr(0, header), body.size(), std::move(moved), &merged));
+    CHECK(merged.SerializeAsString() == whole.SerializeAsString());
+    REQUIRE(merged.batch().instrs_size() == queued_instrs + 1);
+    CHECK(merged.batch().instrs(queued_instrs).data().data() == buffer);  // moved, not copied
+    // A header that does not fit the body it claims is refused, not trusted.
+    v1::ClientMessage bad;
+    CHECK(merge_upload_frame(body.substr(0, header), body.size() + 1, std::string(payload), &bad)
+              .code() == Code::kDataLoss);
+    CHECK(merge_upload_frame(body.substr(0, header - 1), body.size() - 1, std::string(payload), &bad)
+              .code() == Code::kDataLoss);
+  }
+}
+
+TEST_CASE("a worker batch's payload-last upload merges to the batch protobuf parses",
+          "[core][reply_payload][upload]") {
+  v1::WorkerBatch batch;
+  batch.set_session(4);
+  batch.add_instrs()->set_out(1);
+  batch.add_frees(1);
+  batch.add_free_at(1);
+  v1::Instr upload;
+  upload.set_op(4);
+  upload.set_out(2);
+  const std::string payload = payload_of(100000);
+  const PayloadLevel levels[] = {{kWorkerBatchField, &batch}, {kWorkerInstrsField, &upload}};
+  std::string frame;
+  GT_REQUIRE_OK(append_payload_frame_header(&frame, levels, kInstrDataField, payload.size()));
+  const size_t header = frame.size() - kFrameHeaderBytes;
+  frame += payload;
+  const std::string_view body = std::string_view(frame).substr(kFrameHeaderBytes);
+  auto scan = scan_worker_upload_frame(body.substr(0, header), body.size());
+  GT_REQUIRE_OK(scan.status());
+  REQUIRE(scan->state == PayloadScan::kFound);
+  CHECK(scan->layout.payload_begin == header);
+  // The client's layout is another envelope field: not found there.
+  auto other = scan_upload_frame(body.substr(0, header), body.size());
+  GT_REQUIRE_OK(other.status());
+  CHECK(other->state == PayloadScan::kNoPayload);
+  v1::DispatchMessage whole, merged;
+  GT_REQUIRE_OK(parse_frame(body, &whole));
+  GT_REQUIRE_OK(merge_upload_frame(body.substr(0, header), body.size(), std::string(payload), &merged));
+  CHECK(merged.SerializeAsString() == whole.SerializeAsString());
+  CHECK(merged.batch().instrs(1).data() == payload);
+  CHECK(merged.batch().free_at(0) == 1);
+}
+
+TEST_CASE("frames of another layout are left to a whole parse", "[core][reply_payload][upload]") {
+  // The ordinary serialization of a batch with frees after its instructions, an upload whose
+  // data is not its last field, a Hello: none is split; bytes that cannot be a message are
+  // an error.
+  v1::ClientMessage with_frees;
+  v1::Instr* in = with_frees.mutable_batch()->add_instrs();
+  in->set_data(std::string(5000, 'x'));
+  with_frees.mutable_batch()->add_frees(3);
+  v1::ClientMessage data_not_last;
+  v1::Instr* in2 = data_not_last.mutable_batch()->add_instrs();
+  in2->set_data(std::string(5000, 'y'));
+  in2->mutable_shm()->set_bytes(5000);
+  v1::ClientMessage hello;
+  hello.mutable_hello()->set_client_name("c");
+  for (const v1::ClientMessage* m : {&with_frees, &data_not_last, &hello}) {
+    const std::string body = m->SerializeAsString();
+    auto scan = scan_upload_frame(body, body.size());
+    GT_REQUIRE_OK(scan.status());
+    CHECK(scan->state == PayloadScan::kNoPayload);
+  }
+  // A batch (to the body's end, 18 bytes) whose instruction length runs past it.
+  const std::string garbage("\x12\x10\x0a\x7f\x00", 5);
+  CHECK(scan_upload_frame(garbage, garbage.size() + 13).status().code() == Code::kDataLoss);
 }
 
 TEST_CASE("the scanner finds the payload and the header parts", "[core][reply_payload]") {
