@@ -178,11 +178,16 @@ Status FramedConnection::split_payload() {
   }
   auto scan = split_(prefix, len);
   if (!scan.is_ok()) return scan.status();
-  if (scan->state == PayloadScan::kNeedMore) return Status::ok();  // looked at again next read
-  if (scan->state == PayloadScan::kNoPayload) {
+  // A long header (several uploads batched, the payload only the last) is read whole: it
+  // would be copied here and parsed anyway, and the decoder would grow to hold it.
+  const bool long_header = scan->state == PayloadScan::kFound
+                               ? scan->layout.payload_begin > kMaxSplitHeaderBytes
+                               : prefix.size() > kMaxSplitHeaderBytes;
+  if (scan->state == PayloadScan::kNoPayload || long_header) {
     split_declined_ = true;
     return Status::ok();
   }
+  if (scan->state == PayloadScan::kNeedMore) return Status::ok();  // looked at again next read
   // kFound: the header is all here (the scan read the payload's length), the payload is not.
   const PayloadFrameLayout& l = scan->layout;
   split_head_.assign(prefix.data(), l.payload_begin);

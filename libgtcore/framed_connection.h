@@ -51,7 +51,8 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   // and the body's size, and says where the payload begins (PayloadScan::kFound), that it needs
   // more bytes, or that the frame is read whole; once found, the rest of the payload is read
   // straight into the string, and `on_payload_frame` gets the header (the body before the
-  // payload) and the payload instead of on_frame. A scan error closes like a bad frame.
+  // payload) and the payload instead of on_frame. A frame whose header (the bytes before its
+  // payload) passes kMaxSplitHeaderBytes is read whole. A scan error closes like a bad frame.
   using PayloadSplitFn = std::function<Result<PayloadScanResult>(std::string_view, size_t)>;
   using PayloadFrameFn = std::function<void(std::string_view head, std::string&& payload)>;
   void set_payload_split(size_t min_body_bytes, PayloadSplitFn split, PayloadFrameFn on_payload_frame);
@@ -116,6 +117,7 @@ class FramedConnection : public std::enable_shared_from_this<FramedConnection> {
   static constexpr size_t kWriteNowBytes = 64 * 1024;
   // send_parts queues a payload at least this large in a buffer of its own (see sealed_).
   static constexpr size_t kSealBytes = 1 << 20;
+  static constexpr size_t kMaxSplitHeaderBytes = 64 * 1024;
   static constexpr size_t kMinReadBytes = 4 * 1024;
   static constexpr size_t kMaxReadBytes = 256 * 1024;
   static constexpr int kHangupPollMs = 200;

@@ -164,7 +164,7 @@ Status append_payload_frame_header(std::string* out, std::span<const PayloadLeve
 
 Result<PayloadScanResult> scan_payload_frame(std::string_view prefix, size_t body_size,
                                              std::span<const PayloadChainLevel> chain,
-                                             uint32_t payload_field) {
+                                             PayloadChainLevel payload) {
   if (prefix.size() > body_size) return invalid_argument("scan_payload_frame: prefix past the body");
   if (chain.empty() || chain.size() > kMaxPayloadLevels)
     return invalid_argument("scan_payload_frame: {} levels (1 to {})", chain.size(), kMaxPayloadLevels);
@@ -186,8 +186,9 @@ Result<PayloadScanResult> scan_payload_frame(std::string_view prefix, size_t bod
   bool found = false;
   for (size_t i = 0; i < chain.size(); ++i) {
     const bool last = i + 1 == chain.size();
-    const uint32_t next = last ? payload_field : chain[i + 1].field;
-    const bool repeated = !last && chain[i + 1].repeated;
+    const PayloadChainLevel& next_level = last ? payload : chain[i + 1];
+    const uint32_t next = next_level.field;
+    const bool repeated = next_level.repeated;
     l.fields_begin[i] = at;
     s = find_last_field(prefix, at, body_size, next, repeated, field_start, found);
     if (s != Step::kOk || !found) return result_of(s);

@@ -42,10 +42,11 @@ Status append_payload_frame_header(std::string* out, std::span<const PayloadLeve
 // Finding the payload of such a frame from its first bytes, without parsing anything (a receiver
 // that relays the payload, or reads it into a buffer of its own). `chain` names the levels'
 // fields: the body's first and only field is chain[0]; the message of level i holds chain[i + 1]
-// (or, for the innermost, `payload_field`) as its last field. A `repeated` level's earlier
-// occurrences are other elements (a batch's instructions before the last); a singular one
-// appearing earlier too is left to a whole parse (protobuf would merge them). Lengths are never
-// trusted: every field must lie inside its container and the body.
+// (or, for the innermost, `payload`) as its last field. A `repeated` level's earlier
+// occurrences are other elements (a batch's instructions before the last, a hot run's uploads
+// before the last); a singular one appearing earlier too is left to a whole parse (protobuf
+// would merge them). Lengths are never trusted: every field must lie inside its container and
+// the body.
 struct PayloadChainLevel {
   uint32_t field;
   bool repeated = false;
@@ -76,7 +77,7 @@ struct PayloadScanResult {
 // truncated varint, a field running past its container, a bad wire type.
 Result<PayloadScanResult> scan_payload_frame(std::string_view prefix, size_t body_size,
                                              std::span<const PayloadChainLevel> chain,
-                                             uint32_t payload_field);
+                                             PayloadChainLevel payload);
 
 // Protobuf's base-128 varints (the wire's lengths and tags).
 size_t varint_size(uint64_t v);

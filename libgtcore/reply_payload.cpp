@@ -17,7 +17,7 @@ constexpr uint32_t kDataField = 5;    // TensorData.data
 Result<ReplyPayloadScanResult> scan_reply_payload(std::string_view prefix, size_t body_size,
                                                   uint32_t reply_field) {
   const PayloadChainLevel chain[] = {{reply_field}, {kTensorField}};
-  auto scan = scan_payload_frame(prefix, body_size, chain, kDataField);
+  auto scan = scan_payload_frame(prefix, body_size, chain, {kDataField});
   if (!scan.is_ok()) return scan.status();
   ReplyPayloadScanResult r;
   r.state = scan->state == PayloadScan::kFound      ? ReplyScan::kFound

@@ -133,11 +133,18 @@ TEST_CASE("send_owned writes payloads from the message it keeps, in order with o
 
 namespace {
 
+std::string filled(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 2654435761u + seed) >> 13);
+  return s;
+}
+
 // A client's upload frame (libgtcore/upload_frame.h): a queued batch, then one instruction whose
 // data is the payload, last. `header` gets the frame's bytes before the payload.
-std::string upload_header(size_t payload_bytes, uint64_t out) {
+std::string upload_header(size_t payload_bytes, uint64_t out, size_t queued_payload = 0) {
   v1::ClientBatch queued;
   queued.add_instrs()->set_out(out * 100);
+  if (queued_payload > 0) queued.mutable_instrs(0)->set_data(filled(queued_payload, 3));
   queued.add_frees(out);
   queued.add_free_at(1);
   v1::Instr upload;
@@ -147,12 +154,6 @@ std::string upload_header(size_t payload_bytes, uint64_t out) {
   std::string header;
   REQUIRE(append_payload_frame_header(&header, levels, kInstrDataField, payload_bytes).is_ok());
   return header;
-}
-
-std::string filled(size_t n, uint32_t seed) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 2654435761u + seed) >> 13);
-  return s;
 }
 
 // Receives on `b` with the dispatcher's split: each frame's body (a split one put together
@@ -199,12 +200,13 @@ TEST_CASE("a large upload's payload is read into a string of its own, other fram
     p.a->start([](std::string_view) {}, [](const Status&) {});
     std::vector<std::string> sent;
     std::vector<bool> want_split;
-    auto upload = [&](size_t n, uint64_t out) {
-      const std::string header = upload_header(n, out);
+    auto upload = [&](size_t n, uint64_t out, size_t queued_payload = 0) {
+      const std::string header = upload_header(n, out, queued_payload);
       const std::string payload = filled(n, static_cast<uint32_t>(out));
       REQUIRE(p.a->send_parts(header, payload).is_ok());
       sent.push_back(header.substr(kFrameHeaderBytes) + payload);
-      want_split.push_back(header.size() - kFrameHeaderBytes + n >= (size_t{1} << 20));
+      want_split.push_back(header.size() - kFrameHeaderBytes + n >= (size_t{1} << 20) &&
+                           header.size() - kFrameHeaderBytes <= FramedConnection::kMaxSplitHeaderBytes);
     };
     auto plain = [&](const v1::ClientMessage& m) {
       REQUIRE(p.a->send(m).is_ok());
@@ -225,9 +227,11 @@ TEST_CASE("a large upload's payload is read into a string of its own, other fram
     upload((9 << 20) + 5, 4);
     upload(300 << 10, 5);
     upload(2 << 20, 6);
+    upload(2 << 20, 7, 100 << 10);  // 100 KiB queued before it: a long header, read whole
+    upload(2 << 20, 8, 60 << 10);   // 60 KiB: split
     p.expect_received(r.bodies, sent);
     CHECK(r.split == want_split);
-    CHECK(r.payload_buffers.size() == 4);
+    CHECK(r.payload_buffers.size() == 5);
     CHECK_FALSE(r.closed);
   }
 }
@@ -298,7 +302,8 @@ TEST_CASE("a split upload survives a pause, and a peer gone mid-payload or a bad
   }
 }
 
-TEST_CASE("a worker batch ending in a large upload goes payload-last and is read split",
+TEST_CASE("a worker batch ending in a large upload (or hot run upload) goes payload-last and "
+          "is read split",
           "[framing][upload]") {
   // The dispatcher's side (send_worker_batch) and the worker's (set_payload_split with the
   // worker layout): what arrives parses to exactly the batch sent; only a batch whose last
@@ -359,6 +364,23 @@ TEST_CASE("a worker batch ending in a large upload goes payload-last and is read
   send(batch({200 << 10, 2 << 20}, true), false);  // 200 KiB before it would be copied: whole
   send(batch({2 << 20, 16}, true), false);         // the upload is not last: whole
   send(batch({9 << 20}, true), true);
+  // A hot path's repetition (HotRun): its last data entry is the payload when it is large.
+  auto hot_run = [&](std::initializer_list<size_t> uploads) {
+    v1::DispatchMessage m = batch({16}, true);
+    v1::HotRun* hot = m.mutable_batch()->add_instrs()->mutable_hot();
+    hot->set_path(11);
+    hot->add_bindings(5);
+    hot->set_tag_base(3);  // (after data in protobuf's order: only the split layout ends in data)
+    uint32_t seed = 50;
+    for (size_t n : uploads) {
+      hot->add_data(filled(n, seed++));
+      hot->add_shm();
+    }
+    return m;
+  };
+  send(hot_run({100, 3 << 20}), true);
+  send(hot_run({3 << 20, 100}), false);  // the large one is not last: whole
+  send(hot_run({5 << 20}), true);
   p.expect_received(bodies, sent);
   CHECK(split == want_split);
 }
