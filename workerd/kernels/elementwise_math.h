@@ -19,9 +19,10 @@
 //     overflows to inf and the result is 0 (as torch's, where e^x/(1+e^x) would keep a
 //     subnormal tail: silu's gradient then differs where it multiplies an infinite gradient)
 //   - bool arithmetic runs in int32 and is converted back with != 0 (add = or, mul = and)
-// Floating math calls the C functions of the compute type through fm:: (logf for float, log for
-// double: the same as std::log on the host, CUDA's own on the device), but for float exp on the
-// host, which is exp_f32 (fast_exp.h: vectorizable, about 1 ulp).
+// Floating math calls the C functions of the compute type through fm:: (sqrtf for float, sqrt
+// for double: the same as std::sqrt on the host, CUDA's own on the device), but for float exp,
+// log, tanh and erf on the host, which are exp_f32 / log_f32 / tanh_f32 / erf_f32 (fast_exp.h,
+// fast_math.h: vectorizable, within 2 ulp).
 #pragma once
 
 #ifdef __CUDACC_RTC__  // a fused kernel compiled at run time: NVRTC has the math built in
@@ -34,6 +35,7 @@
 
 #include "gt/core/ops.h"
 #include "workerd/kernels/fast_exp.h"
+#include "workerd/kernels/fast_math.h"
 #include "workerd/kernels/numeric.h"
 #endif
 
@@ -47,16 +49,22 @@ namespace fm {
 #define GT_FM_2(NAME)                                                           \
   GT_HOST_DEVICE float NAME(float x, float y) { return ::NAME##f(x, y); }       \
   GT_HOST_DEVICE double NAME(double x, double y) { return ::NAME(x, y); }
-GT_FM_1(log) GT_FM_1(sqrt) GT_FM_1(tanh) GT_FM_1(erf) GT_FM_1(floor) GT_FM_1(fabs)
-// exp: on the host the vectorizable exp_f32 (fast_exp.h) for float; CUDA's own on the device.
-GT_HOST_DEVICE float exp(float x) {
+GT_FM_1(sqrt) GT_FM_1(floor) GT_FM_1(fabs)
+// exp, log, tanh, erf: on the host the vectorizable ones (fast_exp.h, fast_math.h) for float;
+// CUDA's own on the device.
 #ifdef __CUDA_ARCH__
-  return ::expf(x);
+#define GT_FM_FAST(NAME) \
+  GT_HOST_DEVICE float NAME(float x) { return ::NAME##f(x); }
 #else
-  return exp_f32(x);
+#define GT_FM_FAST(NAME) \
+  GT_HOST_DEVICE float NAME(float x) { return NAME##_f32(x); }
 #endif
-}
-GT_HOST_DEVICE double exp(double x) { return ::exp(x); }
+#define GT_FM_FAST_1(NAME) \
+  GT_FM_FAST(NAME)         \
+  GT_HOST_DEVICE double NAME(double x) { return ::NAME(x); }
+GT_FM_FAST_1(exp) GT_FM_FAST_1(log) GT_FM_FAST_1(tanh) GT_FM_FAST_1(erf)
+#undef GT_FM_FAST_1
+#undef GT_FM_FAST
 GT_FM_2(pow) GT_FM_2(fmod) GT_FM_2(copysign)
 #undef GT_FM_1
 #undef GT_FM_2
