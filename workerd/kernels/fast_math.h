@@ -10,9 +10,9 @@
 //   tanh_f32: Cephes' tanhf: below |x| = 0.625 an odd polynomial, above 1 - 2 / (e^2|x| + 1)
 //             with exp_f32 (which reaches inf, giving exactly +-1).
 //   erf_f32:  below |x| = 0.9375, x P(x^2) (degree 7); above, 1 - e^-x^2 Q(1/|x|) (degree 10) up to
-//             |x| = 4, where erf rounds to 1. P and Q were fitted for this file (least squares in
-//             relative error against erf / erfc in double: 1e-11 and 5e-9), not taken from a
-//             library.
+//             |x| = 4, where erf rounds to 1. P and Q were fitted for this file by
+//             tools/fit_fast_erf.py (least squares in relative error against erf / erfc in
+//             double: 1e-11 and 5e-9), not taken from a library.
 // Both branches are computed and one is selected (no data-dependent branch: it vectorizes).
 #pragma once
 
