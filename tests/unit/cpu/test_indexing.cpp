@@ -3,6 +3,7 @@
 // with multi-index loops here. Out-of-range index values must be an OutOfRange status on the
 // op (the kernels see them only at run time), never an out-of-bounds access.
 #include <cmath>
+#include <random>
 #include <limits>
 
 #include "tests/unit/cpu/cpu_test_util.h"
@@ -415,6 +416,54 @@ TEST_CASE("cpu var and logsumexp over many rows: split over threads, each row as
                 want_lse, DType::kFloat32, "logsumexp " + what);
     check_close(to_doubles(be, run_op(be, OpId::k_var, {&x}, make_var(dim, false, 1.0))),
                 want_var, DType::kFloat32, "var " + what);
+  }
+}
+
+TEST_CASE("cpu float32 logsumexp over long rows (the vectorized path) matches double math",
+          "[cpu][reduce]") {
+  // Rows around the 16 lanes and past the 256-element blocks, values spread over +-80 (so the
+  // exps span many binades), one large value dominating some rows, NaN / +-inf in others.
+  CpuBackend be;
+  std::mt19937 rng(92);
+  for (int64_t n : {1, 16, 17, 255, 256, 257, 3000}) {
+    const int64_t rows = 12;
+    std::vector<double> xv(static_cast<size_t>(rows * n));
+    std::uniform_real_distribution<double> u(-80, 80);
+    for (double& v : xv) v = static_cast<float>(u(rng));
+    for (int64_t r = 0; r < rows; ++r) {
+      double* row = xv.data() + r * n;
+      if (r == 1) row[n / 2] = 1000;
+      if (r == 2) row[n - 1] = kNaN;
+      if (r == 3) row[0] = kInf;
+      if (r == 4)
+        for (int64_t k = 0; k < n; ++k) row[k] = -kInf;
+    }
+    Tensor x = make_tensor(be, Shape{rows, n}, DType::kFloat32, xv);
+    auto got = to_doubles(be, run_op(be, OpId::k_logsumexp, {&x}, make_reduce(1, false)));
+    REQUIRE(got.size() == static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      INFO("row " << r << " of " << n);
+      const double* row = xv.data() + r * n;
+      double m = -kInf;
+      bool nan = false;
+      for (int64_t k = 0; k < n; ++k) {
+        nan = nan || std::isnan(row[k]);
+        m = std::max(m, row[k]);
+      }
+      if (nan) {
+        CHECK(std::isnan(got[static_cast<size_t>(r)]));
+        continue;
+      }
+      if (std::isinf(m)) {
+        CHECK(got[static_cast<size_t>(r)] == m);
+        continue;
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(row[k] - m);
+      const double want = m + std::log(sum);
+      // float rounding of the result and of x - m: a few float ulps of max(|m|, 1)
+      CHECK(std::abs(got[static_cast<size_t>(r)] - want) <= 4e-7 * std::max(std::abs(m), 1.0));
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 // folded into the output element it maps to (the reduced dim dropped or kept as 1).
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "tests/unit/cpu/cpu_test_util.h"
 
@@ -196,6 +197,35 @@ TEST_CASE("cpu reductions: NaN behaviour of max/min/argmax/argmin", "[cpu][reduc
     auto s = r(OpId::k_sum, 1);
     CHECK(std::isnan(s[0]));
     CHECK(s[1] == 23);
+  }
+}
+
+TEST_CASE("cpu reductions: float32 max / min over long rows (the 16-lane path)", "[cpu][reduce]") {
+  // Rows around and past the 16 lanes, the extreme in every position (lanes and tail), NaN and
+  // infinities anywhere, against the naive reference.
+  CpuBackend be;
+  std::mt19937 rng(91);
+  for (int64_t n : {1, 15, 16, 17, 33, 100, 1000}) {
+    const int64_t rows = 40;
+    std::vector<double> xv(static_cast<size_t>(rows * n));
+    std::uniform_real_distribution<double> u(-100, 100);
+    for (double& v : xv) v = static_cast<float>(u(rng));
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto at = [&](int64_t k) -> double& { return xv[static_cast<size_t>(r * n + k % n)]; };
+      switch (r % 5) {
+        case 0: at(r) = 1e30; break;                 // a unique max somewhere
+        case 1: at(r * 7) = -1e30; break;            // a unique min
+        case 2: at(r * 3) = kNaN; break;             // NaN wins both
+        case 3: at(r) = std::numeric_limits<double>::infinity(); at(r + 5) = -at(r); break;
+        default: break;
+      }
+    }
+    Tensor x = make_tensor(be, Shape{rows, n}, DType::kFloat32, xv);
+    for (OpId op : {OpId::k_max, OpId::k_min}) {
+      INFO(op_name(op) << " over rows of " << n);
+      check_close(to_doubles(be, run_op(be, op, {&x}, make_reduce(1, false))),
+                  ref_reduce(op, xv, Shape{rows, n}, 1), DType::kFloat32, "long rows");
+    }
   }
 }
 
