@@ -19,6 +19,7 @@
 
 #include "workerd/cpu/cascade_sum.h"
 #include "workerd/cpu/kernels.h"
+#include "workerd/cpu/wide_simd.h"
 #include "workerd/kernels/reduce_plan.h"
 
 namespace gt::worker::cpu {
@@ -232,7 +233,7 @@ inline bool better(C v, C best) {
 // anywhere gives NaN, as `better` does. (Which zero a row of +0 and -0 gives may differ from the
 // sequential scan, as between torch's vector and scalar loops.)
 template <bool kMax>
-float extreme_f32_row(const float* __restrict x, int64_t n) {
+[[gnu::always_inline]] inline float extreme_f32_row(const float* __restrict x, int64_t n) {
   constexpr int kLanes = 16;
   float lane[kLanes];
   int lane_nan[kLanes];
@@ -261,6 +262,76 @@ float extreme_f32_row(const float* __restrict x, int64_t n) {
   return nan ? std::numeric_limits<float>::quiet_NaN() : best;
 }
 
+// argmax / argmin of a float32 row of unit stride in 16 lanes, each keeping its best value and
+// the index where it first appeared by `better`'s rule (a NaN is kept, a tie keeps the earlier
+// element), then across the lanes (the first NaN, else the best value at its smallest index)
+// and the tail: the same index as the sequential scan. A row shorter than one block of lanes
+// (or past 2^31 elements) takes the scan.
+template <bool kMax>
+[[gnu::always_inline]] inline int64_t arg_extreme_f32_row(const float* __restrict x, int64_t n) {
+  constexpr int kLanes = 16;
+  float best;
+  int64_t idx = 0;
+  int64_t k = 0;
+  if (n >= kLanes && n < (int64_t{1} << 31)) {
+    float lane[kLanes];
+    int32_t lane_idx[kLanes];
+    int32_t lane_nan[kLanes];
+    for (int j = 0; j < kLanes; ++j) {
+      lane[j] = x[j];
+      lane_idx[j] = j;
+      lane_nan[j] = x[j] != x[j];
+    }
+    for (k = kLanes; k + kLanes <= n; k += kLanes)
+      for (int j = 0; j < kLanes; ++j) {
+        const float v = x[k + j];
+        const int32_t v_nan = v != v;
+        const int32_t take = (lane_nan[j] == 0) & (v_nan | (kMax ? v > lane[j] : v < lane[j]));
+        lane[j] = take ? v : lane[j];
+        lane_idx[j] = take ? static_cast<int32_t>(k + j) : lane_idx[j];
+        lane_nan[j] |= v_nan;
+      }
+    int b = 0;  // the winning lane
+    for (int j = 1; j < kLanes; ++j) {
+      const bool wins = lane_nan[b] ? (lane_nan[j] && lane_idx[j] < lane_idx[b])
+                        : lane_nan[j] ? true
+                        : (kMax ? lane[j] > lane[b] : lane[j] < lane[b]) ||
+                              (lane[j] == lane[b] && lane_idx[j] < lane_idx[b]);
+      if (wins) b = j;
+    }
+    best = lane[b];
+    idx = lane_idx[b];
+  } else {
+    best = x[0];
+    k = 1;
+  }
+  for (; k < n; ++k)
+    if (better<kMax>(x[k], best)) {
+      best = x[k];
+      idx = k;
+    }
+  return idx;
+}
+
+// The rows of a float32 [outer, n] (unit stride), each row's extreme or its index: written once,
+// instantiated for the baseline and the AVX2 + FMA targets (wide_simd.h; the selects of the lane
+// loops take one blend instruction there instead of three).
+template <bool kMax, bool kIndex>
+[[gnu::always_inline]] inline void extreme_f32_rows(const float* x, void* out, int64_t outer, int64_t n) {
+  for (int64_t o = 0; o < outer; ++o) {
+    if constexpr (kIndex) static_cast<int64_t*>(out)[o] = arg_extreme_f32_row<kMax>(x + o * n, n);
+    else static_cast<float*>(out)[o] = extreme_f32_row<kMax>(x + o * n, n);
+  }
+}
+template <bool kMax, bool kIndex>
+void extreme_f32_rows_base(const float* x, void* out, int64_t outer, int64_t n) {
+  extreme_f32_rows<kMax, kIndex>(x, out, outer, n);
+}
+template <bool kMax, bool kIndex>
+GT_WIDE_SIMD_TARGET void extreme_f32_rows_wide(const float* x, void* out, int64_t outer, int64_t n) {
+  extreme_f32_rows<kMax, kIndex>(x, out, outer, n);
+}
+
 template <class T, bool kMax, bool kIndex>
 void extreme_impl(const T* x, void* out, const View& v) {
   using C = compute_t<T>;
@@ -270,9 +341,10 @@ void extreme_impl(const T* x, void* out, const View& v) {
     if constexpr (kIndex) yi[pos] = idx;
     else y[pos] = convert_value<T>(best);
   };
-  if constexpr (!kIndex && std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, float>) {
     if (v.inner == 1 && v.n > 0) {
-      for (int64_t o = 0; o < v.outer; ++o) y[o] = extreme_f32_row<kMax>(x + o * v.n, v.n);
+      auto rows = wide_simd() ? extreme_f32_rows_wide<kMax, kIndex> : extreme_f32_rows_base<kMax, kIndex>;
+      rows(x, out, v.outer, v.n);
       return;
     }
   }

@@ -200,7 +200,8 @@ TEST_CASE("cpu reductions: NaN behaviour of max/min/argmax/argmin", "[cpu][reduc
   }
 }
 
-TEST_CASE("cpu reductions: float32 max / min over long rows (the 16-lane path)", "[cpu][reduce]") {
+TEST_CASE("cpu reductions: float32 max / min / argmax / argmin over long rows (the 16-lane path)",
+          "[cpu][reduce]") {
   // Rows around and past the 16 lanes, the extreme in every position (lanes and tail), NaN and
   // infinities anywhere, against the naive reference.
   CpuBackend be;
@@ -212,11 +213,15 @@ TEST_CASE("cpu reductions: float32 max / min over long rows (the 16-lane path)",
     for (double& v : xv) v = static_cast<float>(u(rng));
     for (int64_t r = 0; r < rows; ++r) {
       const auto at = [&](int64_t k) -> double& { return xv[static_cast<size_t>(r * n + k % n)]; };
-      switch (r % 5) {
+      switch (r % 7) {
         case 0: at(r) = 1e30; break;                 // a unique max somewhere
         case 1: at(r * 7) = -1e30; break;            // a unique min
-        case 2: at(r * 3) = kNaN; break;             // NaN wins both
+        case 2: at(r * 3) = kNaN; at(r * 5 + 1) = kNaN; break;  // the first NaN wins
         case 3: at(r) = std::numeric_limits<double>::infinity(); at(r + 5) = -at(r); break;
+        case 4: at(r) = 200; at(r + 16) = 200; at(r + 3) = 200; break;  // ties: the first
+        case 5:                                      // every element equal: index 0
+          for (int64_t k = 0; k < n; ++k) at(k) = -std::numeric_limits<double>::infinity();
+          break;
         default: break;
       }
     }
@@ -225,6 +230,11 @@ TEST_CASE("cpu reductions: float32 max / min over long rows (the 16-lane path)",
       INFO(op_name(op) << " over rows of " << n);
       check_close(to_doubles(be, run_op(be, op, {&x}, make_reduce(1, false))),
                   ref_reduce(op, xv, Shape{rows, n}, 1), DType::kFloat32, "long rows");
+    }
+    for (OpId op : {OpId::k_argmax, OpId::k_argmin}) {
+      INFO(op_name(op) << " over rows of " << n);
+      CHECK(to_doubles(be, run_op(be, op, {&x}, make_reduce(1, false))) ==
+            ref_reduce(op, xv, Shape{rows, n}, 1));
     }
   }
 }
