@@ -20,9 +20,7 @@ Result<ReplyPayloadScanResult> scan_reply_payload(std::string_view prefix, size_
   auto scan = scan_payload_frame(prefix, body_size, chain, {kDataField});
   if (!scan.is_ok()) return scan.status();
   ReplyPayloadScanResult r;
-  r.state = scan->state == PayloadScan::kFound      ? ReplyScan::kFound
-            : scan->state == PayloadScan::kNeedMore ? ReplyScan::kNeedMore
-                                                    : ReplyScan::kNoPayload;
+  r.state = scan->state;
   const PayloadFrameLayout& l = scan->layout;
   r.layout.reply_fields_begin = l.fields_begin[0];
   r.layout.reply_fields_end = l.fields_end[0];

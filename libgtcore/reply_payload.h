@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "libgtcore/payload_frame.h"
 #include "libgtcore/status.h"
 #include "proto/gt.pb.h"
 
@@ -36,11 +37,10 @@ struct ReplyPayloadLayout {
   size_t payload_bytes = 0;  // payload_begin + payload_bytes == the body's size
 };
 
-enum class ReplyScan {
-  kFound,      // the layout holds: `layout` says where everything is
-  kNoPayload,  // a valid start of some other message (or another field order): parse it whole
-  kNeedMore,   // the header is not complete in the bytes given yet
-};
+// kFound: the layout holds (`layout` says where everything is); kNoPayload: a valid start of
+// some other message (or another field order): parse it whole; kNeedMore: the header is not
+// complete in the bytes given yet (payload_frame.h's scan, which this one is).
+using ReplyScan = PayloadScan;
 
 struct ReplyPayloadScanResult {
   ReplyScan state = ReplyScan::kNoPayload;

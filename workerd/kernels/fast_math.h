@@ -25,26 +25,15 @@
 
 namespace gt::worker {
 
-namespace fast_math_detail {
-inline float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-inline uint32_t to_bits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
-constexpr float kErfSplit = 0.9375f;
-}  // namespace fast_math_detail
-
 inline float log_f32(float x) {
-  using namespace fast_math_detail;
   const bool subnormal = x < 1.17549435e-38f;  // (zero and negatives too: replaced below)
-  const uint32_t b = to_bits(subnormal ? x * 8388608.0f : x);
+  const float xs = subnormal ? x * 8388608.0f : x;
+  uint32_t b;
+  std::memcpy(&b, &xs, sizeof b);  // (std::bit_cast is C++20: the CUDA files include this too)
   int32_t e = static_cast<int32_t>((b >> 23) & 0xff) - 126 - (subnormal ? 23 : 0);
-  float m = from_bits((b & 0x007fffffu) | 0x3f000000u);  // in [0.5, 1)
+  const uint32_t mb = (b & 0x007fffffu) | 0x3f000000u;
+  float m;
+  std::memcpy(&m, &mb, sizeof m);  // in [0.5, 1)
   const bool low = m < 0.707106781186547524f;
   e = low ? e - 1 : e;
   m = low ? (m + m) - 1.0f : m - 1.0f;
@@ -77,7 +66,7 @@ inline float tanh_f32(float x) {
 }
 
 inline float erf_f32(float x) {
-  using namespace fast_math_detail;
+  constexpr float kErfSplit = 0.9375f;  // x P(x^2) below, 1 - e^-x^2 Q(1/|x|) above
   const float a = std::fabs(x);
   const float s = a * a;
   // (Horner's rule written out: a loop over the coefficients would not vectorize.)

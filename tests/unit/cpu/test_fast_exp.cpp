@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "tests/unit/cpu/float_ulps.h"
 #include "workerd/cpu/wide_simd.h"
 #include "workerd/kernels/fast_exp.h"
 
@@ -17,17 +18,8 @@ using gt::worker::exp_f32;
 
 namespace {
 
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-
-int64_t ordered(float f) {  // monotone integer image of a float (ulp distance = difference)
-  int32_t i;
-  std::memcpy(&i, &f, sizeof i);
-  return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : i;
-}
+using gt::test::float_from_bits;
+using gt::test::float_ordered;
 
 float exp_base(float x) { return exp_f32(x); }
 GT_WIDE_SIMD_TARGET float exp_wide(float x) { return exp_f32(x); }
@@ -42,7 +34,7 @@ TEST_CASE("exp_f32 is within 2 ulp of exp over the float range", "[cpu][exp]") {
   float worst_x = 0;
   uint64_t checked = 0;
   for (uint64_t b = 0; b <= 0xffffffffull; b += 509) {
-    const float x = from_bits(static_cast<uint32_t>(b));
+    const float x = float_from_bits(static_cast<uint32_t>(b));
     const float got = exp_f32(x);
     if (std::isnan(x)) {
       REQUIRE(std::isnan(got));
@@ -54,7 +46,7 @@ TEST_CASE("exp_f32 is within 2 ulp of exp over the float range", "[cpu][exp]") {
       REQUIRE(got == want);
       continue;
     }
-    const int64_t d = std::llabs(ordered(got) - ordered(want));
+    const int64_t d = std::llabs(float_ordered(got) - float_ordered(want));
     if (d > worst) {
       worst = d;
       worst_x = x;

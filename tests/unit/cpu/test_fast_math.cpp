@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "tests/unit/cpu/float_ulps.h"
 #include "workerd/cpu/wide_simd.h"
 #include "workerd/kernels/fast_math.h"
 
@@ -19,17 +20,8 @@ using namespace gt::worker;
 
 namespace {
 
-float from_bits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-
-int64_t ordered(float f) {  // monotone integer image of a float (ulp distance = difference)
-  int32_t i;
-  std::memcpy(&i, &f, sizeof i);
-  return i < 0 ? -static_cast<int64_t>(i & 0x7fffffff) : i;
-}
+using gt::test::float_from_bits;
+using gt::test::float_ordered;
 
 float log_base(float x) { return log_f32(x); }
 float tanh_base(float x) { return tanh_f32(x); }
@@ -63,14 +55,14 @@ TEST_CASE("log_f32, tanh_f32 and erf_f32 are within 2 ulp over the float range",
   uint64_t checked = 0, special_wrong = 0;
   float special_x = 0;
   for (uint64_t b = 0; b <= 0xffffffffull; b += 509) {
-    const float x = from_bits(static_cast<uint32_t>(b));
+    const float x = float_from_bits(static_cast<uint32_t>(b));
     const float got = f(x);
     const float want = static_cast<float>(c.reference(static_cast<double>(x)));
     if (std::isnan(want) || std::isinf(want)) {  // NaN for NaN, the same infinity
       if (std::isnan(want) ? !std::isnan(got) : got != want) special_x = x, ++special_wrong;
       continue;
     }
-    const int64_t d = std::llabs(ordered(got) - ordered(want));
+    const int64_t d = std::llabs(float_ordered(got) - float_ordered(want));
     if (d > worst) {
       worst = d;
       worst_x = x;
