@@ -28,25 +28,17 @@ std::string_view fields_of(std::string_view head, const PayloadFrameLayout& l, s
 
 // Protobuf merges fields in order, so each level's own fields and then the next level (the
 // batch's last instruction, its hot run, the payload) read exactly as the whole body would.
+// Two levels: the payload is the instruction's data; three: its hot run's last data entry.
 template <class Batch>
-Status merge_into(std::string_view head, size_t body_size, std::string&& payload,
-                  std::span<const PayloadChainLevel> chain, Batch* batch) {
-  GT_ASSIGN_OR_RETURN(PayloadFrameLayout l,
-                      layout_of(head, body_size, payload.size(), chain, {kInstrDataField}));
+Status merge_layout(std::string_view head, const PayloadFrameLayout& l, std::string&& payload,
+                    Batch* batch) {
   GT_RETURN_IF_ERROR(merge_frame(fields_of(head, l, 0), batch));
   v1::Instr* in = batch->add_instrs();
   GT_RETURN_IF_ERROR(merge_frame(fields_of(head, l, 1), in));
-  in->mutable_data()->swap(payload);
-  return Status::ok();
-}
-
-Status merge_hot_into(std::string_view head, size_t body_size, std::string&& payload,
-                      v1::WorkerBatch* batch) {
-  GT_ASSIGN_OR_RETURN(PayloadFrameLayout l, layout_of(head, body_size, payload.size(),
-                                                      kWorkerHotChain, {kHotDataField, true}));
-  GT_RETURN_IF_ERROR(merge_frame(fields_of(head, l, 0), batch));
-  v1::Instr* in = batch->add_instrs();
-  GT_RETURN_IF_ERROR(merge_frame(fields_of(head, l, 1), in));
+  if (l.levels == 2) {
+    in->mutable_data()->swap(payload);
+    return Status::ok();
+  }
   v1::HotRun* hot = in->mutable_hot();
   GT_RETURN_IF_ERROR(merge_frame(fields_of(head, l, 2), hot));
   hot->add_data()->swap(payload);
@@ -67,16 +59,19 @@ Result<PayloadScanResult> scan_worker_upload_frame(std::string_view prefix, size
 
 Status merge_upload_frame(std::string_view head, size_t body_size, std::string&& payload,
                           v1::ClientMessage* msg) {
-  return merge_into(head, body_size, std::move(payload), kUploadChain, msg->mutable_batch());
+  GT_ASSIGN_OR_RETURN(PayloadFrameLayout l, layout_of(head, body_size, payload.size(), kUploadChain,
+                                                      {kInstrDataField}));
+  return merge_layout(head, l, std::move(payload), msg->mutable_batch());
 }
 
 Status merge_upload_frame(std::string_view head, size_t body_size, std::string&& payload,
                           v1::DispatchMessage* msg) {
   // The last instruction's last field is its data or its hot run: the header says which.
-  auto scan = scan_payload_frame(head, body_size, kWorkerUploadChain, {kInstrDataField});
-  if (scan.is_ok() && scan->state == PayloadScan::kFound)
-    return merge_into(head, body_size, std::move(payload), kWorkerUploadChain, msg->mutable_batch());
-  return merge_hot_into(head, body_size, std::move(payload), msg->mutable_batch());
+  auto data = layout_of(head, body_size, payload.size(), kWorkerUploadChain, {kInstrDataField});
+  if (data.is_ok()) return merge_layout(head, *data, std::move(payload), msg->mutable_batch());
+  GT_ASSIGN_OR_RETURN(PayloadFrameLayout l, layout_of(head, body_size, payload.size(),
+                                                      kWorkerHotChain, {kHotDataField, true}));
+  return merge_layout(head, l, std::move(payload), msg->mutable_batch());
 }
 
 Status send_worker_batch(FramedConnection& io, v1::DispatchMessage&& msg, std::string* header) {

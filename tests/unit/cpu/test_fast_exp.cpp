@@ -18,8 +18,6 @@ using gt::worker::exp_f32;
 
 namespace {
 
-using gt::test::float_from_bits;
-using gt::test::float_ordered;
 
 float exp_base(float x) { return exp_f32(x); }
 GT_WIDE_SIMD_TARGET float exp_wide(float x) { return exp_f32(x); }
@@ -29,33 +27,13 @@ GT_WIDE_SIMD_TARGET float exp_wide(float x) { return exp_f32(x); }
 TEST_CASE("exp_f32 is within 2 ulp of exp over the float range", "[cpu][exp]") {
   const bool wide = GENERATE(false, true);
   if (wide && !gt::worker::cpu::wide_simd()) return;  // (this CPU has no AVX2 + FMA)
-  auto exp_f32 = wide ? exp_wide : exp_base;
-  int64_t worst = 0;
-  float worst_x = 0;
-  uint64_t checked = 0;
-  for (uint64_t b = 0; b <= 0xffffffffull; b += 509) {
-    const float x = float_from_bits(static_cast<uint32_t>(b));
-    const float got = exp_f32(x);
-    if (std::isnan(x)) {
-      REQUIRE(std::isnan(got));
-      continue;
-    }
-    const float want = static_cast<float>(std::exp(static_cast<double>(x)));
-    if (std::isinf(want) || want == 0) {
-      INFO("x = " << x);
-      REQUIRE(got == want);
-      continue;
-    }
-    const int64_t d = std::llabs(float_ordered(got) - float_ordered(want));
-    if (d > worst) {
-      worst = d;
-      worst_x = x;
-    }
-    ++checked;
-  }
-  INFO((wide ? "AVX2 + FMA" : "baseline") << ": worst " << worst << " ulp at x = " << worst_x << " over " << checked << " finite results");
-  CHECK(checked > 1000000);
-  CHECK(worst <= 2);
+  const gt::test::UlpSweep r = gt::test::sweep_ulps(wide ? exp_wide : exp_base,
+                                                    [](double x) { return std::exp(x); }, true);
+  INFO(r.special_wrong << " NaN / infinite / zero results wrong, e.g. at x = " << r.special_x);
+  CHECK(r.special_wrong == 0);
+  INFO((wide ? "AVX2 + FMA" : "baseline") << ": worst " << r.worst << " ulp at x = " << r.worst_x << " over " << r.checked << " finite results");
+  CHECK(r.checked > 1000000);
+  CHECK(r.worst <= 2);
 }
 
 TEST_CASE("exp_f32 special values are expf's", "[cpu][exp]") {

@@ -20,8 +20,6 @@ using namespace gt::worker;
 
 namespace {
 
-using gt::test::float_from_bits;
-using gt::test::float_ordered;
 
 float log_base(float x) { return log_f32(x); }
 float tanh_base(float x) { return tanh_f32(x); }
@@ -49,32 +47,13 @@ TEST_CASE("log_f32, tanh_f32 and erf_f32 are within 2 ulp over the float range",
                           Case{"erf", erf_base, erf_wide, ref_erf});
   const bool wide = GENERATE(false, true);
   if (wide && !gt::worker::cpu::wide_simd()) return;  // (this CPU has no AVX2 + FMA)
-  auto f = wide ? c.wide : c.base;
-  int64_t worst = 0;
-  float worst_x = 0;
-  uint64_t checked = 0, special_wrong = 0;
-  float special_x = 0;
-  for (uint64_t b = 0; b <= 0xffffffffull; b += 509) {
-    const float x = float_from_bits(static_cast<uint32_t>(b));
-    const float got = f(x);
-    const float want = static_cast<float>(c.reference(static_cast<double>(x)));
-    if (std::isnan(want) || std::isinf(want)) {  // NaN for NaN, the same infinity
-      if (std::isnan(want) ? !std::isnan(got) : got != want) special_x = x, ++special_wrong;
-      continue;
-    }
-    const int64_t d = std::llabs(float_ordered(got) - float_ordered(want));
-    if (d > worst) {
-      worst = d;
-      worst_x = x;
-    }
-    ++checked;
-  }
-  INFO(c.name << " " << (wide ? "AVX2 + FMA" : "baseline") << ": worst " << worst
-              << " ulp at x = " << worst_x << " over " << checked << " finite results");
-  INFO(special_wrong << " NaN / infinite results wrong, e.g. at x = " << special_x);
-  CHECK(special_wrong == 0);
-  CHECK(checked > 4000000);
-  CHECK(worst <= 2);
+  const gt::test::UlpSweep r = gt::test::sweep_ulps(wide ? c.wide : c.base, c.reference);
+  INFO(c.name << " " << (wide ? "AVX2 + FMA" : "baseline") << ": worst " << r.worst
+              << " ulp at x = " << r.worst_x << " over " << r.checked << " finite results");
+  INFO(r.special_wrong << " NaN / infinite results wrong, e.g. at x = " << r.special_x);
+  CHECK(r.special_wrong == 0);
+  CHECK(r.checked > 4000000);
+  CHECK(r.worst <= 2);
 }
 
 TEST_CASE("log_f32, tanh_f32 and erf_f32 give the C functions' special values", "[cpu][fast_math]") {
