@@ -25,10 +25,19 @@ fi
 ctest_result=FAIL
 pytest_result="skipped (no tests/python/test_*.py)"
 failed=0
+# Each stage's output also goes to $LOGS/<stage>.log; the tail of a failed stage's log is printed
+# again after the summary, so that the end of a long CI log says why it failed.
+LOGS=$BUILD/test-logs
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+logged() {  # logged <stage> <command...>: runs the command, its output to the terminal and the log
+  local stage=$1; shift
+  "$@" 2>&1 | tee "$LOGS/$stage.log"
+}
 
 echo
 echo "test.sh: ctest -j$JOBS --timeout $TIMEOUT ($BUILD)"
-if ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
+if logged ctest ctest --test-dir "$BUILD" --output-on-failure --no-tests=error -j"$JOBS" \
     --timeout "$TIMEOUT"; then
   ctest_result=PASS
 else
@@ -39,7 +48,7 @@ if [[ -d "$ROOT/tests/python" ]] && compgen -G "$ROOT/tests/python/test_*.py" >/
   echo
   echo "test.sh: pytest tests/python (PYTHONPATH=$BUILD/python)"
   if PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-      /usr/bin/python3 -m pytest -q -p no:cacheprovider "$ROOT/tests/python"; then
+      logged pytest /usr/bin/python3 -m pytest -q -p no:cacheprovider "$ROOT/tests/python"; then
     pytest_result=PASS
   else
     pytest_result=FAIL
@@ -51,7 +60,7 @@ sdk_result=FAIL
 echo
 echo "test.sh: tests/sdk/check_install.sh (the installed C++ SDK, from a temporary prefix)"
 sdk_rc=0
-"$ROOT/tests/sdk/check_install.sh" "$BUILD" || sdk_rc=$?
+logged sdk "$ROOT/tests/sdk/check_install.sh" "$BUILD" || sdk_rc=$?
 case $sdk_rc in
   0) sdk_result=PASS ;;
   77) sdk_result="skipped (sanitizer build)" ;;
@@ -64,7 +73,8 @@ if [[ $sdk_rc -eq 77 ]]; then
   deb_result="skipped (sanitizer build)"
 else
   echo "test.sh: scripts/package.sh + tests/deb/check_packages.sh (the Debian packages)"
-  if GT_SKIP_DEPS=1 "$ROOT/scripts/package.sh" && "$ROOT/tests/deb/check_packages.sh"; then
+  if logged deb bash -c 'GT_SKIP_DEPS=1 "$1/scripts/package.sh" && "$1/tests/deb/check_packages.sh"' \
+      deb "$ROOT"; then
     deb_result=PASS
   else
     failed=1
@@ -80,6 +90,13 @@ echo "  sdk     $sdk_result"
 echo "  deb     $deb_result"
 echo "======================================================"
 if [[ $failed -ne 0 ]]; then
+  for stage in ctest pytest sdk deb; do
+    result_var=${stage}_result
+    [[ ${!result_var} == FAIL && -s "$LOGS/$stage.log" ]] || continue
+    echo
+    echo "---- the end of the failed stage '$stage' ($LOGS/$stage.log) ----"
+    tail -n 30 "$LOGS/$stage.log"
+  done
   echo "test.sh: FAILED" >&2
   exit 1
 fi

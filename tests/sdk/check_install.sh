@@ -71,7 +71,11 @@ run_client() {  # run_client <binary> [extra env...]
     timeout 120 "$bin")
 }
 for app in "$TMP/client/app" "$TMP/app-pc"; do
-  ldd "$app" | grep -q "$LIBDIR/libgtclient.so" || fail "$app does not load the installed library"
+  # Not `ldd | grep -q`: grep -q exits at the first match and, under pipefail, ldd's failed
+  # write to the closed pipe fails the check (seen in CI; ~1 in 7 tries on a loaded machine).
+  libs=$(ldd "$app") || fail "ldd $app"
+  [[ "$libs" == *"$LIBDIR/libgtclient.so"* ]] || {
+    echo "$libs"; fail "$app does not load the installed library"; }
   step "running $(basename "$app") against the installed daemons"
   out=$(run_client "$app" 2>&1) || { echo "$out"; fail "$app exited non-zero"; }
   echo "  $out"
