@@ -17,7 +17,11 @@ CpuBackend::CpuBackend(CpuBackendOptions opts)
     : opts_(opts),
       allocator_(std::make_unique<cpu::CpuAllocator>(opts.max_memory_bytes,
                                                      opts.max_cached_bytes, opts.guard)) {
-  if (opts_.blas_threads > 0) openblas_set_num_threads(opts_.blas_threads);
+  // By default OpenBLAS runs each call on the calling thread and the large GEMMs are split over
+  // the kernels' own compute pool (matmul.cpp): OpenBLAS's threads spin ~0.1 s after every call,
+  // a core taken from the dispatcher and the clients of a small box for as long as a training
+  // loop runs. blas_threads > 0 hands the threading back to OpenBLAS (then GT does not split).
+  openblas_set_num_threads(opts_.blas_threads > 0 ? opts_.blas_threads : 1);
   cpu::register_all(kernels_);
   set_kernels(kernels_);
 }

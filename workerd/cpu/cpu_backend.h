@@ -6,9 +6,10 @@
 // has a kernel (or is a host upload).
 //
 // The backend must outlive every Storage it handed out (~Storage calls release()). Kernels run
-// on the calling thread; a few expensive ones (rand, randn, exp, log, sqrt, sigmoid, tanh) split
-// large tensors over up to 8 std::threads, and sgemm uses OpenBLAS's own threads
-// (blas_threads > 0 sets that count, process-wide, via openblas_set_num_threads).
+// on the calling thread; the expensive ones (random numbers, transcendental functions, fused
+// chains, large GEMMs) split large tensors over the process's compute pool (compute_pool.h, up
+// to 8 threads). OpenBLAS runs one thread per call (process-wide, openblas_set_num_threads);
+// blas_threads > 0 gives it that many threads of its own instead, and GT then does not split.
 #pragma once
 
 #include <array>
@@ -29,7 +30,7 @@ struct CpuBackendOptions {
   // 0 = no limit (beyond the system's); gt-workerd's default ("auto") sets
   // auto_cpu_memory_limit() here (workerd/backend_factory.cpp).
   uint64_t max_memory_bytes = 0;
-  int blas_threads = 0;                             // 0 = OpenBLAS default
+  int blas_threads = 0;                             // 0 = GT splits, OpenBLAS 1 thread
   uint64_t max_cached_bytes = uint64_t{256} << 20;  // freed blocks kept for reuse, at most
   // Large allocations are checked against the host's free memory and committed at once.
   HostMemoryGuard guard = HostMemoryGuard::system();

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "workerd/cpu/compute_pool.h"
 #include "workerd/cpu/kernels.h"
 #include "workerd/kernels/matmul_plan.h"
 
@@ -20,18 +21,63 @@ namespace {
 
 bool fits_blas(int64_t v) { return v <= INT_MAX; }
 
-void gemm(const float* a, const float* b, float* c, int64_t m, int64_t n, int64_t k) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, a, static_cast<int>(std::max<int64_t>(k, 1)), b,
-              static_cast<int>(std::max<int64_t>(n, 1)), 0.0f, c,
-              static_cast<int>(std::max<int64_t>(n, 1)));
+CBLAS_TRANSPOSE blas_op(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, blas_op(ta), blas_op(tb), static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f,
+              c, static_cast<int>(ldc));
 }
 
-void gemm(const double* a, const double* b, double* c, int64_t m, int64_t n, int64_t k) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0, a, static_cast<int>(std::max<int64_t>(k, 1)), b,
-              static_cast<int>(std::max<int64_t>(n, 1)), 0.0, c,
-              static_cast<int>(std::max<int64_t>(n, 1)));
+void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+               const double* b, int64_t ldb, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, blas_op(ta), blas_op(tb), static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c,
+              static_cast<int>(ldc));
+}
+
+// Below this many multiply-adds a GEMM runs on one thread (OpenBLAS's own threshold: 4 x 65536).
+constexpr int64_t kSplitMnk = int64_t{1} << 18;
+// Split points fall on multiples of this many columns or rows: parts splitting C's columns then
+// write no 64-byte line in common.
+constexpr int64_t kSplitAlign = 16;
+
+// Row-major C[m, n] = op(A) op(B) (op: transposed when ta / tb; A is [m, k] or, transposed,
+// [k, m], with leading dimension lda; B likewise [k, n] or [n, k]). With OpenBLAS at one thread
+// per call (cpu_backend.cpp, the default) a large one is split over the compute pool
+// (compute_pool.h) by C's columns or rows, whichever are more: one BLAS call per part on its
+// own block of C. Which split a shape gets depends only on the shape and the pool's size, so a
+// result is the same from run to run (and eager and replayed paths agree bitwise).
+template <class F>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const F* a, int64_t lda, const F* b,
+          int64_t ldb, F* c, int64_t ldc) {
+  ComputePool& pool = ComputePool::instance();
+  const bool by_cols = n >= m;
+  const int64_t dim = by_cols ? n : m;
+  int64_t parts = 1;
+  if (pool.threads() > 1 && m * n * k >= kSplitMnk && openblas_get_num_threads() == 1)
+    parts = std::min<int64_t>(pool.threads(), dim / kSplitAlign);
+  if (parts <= 1) {
+    blas_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  const int64_t chunk = ((dim + parts - 1) / parts + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+  pool.run(static_cast<int>(parts), [&](int part) {
+    const int64_t lo = part * chunk, hi = std::min(dim, lo + chunk);
+    if (lo >= hi) return;
+    if (by_cols)
+      blas_gemm(ta, tb, m, hi - lo, k, a, lda, tb ? b + lo * ldb : b + lo, ldb, c + lo, ldc);
+    else
+      blas_gemm(ta, tb, hi - lo, n, k, ta ? a + lo : a + lo * lda, lda, b, ldb, c + lo * ldc, ldc);
+  });
+}
+
+// A plain row-major GEMM of contiguous operands: C[m, n] = A[m, k] B[k, n].
+template <class F>
+void gemm(const F* a, const F* b, F* c, int64_t m, int64_t n, int64_t k) {
+  gemm(false, false, m, n, k, a, std::max<int64_t>(k, 1), b, std::max<int64_t>(n, 1), c,
+       std::max<int64_t>(n, 1));
 }
 
 // float32 (sgemm) or float64 (dgemm).
@@ -135,11 +181,7 @@ Status run_transposed_matmul(const TransposedMatmul& args) {
   }
   for (int64_t v : {m, n, k, a[0], a[1], b[0], b[1]})
     if (!fits_blas(v)) return unimplemented("matmul: dims too large for BLAS ({}x{}x{})", m, k, n);
-  const auto op = [](bool t) { return t ? CblasTrans : CblasNoTrans; };
-  const int lda = static_cast<int>(a[1]), ldb = static_cast<int>(b[1]);
-  cblas_sgemm(CblasRowMajor, op(args.ta), op(args.tb), static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, args.a.data<float>(), lda, args.b.data<float>(), ldb, 0.0f,
-              c, static_cast<int>(n));
+  gemm(args.ta, args.tb, m, n, k, args.a.data<float>(), a[1], args.b.data<float>(), b[1], c, n);
   return Status::ok();
 }
 

@@ -2,6 +2,8 @@
 #include <cmath>
 
 #include "tests/unit/cpu/cpu_test_util.h"
+#include "workerd/cpu/kernels.h"
+#include "workerd/fusion.h"
 
 namespace gt::test {
 namespace {
@@ -95,6 +97,65 @@ TEST_CASE("cpu matmul: shapes incl. vectors, batches, broadcasting", "[cpu][matm
     for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32,
                      DType::kInt64})
       check_matmul(be, rng, sa, dt, sb, dt);
+}
+
+// Products large enough to be split over the compute pool (matmul.cpp: C's columns when it has
+// more columns than rows, else its rows), float32 and float64, batched ones folded into rows;
+// on a machine with one hardware thread they run whole.
+TEST_CASE("cpu matmul: large products split over the compute pool", "[cpu][matmul]") {
+  CpuBackend be;
+  std::mt19937 rng(47);
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {Shape{64, 784}, Shape{784, 256}},   // by columns (the MLP's first layer)
+      {Shape{256, 64}, Shape{64, 784}},    // by columns
+      {Shape{300, 64}, Shape{64, 40}},     // by rows
+      {Shape{517, 93}, Shape{93, 33}},     // by rows, not a multiple of the split alignment
+      {Shape{70, 95}, Shape{95, 1001}},    // by columns, ditto
+      {Shape{2, 70, 200}, Shape{200, 90}}, // a batch folded into 140 rows
+      {Shape{3, 40, 90}, Shape{3, 90, 120}},  // one product per batch entry
+  };
+  for (const auto& [sa, sb] : shapes)
+    for (DType dt : {DType::kFloat32, DType::kFloat64}) check_matmul(be, rng, sa, dt, sb, dt);
+}
+
+// The hot paths' GEMM with transposes folded in (run_transposed_matmul: the MLP's forward and
+// weight-gradient products), split like the plain one, against the products of the transposed
+// operands written out.
+TEST_CASE("cpu matmul: transposed operands, split over the compute pool", "[cpu][matmul]") {
+  CpuBackend be;
+  std::mt19937 rng(53);
+  struct Dims {
+    int64_t m, k, n;
+  };
+  for (Dims d : {Dims{64, 784, 256}, Dims{256, 64, 784}, Dims{301, 64, 40}, Dims{5, 3, 4}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const Shape sa = ta ? Shape{d.k, d.m} : Shape{d.m, d.k};
+        const Shape sb = tb ? Shape{d.n, d.k} : Shape{d.k, d.n};
+        auto va = random_values(rng, sa.numel(), DType::kFloat32, -3, 3);
+        auto vb = random_values(rng, sb.numel(), DType::kFloat32, -3, 3);
+        Tensor a = make_tensor(be, sa, DType::kFloat32, va), b = make_tensor(be, sb, DType::kFloat32, vb);
+        Tensor out = make_tensor(be, Shape{d.m, d.n}, DType::kFloat32,
+                                 std::vector<double>(static_cast<size_t>(d.m * d.n), 0.0));
+        REQUIRE(worker::cpu::run_transposed_matmul({a, ta, b, tb, out, 0}).is_ok());
+        auto got = to_doubles(be, out);
+        INFO("m " << d.m << " k " << d.k << " n " << d.n << " ta " << ta << " tb " << tb);
+        int bad = 0;
+        for (int64_t i = 0; i < d.m; ++i)
+          for (int64_t j = 0; j < d.n; ++j) {
+            double want = 0, scale = 0;
+            for (int64_t p = 0; p < d.k; ++p) {
+              const double x = va[static_cast<size_t>(ta ? p * d.m + i : i * d.k + p)];
+              const double y = vb[static_cast<size_t>(tb ? j * d.k + p : p * d.n + j)];
+              want += x * y;
+              scale += std::fabs(x * y);
+            }
+            if (std::fabs(got[static_cast<size_t>(i * d.n + j)] - want) > 1e-5 * scale + 1e-6) ++bad;
+          }
+        CHECK(bad == 0);
+      }
+    }
+  }
 }
 
 // torch.matmul does not promote ("expected scalar type Float but found Half"): the shape rule
