@@ -6,10 +6,11 @@
 #include <cmath>
 #include <cstdint>
 
+// (the same definition as workerd/kernels/numeric.h's, which both may be included with)
 #if defined(__CUDACC__)
 #define GT_HOST_DEVICE __host__ __device__ __forceinline__
 #else
-#define GT_HOST_DEVICE inline
+#define GT_HOST_DEVICE __attribute__((always_inline)) inline
 #endif
 
 namespace gt::philox {

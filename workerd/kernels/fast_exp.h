@@ -13,7 +13,10 @@
 
 namespace gt::worker {
 
-inline float exp_f32(float x) {
+// Always inlined, as GT_HOST_DEVICE (numeric.h): the bodies of vectorized loops.
+#define GT_FAST_MATH_INLINE __attribute__((always_inline)) inline
+
+GT_FAST_MATH_INLINE float exp_f32(float x) {
   // Clamped first (NaN stays NaN: both comparisons are false): -104 already gives 0, 89 inf.
   float v = x > 89.0f ? 89.0f : x;
   v = v < -104.0f ? -104.0f : v;

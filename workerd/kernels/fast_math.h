@@ -25,7 +25,7 @@
 
 namespace gt::worker {
 
-inline float log_f32(float x) {
+GT_FAST_MATH_INLINE float log_f32(float x) {
   const bool subnormal = x < 1.17549435e-38f;  // (zero and negatives too: replaced below)
   const float xs = subnormal ? x * 8388608.0f : x;
   uint32_t b;
@@ -53,7 +53,7 @@ inline float log_f32(float x) {
   return x == x ? r : x;
 }
 
-inline float tanh_f32(float x) {
+GT_FAST_MATH_INLINE float tanh_f32(float x) {
   const float a = std::fabs(x);
   const float s = exp_f32(a + a);
   float large = 1.0f - 2.0f / (s + 1.0f);
@@ -65,7 +65,7 @@ inline float tanh_f32(float x) {
   return x == 0.0f ? x : r;                     // (-0 stays -0: the sum above gives +0)
 }
 
-inline float erf_f32(float x) {
+GT_FAST_MATH_INLINE float erf_f32(float x) {
   constexpr float kErfSplit = 0.9375f;  // x P(x^2) below, 1 - e^-x^2 Q(1/|x|) above
   const float a = std::fabs(x);
   const float s = a * a;
