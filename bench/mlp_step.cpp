@@ -301,10 +301,12 @@ int main(int argc, char** argv) {
   };
   CpuSplit cpu_eager, cpu_auto, cpu_hot;
   // n GT steps in mode `m`: their times into `times`, their CPU into `into`.
-  // OpenBLAS keeps a thread spinning for ~0.1 s after a GEMM (the in-process reference's here,
-  // the CPU worker's there): each block starts after that, so neither side runs beside the
-  // other's spinning thread on a 2-core machine.
-  auto blas_quiet = [] { std::this_thread::sleep_for(std::chrono::milliseconds(150)); };
+  // Between blocks a short pause: the compute pools' helpers (the worker's and the in-process
+  // reference's, workerd/cpu/compute_pool.h) give their cores away within ~2 ms of their last
+  // job, so neither side runs beside the other's. (It was 150 ms while OpenBLAS's own threads
+  // spun ~0.1 s after every GEMM; then every block started cold -- daemons asleep, caches
+  // cold -- and its first steps, ~1.4x a warm step here, weighed on 25-step blocks.)
+  auto blas_quiet = [] { std::this_thread::sleep_for(std::chrono::milliseconds(10)); };
   auto gt_block = [&](int n, Mode m, std::vector<double>& times, CpuSplit& into) {
     mode = m;
     blas_quiet();
@@ -320,9 +322,9 @@ int main(int argc, char** argv) {
     into.workers += after.workers - before.workers;
   };
   // Alternating blocks of steps, so both see the same load on a shared machine (blocks rather
-  // than single steps, each after a pause: one side's BLAS threads still spinning would slow the
-  // other's).
-  const int block = 25;
+  // than single steps, each after a pause: one side's helper threads still spinning would slow
+  // the other's). A block is long enough to reach the steady state of a training loop.
+  const int block = 100;
   uint64_t gt_ops_total = 0;
   int64_t ref_ops_total = 0;
   for (int done = 0; done < args.steps; done += block) {
