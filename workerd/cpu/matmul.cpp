@@ -42,18 +42,22 @@ constexpr int64_t kSplitMnk = int64_t{1} << 18;
 // Split points fall on multiples of this many columns or rows: parts splitting C's columns then
 // write no 64-byte line in common.
 constexpr int64_t kSplitAlign = 16;
+// Rows of C a part must keep for a split by rows when C has more columns than rows.
+constexpr int64_t kSplitRows = 128;
 
 // Row-major C[m, n] = op(A) op(B) (op: transposed when ta / tb; A is [m, k] or, transposed,
 // [k, m], with leading dimension lda; B likewise [k, n] or [n, k]). With OpenBLAS at one thread
 // per call (cpu_backend.cpp, the default) a large one is split over the compute pool
-// (compute_pool.h) by C's columns or rows, whichever are more: one BLAS call per part on its
-// own block of C. Which split a shape gets depends only on the shape and the pool's size, so a
+// (compute_pool.h): by C's rows (each part a contiguous block of C) when it has as many rows as
+// columns or each part keeps kSplitRows of them, else by its columns (OpenBLAS's kernels lose
+// more on few rows: on the MLP's [64, 784] x [784, 256] rows took ~12% longer than columns, on
+// its [256, 64] x [64, 784] columns ~5% longer than rows). One BLAS call per part. Which split a shape gets depends only on the shape and the pool's size, so a
 // result is the same from run to run (and eager and replayed paths agree bitwise).
 template <class F>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const F* a, int64_t lda, const F* b,
           int64_t ldb, F* c, int64_t ldc) {
   ComputePool& pool = ComputePool::instance();
-  const bool by_cols = n >= m;
+  const bool by_cols = m < n && m / pool.threads() < kSplitRows;
   const int64_t dim = by_cols ? n : m;
   int64_t parts = 1;
   if (pool.threads() > 1 && m * n * k >= kSplitMnk && openblas_get_num_threads() == 1)

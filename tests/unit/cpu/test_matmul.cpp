@@ -99,15 +99,15 @@ TEST_CASE("cpu matmul: shapes incl. vectors, batches, broadcasting", "[cpu][matm
       check_matmul(be, rng, sa, dt, sb, dt);
 }
 
-// Products large enough to be split over the compute pool (matmul.cpp: C's columns when it has
-// more columns than rows, else its rows), float32 and float64, batched ones folded into rows;
-// on a machine with one hardware thread they run whole.
+// Products large enough to be split over the compute pool (matmul.cpp: by C's rows or columns;
+// the comments say which on 2 threads), float32 and float64, batched ones folded into rows; on a
+// machine with one hardware thread they run whole.
 TEST_CASE("cpu matmul: large products split over the compute pool", "[cpu][matmul]") {
   CpuBackend be;
   std::mt19937 rng(47);
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {Shape{64, 784}, Shape{784, 256}},   // by columns (the MLP's first layer)
-      {Shape{256, 64}, Shape{64, 784}},    // by columns
+      {Shape{256, 64}, Shape{64, 784}},    // by rows (128 a part)
       {Shape{300, 64}, Shape{64, 40}},     // by rows
       {Shape{517, 93}, Shape{93, 33}},     // by rows, not a multiple of the split alignment
       {Shape{70, 95}, Shape{95, 1001}},    // by columns, ditto
