@@ -120,8 +120,11 @@ Status binary_kernel(const KernelArgs& args) {
           return;
         }
       }
-      if (args.attrs.scalar_side() == ScalarSide::kLeft) loop_scalar_left<Op, T, O>(s, xa, xo, n);
-      else loop_scalar_right<Op, T, O>(xa, s, xo, n);
+      const bool left = args.attrs.scalar_side() == ScalarSide::kLeft;
+      split_flat(n, [&](int64_t b, int64_t e) {
+        if (left) loop_scalar_left<Op, T, O>(s, xa + b, xo + b, e - b);
+        else loop_scalar_right<Op, T, O>(xa + b, s, xo + b, e - b);
+      });
       return;
     }
     const Shape& sa = a.meta.shape;
@@ -134,9 +137,16 @@ Status binary_kernel(const KernelArgs& args) {
         return;
       }
     }
-    if (na == n && nb == n) loop_same<Op, T, O>(xa, xb, xo, n);
-    else if (na == n && nb == 1) loop_scalar_right<Op, T, O>(xa, convert_value<C>(*xb), xo, n);
-    else if (na == 1 && nb == n) loop_scalar_left<Op, T, O>(convert_value<C>(*xa), xb, xo, n);
+    if (na == n && nb == n)
+      split_flat(n, [&](int64_t b, int64_t e) { loop_same<Op, T, O>(xa + b, xb + b, xo + b, e - b); });
+    else if (na == n && nb == 1)
+      split_flat(n, [&, s = convert_value<C>(*xb)](int64_t b, int64_t e) {
+        loop_scalar_right<Op, T, O>(xa + b, s, xo + b, e - b);
+      });
+    else if (na == 1 && nb == n)
+      split_flat(n, [&, s = convert_value<C>(*xa)](int64_t b, int64_t e) {
+        loop_scalar_left<Op, T, O>(s, xb + b, xo + b, e - b);
+      });
     else loop_broadcast<Op, T, O>(xa, sa, xb, sb, xo, so);
   });
   return refused;

@@ -34,17 +34,23 @@ Status where_kernel(const KernelArgs& args) {
     // single value, as where(mask, 0.0, g) gives) have loops of their own that vectorize.
     const bool full_c = count(sc) == n;
     if (full_c && count(sa) == n && count(sb) == n) {
-      for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], a[i], b[i]);
+      split_flat(n, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) o[i] = select_bits(c[i], a[i], b[i]);
+      });
       return;
     }
     if (full_c && count(sa) == 1 && count(sb) == n) {
       const U av = a[0];
-      for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], av, b[i]);
+      split_flat(n, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) o[i] = select_bits(c[i], av, b[i]);
+      });
       return;
     }
     if (full_c && count(sa) == n && count(sb) == 1) {
       const U bv = b[0];
-      for (int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], a[i], bv);
+      split_flat(n, [&](int64_t s, int64_t e) {
+        for (int64_t i = s; i < e; ++i) o[i] = select_bits(c[i], a[i], bv);
+      });
       return;
     }
     NdIter<4> it = broadcast_iter<4>(out.meta.shape, {&sc, &sa, &sb});
@@ -64,8 +70,13 @@ Status where_kernel(const KernelArgs& args) {
 // cast: floating -> integer truncates toward zero, NaN / inf / out of range -> the type's minimum
 // (PyTorch on x86-64); anything -> bool is != 0 (NaN -> true); see convert_value.
 Status cast_kernel(const KernelArgs& args) {
-  convert_n(in_ptr(args, 0), in(args, 0).meta.dtype, out_ptr(args), args.out.meta.dtype,
-            count(args.out.meta.shape));
+  const DType from = in(args, 0).meta.dtype, to = args.out.meta.dtype;
+  const auto* src = static_cast<const char*>(in_ptr(args, 0));
+  auto* dst = static_cast<char*>(out_ptr(args));
+  const int64_t fs = static_cast<int64_t>(dtype_size(from)), ts = static_cast<int64_t>(dtype_size(to));
+  split_flat(count(args.out.meta.shape), [&](int64_t b, int64_t e) {
+    convert_n(src + b * fs, from, dst + b * ts, to, e - b);
+  });
   return Status::ok();
 }
 

@@ -105,8 +105,11 @@ Status clamp_kernel(const KernelArgs& args) {
   const void* src = as_dtype(x, dt, tmp);
   dispatch_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    clamp_loop<T>(static_cast<const T*>(src), static_cast<T*>(out_ptr(args)), n, has_lo, b.lo,
-                  has_hi, b.hi);
+    const T* x = static_cast<const T*>(src);
+    T* y = static_cast<T*>(out_ptr(args));
+    split_flat(n, [&](int64_t s, int64_t e) {
+      clamp_loop<T>(x + s, y + s, e - s, has_lo, b.lo, has_hi, b.hi);
+    });
   });
   return Status::ok();
 }

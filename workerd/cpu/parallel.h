@@ -1,9 +1,10 @@
-// parallel_for: splits expensive per-element kernels over the process's compute threads
+// parallel_for / split_flat: split a kernel's flat pass over the process's compute threads
 // (compute_pool.h; no OpenMP).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "workerd/cpu/compute_pool.h"
 
@@ -14,8 +15,9 @@ int max_threads();
 
 // Runs f(begin, end) over contiguous chunks of [0, n): on the calling thread alone unless there
 // are at least 2 * grain elements, else split over up to max_threads() threads of the compute
-// pool (the call returns when every chunk has run). For expensive per-element work only (random
-// numbers, transcendental functions); memory-bound loops do not gain. f must not throw.
+// pool (the call returns when every chunk has run). The grain says how much work pays for a
+// part: expensive per-element work (random numbers, transcendental functions) splits sooner
+// than memory-bound loops (split_flat below). f must not throw.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   ComputePool& pool = ComputePool::instance();
@@ -29,6 +31,17 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     const int64_t b = part * chunk;
     if (b < n) f(b, std::min(n, b + chunk));
   });
+}
+
+// Elements per part for the memory-bound loops (an add, a cast, a select): a pass over 64 K
+// float32 takes a few microseconds, well above a job's cost on awake helpers, and two cores
+// move more bytes than one on the machines measured (docs/PERFORMANCE.md).
+constexpr int64_t kMemoryGrain = int64_t{1} << 16;
+
+// parallel_for for a memory-bound flat loop of n elements.
+template <class F>
+void split_flat(int64_t n, F&& f) {
+  parallel_for(n, kMemoryGrain, std::forward<F>(f));
 }
 
 }  // namespace gt::worker::cpu

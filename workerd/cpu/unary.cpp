@@ -20,10 +20,14 @@ Status unary_same(const KernelArgs& args) {
   dispatch_dtype(args.out.meta.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    const T* __restrict a = static_cast<const T*>(in_ptr(args, 0));
-    T* __restrict o = static_cast<T*>(out_ptr(args));
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = convert_value<T>(UnaryFn<kOp>::f(convert_value<C>(a[i])));
+    const T* a = static_cast<const T*>(in_ptr(args, 0));
+    T* o = static_cast<T*>(out_ptr(args));
+    split_flat(n, [&](int64_t b, int64_t e) {
+      const T* __restrict pa = a + b;
+      T* __restrict po = o + b;
+      for (int64_t i = 0; i < e - b; ++i)
+        po[i] = convert_value<T>(UnaryFn<kOp>::f(convert_value<C>(pa[i])));
+    });
   });
   return Status::ok();
 }

@@ -1,0 +1,105 @@
+// Kernels that split a flat pass over the compute pool (parallel.h: split_flat, parallel_for):
+// on 300,001 elements every element must equal what the same op gives on a slice of 4,999 (one
+// part, never split), for each loop the kernels pick: same-shape operands, a scalar attribute on
+// either side, a one-element tensor on either side, where's three full forms, casts, clamp,
+// unary ops, the transcendental ones and fused chains' own grain. A wrong part offset, a part
+// left out or run twice shows as a mismatch at the part's border.
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "tests/unit/cpu/cpu_test_util.h"
+
+namespace gt::test {
+namespace {
+
+constexpr int64_t kBig = 300001;   // past 2 parts of split_flat's grain on any machine
+constexpr int64_t kSlice = 4999;   // below every grain: one part
+
+struct SplitCase {
+  const char* name;
+  OpId op;
+  std::vector<int> big_inputs;  // indices into the inputs that are [kBig] (the rest: one element)
+  std::vector<DType> dtypes;    // one per input
+  OpAttrs attrs;
+};
+
+// Bit-exact comparison of two outputs' doubles (NaN == NaN).
+bool same_value(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+void check_split(CpuBackend& be, std::mt19937& rng, const SplitCase& c) {
+  INFO(c.name);
+  std::vector<std::vector<double>> vals;
+  std::vector<Tensor> big;
+  for (size_t i = 0; i < c.dtypes.size(); ++i) {
+    const bool full = std::find(c.big_inputs.begin(), c.big_inputs.end(), static_cast<int>(i)) !=
+                      c.big_inputs.end();
+    const int64_t n = full ? kBig : 1;
+    vals.push_back(c.dtypes[i] == DType::kBool
+                       ? random_values(rng, n, DType::kBool, 0, 1)
+                       : random_values(rng, n, c.dtypes[i], -3, 3));
+    big.push_back(make_tensor(be, full ? Shape{kBig} : Shape{}, c.dtypes[i], vals.back()));
+  }
+  std::vector<const Tensor*> big_in;
+  for (const Tensor& t : big) big_in.push_back(&t);
+  const std::vector<double> got = to_doubles(be, run_op(be, c.op, big_in, c.attrs));
+  REQUIRE(got.size() == static_cast<size_t>(kBig));
+  int bad = 0;
+  for (int64_t s = 0; s < kBig; s += kSlice) {
+    const int64_t len = std::min(kSlice, kBig - s);
+    std::vector<Tensor> small;
+    for (size_t i = 0; i < c.dtypes.size(); ++i) {
+      if (big[i].meta.shape.rank() == 0) {
+        small.push_back(make_tensor(be, Shape{}, c.dtypes[i], vals[i]));
+        continue;
+      }
+      std::vector<double> part(vals[i].begin() + s, vals[i].begin() + s + len);
+      small.push_back(make_tensor(be, Shape{len}, c.dtypes[i], part));
+    }
+    std::vector<const Tensor*> small_in;
+    for (const Tensor& t : small) small_in.push_back(&t);
+    const std::vector<double> want = to_doubles(be, run_op(be, c.op, small_in, c.attrs));
+    for (int64_t j = 0; j < len; ++j) {
+      if (same_value(got[static_cast<size_t>(s + j)], want[static_cast<size_t>(j)])) continue;
+      if (bad++ < 5)
+        UNSCOPED_INFO("[" << s + j << "] split " << got[static_cast<size_t>(s + j)] << " whole "
+                          << want[static_cast<size_t>(j)]);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("split kernels: every element as computed unsplit", "[cpu][pool]") {
+  CpuBackend be;
+  std::mt19937 rng(59);
+  const DType f32 = DType::kFloat32, i64 = DType::kInt64, b8 = DType::kBool;
+  const std::vector<SplitCase> cases = {
+      {"add, same shapes", OpId::k_add, {0, 1}, {f32, f32}, {}},
+      {"add int64, same shapes", OpId::k_add, {0, 1}, {i64, i64}, {}},
+      {"sub, scalar on the left", OpId::k_sub, {0}, {f32},
+       make_binary_scalar(ScalarSide::kLeft, 2.5, false)},
+      {"mul, scalar on the right", OpId::k_mul, {0}, {f32},
+       make_binary_scalar(ScalarSide::kRight, 1.5, false)},
+      {"maximum, a one-element tensor on the right", OpId::k_maximum, {0}, {f32, f32}, {}},
+      {"div, a one-element tensor on the left", OpId::k_div, {1}, {f32, f32}, {}},
+      {"le, same shapes", OpId::k_le, {0, 1}, {f32, f32}, {}},
+      {"relu", OpId::k_relu, {0}, {f32}, {}},
+      {"neg int64", OpId::k_neg, {0}, {i64}, {}},
+      {"exp", OpId::k_exp, {0}, {f32}, {}},
+      {"tanh", OpId::k_tanh, {0}, {f32}, {}},
+      {"where, all full", OpId::k_where, {0, 1, 2}, {b8, f32, f32}, {}},
+      {"where, one value for a", OpId::k_where, {0, 2}, {b8, f32, f32}, {}},
+      {"where, one value for b", OpId::k_where, {0, 1}, {b8, f32, f32}, {}},
+      {"cast to bfloat16", OpId::k_cast, {0}, {f32}, make_cast(DType::kBFloat16)},
+      {"cast to int64", OpId::k_cast, {0}, {f32}, make_cast(DType::kInt64)},
+      {"cast int64 to float32", OpId::k_cast, {0}, {i64}, make_cast(DType::kFloat32)},
+      {"clamp", OpId::k_clamp, {0}, {f32}, make_clamp(-0.5, 0.5, false)},
+      {"clamp below only", OpId::k_clamp, {0}, {f32}, make_clamp(0.25, std::nullopt, false)},
+  };
+  for (const SplitCase& c : cases) check_split(be, rng, c);
+}
+
+}  // namespace
+}  // namespace gt::test
