@@ -51,8 +51,8 @@ constexpr int64_t kSplitRows = 128;
 // (compute_pool.h): by C's rows (each part a contiguous block of C) when it has as many rows as
 // columns or each part keeps kSplitRows of them, else by its columns (OpenBLAS's kernels lose
 // more on few rows: on the MLP's [64, 784] x [784, 256] rows took ~12% longer than columns, on
-// its [256, 64] x [64, 784] columns ~5% longer than rows). One BLAS call per part. Which split a shape gets depends only on the shape and the pool's size, so a
-// result is the same from run to run (and eager and replayed paths agree bitwise).
+// its [256, 64] x [64, 784] columns ~5% longer than rows). One BLAS call per part. Which split a
+// shape gets depends only on the shape and the pool's size: a result is the same from run to run.
 template <class F>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const F* a, int64_t lda, const F* b,
           int64_t ldb, F* c, int64_t ldc) {
