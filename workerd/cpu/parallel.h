@@ -44,4 +44,12 @@ void split_flat(int64_t n, F&& f) {
   parallel_for(n, kMemoryGrain, std::forward<F>(f));
 }
 
+// parallel_for over `rows` independent rows of `row_elems` elements each (a reduction along the
+// last dim): parts of whole rows, each at least kMemoryGrain elements.
+template <class F>
+void split_rows(int64_t rows, int64_t row_elems, F&& f) {
+  parallel_for(rows, std::max<int64_t>(1, kMemoryGrain / std::max<int64_t>(1, row_elems)),
+               std::forward<F>(f));
+}
+
 }  // namespace gt::worker::cpu

@@ -95,7 +95,9 @@ void float_sum_impl(const T* x, T* y, const View& v) {
     else return convert_value<T>(s);
   };
   if (v.inner == 1) {
-    for (int64_t o = 0; o < v.outer; ++o) y[o] = finish(row_sum_contiguous(x + o * v.n, v.n));
+    split_rows(v.outer, v.n, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) y[o] = finish(row_sum_contiguous(x + o * v.n, v.n));
+    });
     return;
   }
   std::vector<S> buf;
@@ -175,21 +177,23 @@ Status sum_kernel(const KernelArgs& args) {
 
 // ---- cumsum ----
 
-// out[o, k, j] = sum of x[o, 0..k, j], the running sum kept in sum's accumulator. Memory-bound
-// like the sums, so single-threaded (parallel.h).
+// out[o, k, j] = sum of x[o, 0..k, j], the running sum kept in sum's accumulator. Along the last
+// dim the rows are split over the compute pool (split_rows), each row's sum sequential as before.
 template <class T, class O>
 void cumsum_impl(const T* x, O* y, const View& v) {
   using A = acc_t<T>;
   if (v.inner == 1) {
-    for (int64_t o = 0; o < v.outer; ++o) {
-      const T* row = x + o * v.n;
-      O* out = y + o * v.n;
-      A s = 0;
-      for (int64_t k = 0; k < v.n; ++k) {
-        s = acc_add(s, convert_value<A>(row[k]));
-        out[k] = convert_value<O>(s);
+    split_rows(v.outer, v.n, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* row = x + o * v.n;
+        O* out = y + o * v.n;
+        A s = 0;
+        for (int64_t k = 0; k < v.n; ++k) {
+          s = acc_add(s, convert_value<A>(row[k]));
+          out[k] = convert_value<O>(s);
+        }
       }
-    }
+    });
     return;
   }
   std::vector<A> acc(static_cast<size_t>(v.inner));
@@ -344,24 +348,29 @@ void extreme_impl(const T* x, void* out, const View& v) {
   if constexpr (std::is_same_v<T, float>) {
     if (v.inner == 1 && v.n > 0) {
       auto rows = wide_simd() ? extreme_f32_rows_wide<kMax, kIndex> : extreme_f32_rows_base<kMax, kIndex>;
-      rows(x, out, v.outer, v.n);
+      split_rows(v.outer, v.n, [&](int64_t b, int64_t e) {
+        void* o = kIndex ? static_cast<void*>(yi + b) : static_cast<void*>(y + b);
+        rows(x + b * v.n, o, e - b, v.n);
+      });
       return;
     }
   }
   if (v.inner == 1) {
-    for (int64_t o = 0; o < v.outer; ++o) {
-      const T* row = x + o * v.n;
-      C best = convert_value<C>(row[0]);
-      int64_t idx = 0;
-      for (int64_t k = 1; k < v.n; ++k) {
-        C c = convert_value<C>(row[k]);
-        if (better<kMax>(c, best)) {
-          best = c;
-          idx = k;
+    split_rows(v.outer, v.n, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T* row = x + o * v.n;
+        C best = convert_value<C>(row[0]);
+        int64_t idx = 0;
+        for (int64_t k = 1; k < v.n; ++k) {
+          C c = convert_value<C>(row[k]);
+          if (better<kMax>(c, best)) {
+            best = c;
+            idx = k;
+          }
         }
+        emit(o, best, idx);
       }
-      emit(o, best, idx);
-    }
+    });
     return;
   }
   std::vector<C> best(static_cast<size_t>(v.inner));

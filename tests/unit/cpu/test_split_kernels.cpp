@@ -2,8 +2,8 @@
 // on 300,001 elements every element must equal what the same op gives on a slice of 4,999 (one
 // part, never split), for each loop the kernels pick: same-shape operands, a scalar attribute on
 // either side, a one-element tensor on either side, where's three full forms, casts, clamp,
-// unary ops, the transcendental ones and fused chains' own grain. A wrong part offset, a part
-// left out or run twice shows as a mismatch at the part's border.
+// unary ops, the transcendental ones; and reductions along the last dim split by rows. A wrong
+// part offset, a part left out or run twice shows as a mismatch at the part's border.
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -99,6 +99,48 @@ TEST_CASE("split kernels: every element as computed unsplit", "[cpu][pool]") {
       {"clamp below only", OpId::k_clamp, {0}, {f32}, make_clamp(0.25, std::nullopt, false)},
   };
   for (const SplitCase& c : cases) check_split(be, rng, c);
+}
+
+// Reductions along the last dim split by rows (split_rows), and cumsum's rows: every row of a
+// [1201, 509] input's result as the same op gives on a few rows at a time (below the grain: one
+// part).
+TEST_CASE("split kernels: reductions along the last dim, row by row as unsplit", "[cpu][pool]") {
+  CpuBackend be;
+  std::mt19937 rng(61);
+  const int64_t rows = 1201, n = 509, slice = 7;
+  struct Case {
+    const char* name;
+    OpId op;
+    DType dt;
+  };
+  for (Case c : {Case{"sum float32", OpId::k_sum, DType::kFloat32},
+                 Case{"mean float32", OpId::k_mean, DType::kFloat32},
+                 Case{"sum float64", OpId::k_sum, DType::kFloat64},
+                 Case{"max float32", OpId::k_max, DType::kFloat32},
+                 Case{"argmax float32", OpId::k_argmax, DType::kFloat32},
+                 Case{"argmin int64", OpId::k_argmin, DType::kInt64},
+                 Case{"min float64", OpId::k_min, DType::kFloat64},
+                 Case{"cumsum float32", OpId::k_cumsum, DType::kFloat32},
+                 Case{"cumsum int64", OpId::k_cumsum, DType::kInt64}}) {
+    INFO(c.name);
+    const std::vector<double> vals = random_values(rng, rows * n, c.dt, -3, 3);
+    const OpAttrs attrs = c.op == OpId::k_cumsum ? make_axis(1) : make_reduce(1, false);
+    const int64_t per_row = c.op == OpId::k_cumsum ? n : 1;
+    Tensor x = make_tensor(be, Shape{rows, n}, c.dt, vals);
+    const std::vector<double> got = to_doubles(be, run_op(be, c.op, {&x}, attrs));
+    REQUIRE(got.size() == static_cast<size_t>(rows * per_row));
+    int bad = 0;
+    for (int64_t r = 0; r < rows; r += slice) {
+      const int64_t len = std::min(slice, rows - r);
+      std::vector<double> part(vals.begin() + r * n, vals.begin() + (r + len) * n);
+      Tensor xs = make_tensor(be, Shape{len, n}, c.dt, part);
+      const std::vector<double> want = to_doubles(be, run_op(be, c.op, {&xs}, attrs));
+      for (int64_t j = 0; j < len * per_row; ++j)
+        if (!same_value(got[static_cast<size_t>(r * per_row + j)], want[static_cast<size_t>(j)]))
+          ++bad;
+    }
+    CHECK(bad == 0);
+  }
 }
 
 }  // namespace
