@@ -52,7 +52,7 @@ bool have_gpu() {
 
 }  // namespace
 
-TEST_CASE("cuda worker: a sync behind seconds of GPU work; the worker stays registered and "
+TEST_CASE("cuda worker: a sync behind seconds of GPU work, the worker stays registered and "
           "another session's ops complete", "[.gpu]") {
   if (!have_gpu()) return;
   // Heartbeats every 200 ms, a worker silent for 1.5 s is dead.

@@ -71,7 +71,7 @@ TEST_CASE("device names parse as torch's and name workers", "[device]") {
   CHECK_THROWS_WITH(gt::Device(gt::kCPU, 0), Catch::Contains("only cuda devices take an index"));
 }
 
-TEST_CASE("device_count is the dispatcher's worker count; a missing worker is refused", "[device]") {
+TEST_CASE("device_count is the dispatcher's worker count, a missing worker is refused", "[device]") {
   daemons();
   CHECK(gt::cuda::device_count() == kWorkers);
   CHECK(gt::cuda::is_available());
@@ -81,7 +81,7 @@ TEST_CASE("device_count is the dispatcher's worker count; a missing worker is re
   CHECK(x.sum().item<float>() == 3.0f);  // the session goes on
 }
 
-TEST_CASE("factories given a device create there; unpinned ones stay the dispatcher's choice",
+TEST_CASE("factories given a device create there, unpinned ones stay the dispatcher's choice",
           "[device]") {
   daemons();
   auto s0 = stats();
@@ -121,7 +121,7 @@ TEST_CASE("factories given a device create there; unpinned ones stay the dispatc
   CHECK(gt::randint(0, 4, {8}, gt::Device("cuda:2")).device() == gt::Device("cuda:2"));
 }
 
-TEST_CASE("to(device) copies worker to worker; ops on pinned tensors run on their worker",
+TEST_CASE("to(device) copies worker to worker, ops on pinned tensors run on their worker",
           "[device]") {
   daemons();
   gt::Tensor x = gt::arange(12).to(gt::kFloat32).reshape({3, 4});

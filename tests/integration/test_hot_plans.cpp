@@ -131,7 +131,7 @@ TEST_CASE("hot paths from their plan: a repetition leaving its path half way is 
 }
 
 TEST_CASE("hot paths from their plan: an input the dispatcher knows failed is planned as it "
-          "arrives; its results carry the error", "[hot][plans]") {
+          "arrives, its results carry the error", "[hot][plans]") {
   Daemons d(DaemonOptions{1});
   Loop a(d.address(), /*chain=*/true);
   for (int i = 0; i < 3; ++i) a.step(1);

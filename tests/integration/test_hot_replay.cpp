@@ -139,7 +139,7 @@ TEST_CASE("hot paths: a worker joining re-plans a sharded path, whose parts are 
   CHECK(a.c.request(v1::Request::SYNC).errors_size() == 0);
 }
 
-TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager losses; a failed "
+TEST_CASE("hot paths on a sim worker run as device graphs: bitwise the eager losses, a failed "
           "capture runs eagerly", "[hot][replay][sim][graph]") {
   // (Fused kernels off: one becoming ready mid-loop would change a graph's topology.)
   const std::vector<std::string> sim = {"--device", "sim", "--sim-launch-us", "20",
@@ -286,12 +286,12 @@ void failure_inside_a_path(Loop::Rows rows) {
 
 }  // namespace
 
-TEST_CASE("hot paths: a failure inside a replayed path names its op; session end frees all",
+TEST_CASE("hot paths: a failure inside a replayed path names its op, session end frees all",
           "[hot][replay]") {
   failure_inside_a_path(Loop::Rows::kWhole);
 }
 
-TEST_CASE("hot paths: a failure inside a replayed sharded path names its op; session end frees "
+TEST_CASE("hot paths: a failure inside a replayed sharded path names its op, session end frees "
           "all on both workers", "[hot][replay][shard]") {
   failure_inside_a_path(Loop::Rows::kOverTwoWorkers);
 }

@@ -204,7 +204,7 @@ TEST_CASE("/metrics and /api/status describe the workload", "[monitoring]") {
   std::system(("rm -rf " + dir).c_str());
 }
 
-TEST_CASE("with a users file the endpoint needs a token; a user sees their own sessions",
+TEST_CASE("with a users file the endpoint needs a token, a user sees their own sessions",
           "[monitoring][auth]") {
   AuthSetup auth({"admin", "alice", "bob"});
   auth.set_user_keys("admin", "    admin: true\n");

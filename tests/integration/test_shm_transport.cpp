@@ -160,7 +160,7 @@ TEST_CASE("large fetches from a local client come through shared memory, byte-ex
   CHECK(crossed < large / 20);
 }
 
-TEST_CASE("results held in place survive later fetches; the arena grows; threads", "[shm]") {
+TEST_CASE("results held in place survive later fetches, the arena grows, threads", "[shm]") {
   daemons();
   // 40 MiB each: the first arena (64 MiB) holds one, the rest make it grow while they are held.
   std::vector<std::string> want;
@@ -219,7 +219,7 @@ TEST_CASE("without shared memory (TCP, GT_SHM=0) fetches come over the socket", 
   }
 }
 
-TEST_CASE("a client's bad arenas are refused; bad regions fall back to the socket", "[shm][hostile]") {
+TEST_CASE("a client's bad arenas are refused, bad regions fall back to the socket", "[shm][hostile]") {
   daemons();
   SECTION("the dispatcher offers the transport on the Unix socket only") {
     LocalRaw local;
@@ -334,7 +334,7 @@ TEST_CASE("a client's bad arenas are refused; bad regions fall back to the socke
   }
 }
 
-TEST_CASE("large uploads go through shared memory; their regions are reused", "[shm]") {
+TEST_CASE("large uploads go through shared memory, their regions are reused", "[shm]") {
   daemons();
   uint32_t seed = 500;
   const uint64_t before = bytes_to_workers();

@@ -23,7 +23,7 @@ using namespace gt::testing;
 using Clock = std::chrono::steady_clock;
 
 
-TEST_CASE("sim worker: a sync behind 6 s of device work; the worker stays registered and "
+TEST_CASE("sim worker: a sync behind 6 s of device work, the worker stays registered and "
           "another session's ops complete", "[sim][integration]") {
   // Heartbeats every 200 ms, a worker silent for 1.5 s is dead: a device wait on the worker's
   // I/O thread would get it declared dead long before the 6 s are over.
@@ -58,7 +58,7 @@ TEST_CASE("sim worker: a sync behind 6 s of device work; the worker stays regist
   check_still_registered(d);
 }
 
-TEST_CASE("sim worker: a lost device takes the worker out with a non-zero exit; the session is "
+TEST_CASE("sim worker: a lost device takes the worker out with a non-zero exit, the session is "
           "told which worker", "[sim][integration]") {
   Daemons d(DaemonOptions{1, {}, {"--device", "sim", "--sim-fault-after", "4"}});
   RawClient c(d.address());

@@ -253,7 +253,7 @@ TEST_CASE("gt-trace: an instruction log of two sessions on two workers, one shar
   CHECK(peer_flow);
 }
 
-TEST_CASE("gt-trace --live records a running dispatcher without a log file; admins only",
+TEST_CASE("gt-trace --live records a running dispatcher without a log file, admins only",
           "[trace][auth]") {
   AuthSetup auth({"admin", "alice"});
   auth.set_user_keys("admin", "    admin: true\n");

@@ -52,7 +52,7 @@ TEST_CASE("DataLoader batches in order, the last one shorter unless drop_last", 
   CHECK(sample[1].item<int64_t>() == 9);
 }
 
-TEST_CASE("DataLoader shuffles each epoch; a seed makes the epochs reproducible", "[data]") {
+TEST_CASE("DataLoader shuffles each epoch, a seed makes the epochs reproducible", "[data]") {
   agt::daemons();
   DataLoader a(numbered(23), DataLoaderOptions(5).shuffle(true).seed(7));
   DataLoader b(numbered(23), DataLoaderOptions(5).shuffle(true).seed(7));

@@ -97,7 +97,7 @@ TEST_CASE("topk: every k, largest and smallest, NaN counts as the largest", "[op
   CHECK_TENSOR(ci, col.indices, gt::kInt64);
 }
 
-TEST_CASE("sort of 0-d and empty tensors; topk and sort errors", "[ops][sort]") {
+TEST_CASE("sort of 0-d and empty tensors, topk and sort errors", "[ops][sort]") {
   daemons();
   Tensor s = up(ref_of({}, {2.5}), gt::kFloat32);
   auto [sv, si] = s.sort();

@@ -21,7 +21,7 @@ TEST_CASE("max/min over a dim give values and the first index of the extremum", 
   CHECK_TENSOR(x.max(), ref_of({}, {7}), gt::kFloat32);
 }
 
-TEST_CASE("bitwise not (operator ~) on integers, logical not on bool; % is Python's", "[ops][semantics]") {
+TEST_CASE("bitwise not (operator ~) on integers, logical not on bool, % is Python's", "[ops][semantics]") {
   daemons();
   Tensor i = up(ref_of({4}, {0, 5, -1, -8}), gt::kInt64);
   CHECK_TENSOR(~i, ref_of({4}, {-1, -6, 0, 7}), gt::kInt64);

@@ -52,7 +52,7 @@ TEST_CASE("regions are page-aligned, distinct, reused and merged when released",
   CHECK(whole->offset() == 0);
 }
 
-TEST_CASE("a full arena is replaced by a larger one; old arenas go with their last region", "[shm]") {
+TEST_CASE("a full arena is replaced by a larger one, old arenas go with their last region", "[shm]") {
   ShmArenaPool pool(1ull << 30, kMiB);
   ShmArenaPool::NewArena m1, m2, m3;
   auto held = pool.allocate(600 << 10, &m1);

@@ -44,7 +44,7 @@ std::string joined(const FrameParts& f) {
 
 }  // namespace
 
-TEST_CASE("a frame's parts are append_frame's frame; large payloads are referenced in place",
+TEST_CASE("a frame's parts are append_frame's frame, large payloads are referenced in place",
           "[frame][gather]") {
   const std::vector<size_t> sizes = {10, FrameParts::kAliasBytes - 1, FrameParts::kAliasBytes,
                                      5 << 20, 0, 100, 300 << 10};

@@ -71,7 +71,7 @@ TEST_CASE("philox is deterministic and distinct across seed/counter/index", "[ph
   CHECK(seen.size() == 4 * 4 * 64);  // 1024 draws of 32 bits: a collision is ~1e-4 likely
 }
 
-TEST_CASE("uniform() lies in [0, 1) with the right moments", "[philox]") {
+TEST_CASE("uniform() lies in 0 <= u < 1 with the right moments", "[philox]") {
   const int n = 100000;
   double sum = 0, sum2 = 0;
   float lo = 1, hi = 0;

@@ -46,7 +46,7 @@ TEST_CASE("compute pool: every part of every job runs exactly once", "[cpu][pool
   for (int parts : {0, 1, 2, 3, 7, 64}) check_parts_once(300, parts);
 }
 
-TEST_CASE("compute pool: helpers take parts; sleeping helpers wake for the next job",
+TEST_CASE("compute pool: helpers take parts, sleeping helpers wake for the next job",
           "[cpu][pool]") {
   ComputePool& pool = ComputePool::instance();
   // Parts long enough that the caller cannot take them all before a helper wakes.
@@ -105,7 +105,7 @@ TEST_CASE("compute pool: two threads submitting jobs at once", "[cpu][pool]") {
   CHECK_FALSE(wrong.load());
 }
 
-TEST_CASE("parallel_for: covers [0, n) once, in chunks of at least the grain", "[cpu][pool]") {
+TEST_CASE("parallel_for: covers 0 to n once, in chunks of at least the grain", "[cpu][pool]") {
   for (int64_t n : {0, 1, 5, 1000, 65536, 131072, 200704, 1000003}) {
     for (int64_t grain : {1, 100, 65536}) {
       std::vector<std::atomic<uint8_t>> seen(static_cast<size_t>(n));

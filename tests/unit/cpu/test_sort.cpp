@@ -49,7 +49,7 @@ void check_argsort(CpuBackend& be, const Tensor& x, const std::vector<double>& v
   CHECK(to_doubles(be, out) == ref_argsort(v, x.meta.shape, dim, descending));
 }
 
-TEST_CASE("cpu argsort: every dim, dtype, direction, 0-d and empty; stable on ties",
+TEST_CASE("cpu argsort: every dim, dtype, direction, 0-d and empty, stable on ties",
           "[cpu][sort]") {
   CpuBackend be;
   std::mt19937 rng(77);

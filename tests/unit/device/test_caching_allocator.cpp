@@ -550,7 +550,7 @@ TEST_CASE("out of memory: wholly free segments go back to the device and the req
   CHECK(dev.bad_frees() == 0);
 }
 
-TEST_CASE("max_bytes caps what is reserved; a large request settles for its own size") {
+TEST_CASE("max_bytes caps what is reserved, a large request settles for its own size") {
   FakeDevice dev;
   CachingAllocator a(dev, 4 * MiB);
   auto l = must_alloc(a, 1536 * KiB, S1);  // 20 MiB is over the cap: 1.5 MiB exactly

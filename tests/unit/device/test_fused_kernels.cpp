@@ -336,7 +336,7 @@ TEST_CASE("a cache directory that cannot be written keeps kernels in memory", "[
   CHECK(dir.files().size() == 1);  // only the file
 }
 
-TEST_CASE("kernels compile off the caller's thread; the caller is answered at once",
+TEST_CASE("kernels compile off the caller's thread, the caller is answered at once",
           "[device][fused]") {
   std::atomic<int> calls{0};
   Loaded loaded;
@@ -356,7 +356,7 @@ TEST_CASE("kernels compile off the caller's thread; the caller is answered at on
   CHECK(calls == 6);
 }
 
-TEST_CASE("the kernels a device holds are bounded; beyond, chains run op by op",
+TEST_CASE("the kernels a device holds are bounded, beyond, chains run op by op",
           "[device][fused]") {
   std::atomic<int> calls{0};
   Loaded loaded;

@@ -273,7 +273,7 @@ TEST_CASE("sim device: an update keeps the executable graph for the same topolog
   dev.destroy_stream(*s);
 }
 
-TEST_CASE("sim device: waiting for or asking about a capturing stream invalidates the capture; "
+TEST_CASE("sim device: waiting for or asking about a capturing stream invalidates the capture, "
           "nothing of it runs", "[sim][graph]") {
   sim::SimDevice dev({.launch_us = 0});
   auto s = dev.create_stream();

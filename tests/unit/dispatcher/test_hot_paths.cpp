@@ -144,7 +144,7 @@ TEST_CASE("hot paths: attributes, shapes and placements are part of the key") {
   CHECK(add(a, b).outcome == Outcome::kMiss);
 }
 
-TEST_CASE("hot paths: frees are part of the stretch; tainted and overlong stretches are not") {
+TEST_CASE("hot paths: frees are part of the stretch, tainted and overlong stretches are not") {
   Stream s;
   const uint64_t x = s.leaf(Shape{8});
   auto body = [&](bool free_tmp) {
@@ -265,7 +265,7 @@ TEST_CASE("hot paths: min_repeats, compile: true scopes, and disabling") {
   CHECK(off.det.stats().cached == 0);
 }
 
-TEST_CASE("hot paths: a scope change inside a stretch is part of its key; eviction is reported") {
+TEST_CASE("hot paths: a scope change inside a stretch is part of its key, eviction is reported") {
   Stream s;
   const uint64_t x = s.leaf(Shape{4, 8});
   // relu, (scope "inner") neg: twice with the same inner scope -> one path; another name -> not.

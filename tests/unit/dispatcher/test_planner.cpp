@@ -291,7 +291,7 @@ TEST_CASE("strided_copy_: a single or replicated destination stays, a spread one
   CHECK(p.want[1].same_as(Placement::single(1)));
 }
 
-TEST_CASE("as_strided: no rule, a spread input is gathered; a single one stays", "[planner]") {
+TEST_CASE("as_strided: no rule, a spread input is gathered, a single one stays", "[planner]") {
   const int64_t st[] = {1, 4};
   const OpAttrs t = make_strided(Shape{4, 6}, st, 0);
   OpPlan p = plan(OpId::k_as_strided, t, {{f32(Shape{6, 4}), rows(6)}});

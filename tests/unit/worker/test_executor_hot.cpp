@@ -415,7 +415,7 @@ TEST_CASE("a chain ending in a sum or mean fuses the reduction, bitwise eager's"
   }
 }
 
-TEST_CASE("a chain over more elements than one thread should sum keeps its threads; the "
+TEST_CASE("a chain over more elements than one thread should sum keeps its threads, the "
           "reduction runs after it", "[worker][hot]") {
   Rig r;
   reduce_eager_then_hot(r, (int64_t{1} << 17) + 1, OpId::k_sum, 8);

@@ -438,7 +438,7 @@ TEST_CASE("sim device: an upload from a client's registered arena is read by the
   ex.stop();
 }
 
-TEST_CASE("sim device: a session issues at most device_queue_ops ahead of the device; when it "
+TEST_CASE("sim device: a session issues at most device_queue_ops ahead of the device, when it "
           "ends, the rest of its work is dropped, not run", "[worker][sim][pacing]") {
   SimBackend backend(sim_options(0, 20000));  // every kernel holds its stream 20 ms
   Outbox out;
