@@ -47,8 +47,8 @@ void loop_broadcast(const T* a, const Shape& sa, const T* b, const Shape& sb, O*
                     const Shape& so) {
   using C = compute_t<T>;
   NdIter<3> it = broadcast_iter<3>(so, {&sa, &sb});
-  it.for_each_row([&](const std::array<int64_t, 3>& off, int64_t n,
-                      const std::array<int64_t, 3>& st) {
+  split_for_each_row(it, [&](const std::array<int64_t, 3>& off, int64_t n,
+                             const std::array<int64_t, 3>& st) {
     O* po = o + off[0];
     const T* pa = a + off[1];
     const T* pb = b + off[2];

@@ -54,8 +54,8 @@ Status where_kernel(const KernelArgs& args) {
       return;
     }
     NdIter<4> it = broadcast_iter<4>(out.meta.shape, {&sc, &sa, &sb});
-    it.for_each_row([&](const std::array<int64_t, 4>& off, int64_t len,
-                        const std::array<int64_t, 4>& st) {
+    split_for_each_row(it, [&](const std::array<int64_t, 4>& off, int64_t len,
+                               const std::array<int64_t, 4>& st) {
       U* po = o + off[0];
       const uint8_t* pc = c + off[1];
       const U* pa = a + off[2];

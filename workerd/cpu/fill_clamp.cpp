@@ -40,8 +40,8 @@ Status masked_fill_kernel(const KernelArgs& args) {
       const U* a = static_cast<const U*>(x.storage->data());
       U* o = static_cast<U*>(out_ptr(args));
       NdIter<3> it = broadcast_iter<3>(os, {&x.meta.shape, &mask.meta.shape});
-      it.for_each_row([&](const std::array<int64_t, 3>& off, int64_t len,
-                          const std::array<int64_t, 3>& st) {
+      split_for_each_row(it, [&](const std::array<int64_t, 3>& off, int64_t len,
+                                 const std::array<int64_t, 3>& st) {
         U* po = o + off[0];
         const U* pa = a + off[1];
         const uint8_t* pm = m + off[2];

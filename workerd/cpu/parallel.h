@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "workerd/cpu/compute_pool.h"
+#include "workerd/kernels/nd_iter.h"
 
 namespace gt::worker::cpu {
 
@@ -50,6 +51,25 @@ template <class F>
 void split_rows(int64_t rows, int64_t row_elems, F&& f) {
   parallel_for(rows, std::max<int64_t>(1, kMemoryGrain / std::max<int64_t>(1, row_elems)),
                std::forward<F>(f));
+}
+
+// it.for_each_row(f) with the outermost (coalesced) dim split over the compute pool when there
+// are at least 2 * kMemoryGrain elements (a single coalesced row is split into pieces of it): for
+// loops whose operand 0 is the output they write (each part writes its own rows of it). f runs
+// on several threads at once.
+template <int N, class F>
+void split_for_each_row(const NdIter<N>& it, F&& f) {
+  const int64_t total = it.numel();
+  if (it.rank < 1 || total < 2 * kMemoryGrain) {
+    it.for_each_row(f);
+    return;
+  }
+  split_rows(it.shape[0], total / it.shape[0], [&](int64_t b, int64_t e) {
+    NdIter<N> part = it;
+    part.shape[0] = e - b;
+    for (int p = 0; p < N; ++p) part.base[p] += b * it.stride[p][0];
+    part.for_each_row(f);
+  });
 }
 
 }  // namespace gt::worker::cpu

@@ -101,6 +101,74 @@ TEST_CASE("split kernels: every element as computed unsplit", "[cpu][pool]") {
   for (const SplitCase& c : cases) check_split(be, rng, c);
 }
 
+// Broadcasting loops split by their outermost rows (split_for_each_row): binary ops with a row or
+// a column operand, where and masked_fill with a broadcast mask, on [1201, 509] against the same
+// op on a few rows at a time (each operand sliced as it broadcasts).
+TEST_CASE("split kernels: broadcasting loops, row by row as unsplit", "[cpu][pool]") {
+  CpuBackend be;
+  std::mt19937 rng(67);
+  const int64_t rows = 1201, cols = 509, slice = 7;
+  enum Form { kFull, kRow, kCol };  // [rows, cols], [cols], [rows, 1]
+  struct Case {
+    const char* name;
+    OpId op;
+    std::vector<Form> forms;
+    std::vector<DType> dtypes;
+    OpAttrs attrs;
+  };
+  const DType f32 = DType::kFloat32, b8 = DType::kBool;
+  const std::vector<Case> cases = {
+      {"add a row bias", OpId::k_add, {kFull, kRow}, {f32, f32}, {}},
+      {"mul by a column", OpId::k_mul, {kCol, kFull}, {f32, f32}, {}},
+      {"sub a row from a column", OpId::k_sub, {kCol, kRow}, {f32, f32}, {}},
+      {"where with a row mask", OpId::k_where, {kRow, kFull, kFull}, {b8, f32, f32}, {}},
+      {"where with a column mask and a row", OpId::k_where, {kCol, kRow, kFull}, {b8, f32, f32}, {}},
+      {"masked_fill with a column mask", OpId::k_masked_fill, {kFull, kCol}, {f32, b8},
+       make_fill_value(-7.5)},
+      {"masked_fill with a full mask (one coalesced row)", OpId::k_masked_fill, {kFull, kFull},
+       {f32, b8}, make_fill_value(2.0)},
+  };
+  auto shape_of = [&](Form f, int64_t r) {
+    return f == kFull ? Shape{r, cols} : f == kRow ? Shape{cols} : Shape{r, 1};
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::vector<std::vector<double>> vals;
+    std::vector<Tensor> big;
+    for (size_t i = 0; i < c.forms.size(); ++i) {
+      const Shape sh = shape_of(c.forms[i], rows);
+      vals.push_back(c.dtypes[i] == b8 ? random_values(rng, sh.numel(), b8, 0, 1)
+                                        : random_values(rng, sh.numel(), c.dtypes[i], -3, 3));
+      big.push_back(make_tensor(be, sh, c.dtypes[i], vals.back()));
+    }
+    std::vector<const Tensor*> big_in;
+    for (const Tensor& t : big) big_in.push_back(&t);
+    const std::vector<double> got = to_doubles(be, run_op(be, c.op, big_in, c.attrs));
+    REQUIRE(got.size() == static_cast<size_t>(rows * cols));
+    int bad = 0;
+    for (int64_t r = 0; r < rows; r += slice) {
+      const int64_t len = std::min(slice, rows - r);
+      std::vector<Tensor> small;
+      for (size_t i = 0; i < c.forms.size(); ++i) {
+        const int64_t per_row = c.forms[i] == kFull ? cols : 1;
+        if (c.forms[i] == kRow) {
+          small.push_back(make_tensor(be, Shape{cols}, c.dtypes[i], vals[i]));
+          continue;
+        }
+        std::vector<double> part(vals[i].begin() + r * per_row, vals[i].begin() + (r + len) * per_row);
+        small.push_back(make_tensor(be, shape_of(c.forms[i], len), c.dtypes[i], part));
+      }
+      std::vector<const Tensor*> small_in;
+      for (const Tensor& t : small) small_in.push_back(&t);
+      const std::vector<double> want = to_doubles(be, run_op(be, c.op, small_in, c.attrs));
+      for (int64_t j = 0; j < len * cols; ++j)
+        if (!same_value(got[static_cast<size_t>(r * cols + j)], want[static_cast<size_t>(j)]))
+          ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
 // Reductions along the last dim split by rows (split_rows), and cumsum's rows: every row of a
 // [1201, 509] input's result as the same op gives on a few rows at a time (below the grain: one
 // part).
