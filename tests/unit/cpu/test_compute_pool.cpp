@@ -49,11 +49,13 @@ TEST_CASE("compute pool: every part of every job runs exactly once", "[cpu][pool
 TEST_CASE("compute pool: helpers take parts, sleeping helpers wake for the next job",
           "[cpu][pool]") {
   ComputePool& pool = ComputePool::instance();
-  // Parts long enough that the caller cannot take them all before a helper wakes.
+  // Parts long enough that the caller cannot take them all before a helper wakes; up to 500 jobs
+  // (~0.6 s) so that a machine busy with other tests still schedules a helper in time (the loop
+  // ends at the first part a helper ran).
   auto helper_ran_a_part = [&] {
     const auto caller = std::this_thread::get_id();
     std::atomic<int> elsewhere{0};
-    for (int j = 0; j < 50 && elsewhere.load() == 0; ++j)
+    for (int j = 0; j < 500 && elsewhere.load() == 0; ++j)
       pool.run(pool.threads() * 2, [&](int) {
         busy_for(std::chrono::microseconds(300));
         if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
