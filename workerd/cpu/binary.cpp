@@ -99,6 +99,14 @@ Status binary_kernel(const KernelArgs& args) {
     const T* xa = static_cast<const T*>(pa);
     const T* xb = static_cast<const T*>(pb);
     O* xo = static_cast<O*>(out.storage->data());
+    // One value against n elements (a scalar attribute or a one-element tensor), split over the
+    // compute pool: s on the left (s op x) or on the right (x op s).
+    auto scalar_pass = [&](bool left, C s, const T* x) {
+      split_flat(n, [&](int64_t b, int64_t e) {
+        if (left) loop_scalar_left<Op, T, O>(s, x + b, xo + b, e - b);
+        else loop_scalar_right<Op, T, O>(x + b, s, xo + b, e - b);
+      });
+    };
     if (scalar_form) {
       // The scalar already converted to P (ops.scalar: integers wrapped, floats rounded).
       C s = convert_value<C>(ops.scalar.value);
@@ -120,11 +128,7 @@ Status binary_kernel(const KernelArgs& args) {
           return;
         }
       }
-      const bool left = args.attrs.scalar_side() == ScalarSide::kLeft;
-      split_flat(n, [&](int64_t b, int64_t e) {
-        if (left) loop_scalar_left<Op, T, O>(s, xa + b, xo + b, e - b);
-        else loop_scalar_right<Op, T, O>(xa + b, s, xo + b, e - b);
-      });
+      scalar_pass(args.attrs.scalar_side() == ScalarSide::kLeft, s, xa);
       return;
     }
     const Shape& sa = a.meta.shape;
@@ -138,15 +142,11 @@ Status binary_kernel(const KernelArgs& args) {
       }
     }
     if (na == n && nb == n)
-      split_flat(n, [&](int64_t b, int64_t e) { loop_same<Op, T, O>(xa + b, xb + b, xo + b, e - b); });
-    else if (na == n && nb == 1)
-      split_flat(n, [&, s = convert_value<C>(*xb)](int64_t b, int64_t e) {
-        loop_scalar_right<Op, T, O>(xa + b, s, xo + b, e - b);
+      split_flat(n, [&](int64_t b, int64_t e) {
+        loop_same<Op, T, O>(xa + b, xb + b, xo + b, e - b);
       });
-    else if (na == 1 && nb == n)
-      split_flat(n, [&, s = convert_value<C>(*xa)](int64_t b, int64_t e) {
-        loop_scalar_left<Op, T, O>(s, xb + b, xo + b, e - b);
-      });
+    else if (na == n && nb == 1) scalar_pass(false, convert_value<C>(*xb), xa);
+    else if (na == 1 && nb == n) scalar_pass(true, convert_value<C>(*xa), xb);
     else loop_broadcast<Op, T, O>(xa, sa, xb, sb, xo, so);
   });
   return refused;

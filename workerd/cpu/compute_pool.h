@@ -7,8 +7,9 @@
 // caller running that part itself. A helper spins briefly after a job (the next kernel of a step
 // usually follows within microseconds), yields its core to anything runnable for ~2 ms, then
 // sleeps on a futex: unlike OpenBLAS's own threads, which spin ~0.1 s after every call, it does
-// not hold a core the other processes of the box need, and none at all while nothing runs. The GEMMs are split over this pool too (matmul.cpp, with OpenBLAS at
-// one thread per call), so one set of threads serves every kernel.
+// not hold a core the other processes of the box need, and none at all while nothing runs. The
+// GEMMs are split over this pool too (matmul.cpp, with OpenBLAS at one thread per call), so one
+// set of threads serves every kernel.
 //
 // One job at a time: a second caller (the I/O thread running a turn inline, a kernel called
 // from inside a part) runs its parts itself, in order. f must not throw.

@@ -73,7 +73,8 @@ Status cast_kernel(const KernelArgs& args) {
   const DType from = in(args, 0).meta.dtype, to = args.out.meta.dtype;
   const auto* src = static_cast<const char*>(in_ptr(args, 0));
   auto* dst = static_cast<char*>(out_ptr(args));
-  const int64_t fs = static_cast<int64_t>(dtype_size(from)), ts = static_cast<int64_t>(dtype_size(to));
+  const auto fs = static_cast<int64_t>(dtype_size(from));
+  const auto ts = static_cast<int64_t>(dtype_size(to));
   split_flat(count(args.out.meta.shape), [&](int64_t b, int64_t e) {
     convert_n(src + b * fs, from, dst + b * ts, to, e - b);
   });

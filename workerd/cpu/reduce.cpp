@@ -321,7 +321,8 @@ template <bool kMax>
 // instantiated for the baseline and the AVX2 + FMA targets (wide_simd.h; the selects of the lane
 // loops take one blend instruction there instead of three).
 template <bool kMax, bool kIndex>
-[[gnu::always_inline]] inline void extreme_f32_rows(const float* x, void* out, int64_t outer, int64_t n) {
+[[gnu::always_inline]] inline void extreme_f32_rows(const float* x, void* out, int64_t outer,
+                                                    int64_t n) {
   for (int64_t o = 0; o < outer; ++o) {
     if constexpr (kIndex) static_cast<int64_t*>(out)[o] = arg_extreme_f32_row<kMax>(x + o * n, n);
     else static_cast<float*>(out)[o] = extreme_f32_row<kMax>(x + o * n, n);
@@ -332,7 +333,8 @@ void extreme_f32_rows_base(const float* x, void* out, int64_t outer, int64_t n) 
   extreme_f32_rows<kMax, kIndex>(x, out, outer, n);
 }
 template <bool kMax, bool kIndex>
-GT_WIDE_SIMD_TARGET void extreme_f32_rows_wide(const float* x, void* out, int64_t outer, int64_t n) {
+GT_WIDE_SIMD_TARGET void extreme_f32_rows_wide(const float* x, void* out, int64_t outer,
+                                               int64_t n) {
   extreme_f32_rows<kMax, kIndex>(x, out, outer, n);
 }
 
@@ -347,7 +349,8 @@ void extreme_impl(const T* x, void* out, const View& v) {
   };
   if constexpr (std::is_same_v<T, float>) {
     if (v.inner == 1 && v.n > 0) {
-      auto rows = wide_simd() ? extreme_f32_rows_wide<kMax, kIndex> : extreme_f32_rows_base<kMax, kIndex>;
+      auto rows = wide_simd() ? extreme_f32_rows_wide<kMax, kIndex>
+                              : extreme_f32_rows_base<kMax, kIndex>;
       split_rows(v.outer, v.n, [&](int64_t b, int64_t e) {
         void* o = kIndex ? static_cast<void*>(yi + b) : static_cast<void*>(y + b);
         rows(x + b * v.n, o, e - b, v.n);

@@ -134,7 +134,8 @@ TEST_CASE("cpu matmul: transposed operands, split over the compute pool", "[cpu]
         const Shape sb = tb ? Shape{d.n, d.k} : Shape{d.k, d.n};
         auto va = random_values(rng, sa.numel(), DType::kFloat32, -3, 3);
         auto vb = random_values(rng, sb.numel(), DType::kFloat32, -3, 3);
-        Tensor a = make_tensor(be, sa, DType::kFloat32, va), b = make_tensor(be, sb, DType::kFloat32, vb);
+        Tensor a = make_tensor(be, sa, DType::kFloat32, va);
+        Tensor b = make_tensor(be, sb, DType::kFloat32, vb);
         Tensor out = make_tensor(be, Shape{d.m, d.n}, DType::kFloat32,
                                  std::vector<double>(static_cast<size_t>(d.m * d.n), 0.0));
         REQUIRE(worker::cpu::run_transposed_matmul({a, ta, b, tb, out, 0}).is_ok());
@@ -150,7 +151,8 @@ TEST_CASE("cpu matmul: transposed operands, split over the compute pool", "[cpu]
               want += x * y;
               scale += std::fabs(x * y);
             }
-            if (std::fabs(got[static_cast<size_t>(i * d.n + j)] - want) > 1e-5 * scale + 1e-6) ++bad;
+            const double g = got[static_cast<size_t>(i * d.n + j)];
+            if (std::fabs(g - want) > 1e-5 * scale + 1e-6) ++bad;
           }
         CHECK(bad == 0);
       }

@@ -29,6 +29,19 @@ bool same_value(double a, double b) {
   return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
 }
 
+// How many of `want` (the unsplit op's result on a slice) differ from the split result `got`
+// from element `at` on; the first few are reported.
+int mismatches(const std::vector<double>& got, int64_t at, const std::vector<double>& want) {
+  int bad = 0;
+  for (size_t j = 0; j < want.size(); ++j) {
+    const double g = got[static_cast<size_t>(at) + j];
+    if (same_value(g, want[j])) continue;
+    if (bad++ < 5)
+      UNSCOPED_INFO("[" << at + static_cast<int64_t>(j) << "] split " << g << " whole " << want[j]);
+  }
+  return bad;
+}
+
 void check_split(CpuBackend& be, std::mt19937& rng, const SplitCase& c) {
   INFO(c.name);
   std::vector<std::vector<double>> vals;
@@ -60,13 +73,7 @@ void check_split(CpuBackend& be, std::mt19937& rng, const SplitCase& c) {
     }
     std::vector<const Tensor*> small_in;
     for (const Tensor& t : small) small_in.push_back(&t);
-    const std::vector<double> want = to_doubles(be, run_op(be, c.op, small_in, c.attrs));
-    for (int64_t j = 0; j < len; ++j) {
-      if (same_value(got[static_cast<size_t>(s + j)], want[static_cast<size_t>(j)])) continue;
-      if (bad++ < 5)
-        UNSCOPED_INFO("[" << s + j << "] split " << got[static_cast<size_t>(s + j)] << " whole "
-                          << want[static_cast<size_t>(j)]);
-    }
+    bad += mismatches(got, s, to_doubles(be, run_op(be, c.op, small_in, c.attrs)));
   }
   CHECK(bad == 0);
 }
@@ -122,7 +129,8 @@ TEST_CASE("split kernels: broadcasting loops, row by row as unsplit", "[cpu][poo
       {"mul by a column", OpId::k_mul, {kCol, kFull}, {f32, f32}, {}},
       {"sub a row from a column", OpId::k_sub, {kCol, kRow}, {f32, f32}, {}},
       {"where with a row mask", OpId::k_where, {kRow, kFull, kFull}, {b8, f32, f32}, {}},
-      {"where with a column mask and a row", OpId::k_where, {kCol, kRow, kFull}, {b8, f32, f32}, {}},
+      {"where with a column mask and a row", OpId::k_where, {kCol, kRow, kFull}, {b8, f32, f32},
+       {}},
       {"masked_fill with a column mask", OpId::k_masked_fill, {kFull, kCol}, {f32, b8},
        make_fill_value(-7.5)},
       {"masked_fill with a full mask (one coalesced row)", OpId::k_masked_fill, {kFull, kFull},
@@ -155,15 +163,13 @@ TEST_CASE("split kernels: broadcasting loops, row by row as unsplit", "[cpu][poo
           small.push_back(make_tensor(be, Shape{cols}, c.dtypes[i], vals[i]));
           continue;
         }
-        std::vector<double> part(vals[i].begin() + r * per_row, vals[i].begin() + (r + len) * per_row);
+        std::vector<double> part(vals[i].begin() + r * per_row,
+                                 vals[i].begin() + (r + len) * per_row);
         small.push_back(make_tensor(be, shape_of(c.forms[i], len), c.dtypes[i], part));
       }
       std::vector<const Tensor*> small_in;
       for (const Tensor& t : small) small_in.push_back(&t);
-      const std::vector<double> want = to_doubles(be, run_op(be, c.op, small_in, c.attrs));
-      for (int64_t j = 0; j < len * cols; ++j)
-        if (!same_value(got[static_cast<size_t>(r * cols + j)], want[static_cast<size_t>(j)]))
-          ++bad;
+      bad += mismatches(got, r * cols, to_doubles(be, run_op(be, c.op, small_in, c.attrs)));
     }
     CHECK(bad == 0);
   }
@@ -202,10 +208,7 @@ TEST_CASE("split kernels: reductions along the last dim, row by row as unsplit",
       const int64_t len = std::min(slice, rows - r);
       std::vector<double> part(vals.begin() + r * n, vals.begin() + (r + len) * n);
       Tensor xs = make_tensor(be, Shape{len, n}, c.dt, part);
-      const std::vector<double> want = to_doubles(be, run_op(be, c.op, {&xs}, attrs));
-      for (int64_t j = 0; j < len * per_row; ++j)
-        if (!same_value(got[static_cast<size_t>(r * per_row + j)], want[static_cast<size_t>(j)]))
-          ++bad;
+      bad += mismatches(got, r * per_row, to_doubles(be, run_op(be, c.op, {&xs}, attrs)));
     }
     CHECK(bad == 0);
   }
