@@ -6,6 +6,9 @@
 // ratio: an elementwise op far above 1-3x of it loses its time to something other than memory
 // (a branch on the data, a libm call per element, one thread). The selections are the cases of
 // 2026-12-06 (where / masked_fill / clamp branched on the data: ~40x the floor).
+// Then issue 11's chain, y = ((x * 1.5 + b).relu() * 0.5).exp() with b a bias row, on 16 M
+// float32 [16384, 1024]: its five eager kernels (one full tensor each) against the fused pass a
+// hot path runs (Backend::run_fused), and the fused result checked bitwise against eager's.
 //
 // Usage: gt-bench-cpu-kernels [--reps N] [--json]     (OPENBLAS_NUM_THREADS=1 unless set)
 #include <cctype>
@@ -22,6 +25,7 @@
 #include "libgtcore/op_attrs.h"
 #include "libgtcore/shape_rules.h"
 #include "workerd/cpu/cpu_backend.h"
+#include "workerd/fusion.h"
 
 namespace {
 
@@ -134,6 +138,43 @@ int main(int argc, char** argv) {
     med.push_back(gt::bench::median(gt::bench::time_runs(reps, [&] { b.run(r.op, r.ins, r.attrs); })));
   }
   const double floor_s = med[0];
+
+  // The chain: five eager kernels (each temporary released after its reader, as the executor
+  // frees it) against one fused pass, alternating, on a 16 M float32 tensor.
+  const gt::Shape big{16384, 1024};
+  const LT cx = filled(big), cb = filled(gt::Shape{1024});
+  auto scalar = [](double v) { return gt::make_binary_scalar(gt::ScalarSide::kRight, v, false); };
+  auto eager_chain = [&] {
+    LT t = b.run(OpId::k_mul, {&cx}, scalar(1.5));
+    t = b.run(OpId::k_add, {&t, &cb});
+    t = b.run(OpId::k_relu, {&t});
+    t = b.run(OpId::k_mul, {&t}, scalar(0.5));
+    return b.run(OpId::k_exp, {&t});
+  };
+  const std::vector<w::FusedStep> steps{
+      {OpId::k_mul, w::FusedArg::kScalar, false, 1.5f},
+      {OpId::k_add, w::FusedArg::kTensor, false, 0.0f, &cb},
+      {OpId::k_relu},
+      {OpId::k_mul, w::FusedArg::kScalar, false, 0.5f},
+      {OpId::k_exp}};
+  auto fused_chain = [&] {
+    LT out = b.make(cx.meta);
+    if (auto st = b.be.run_fused(w::FusedArgs{cx, steps, out, 0}); !st.is_ok()) fail(st, "fused chain");
+    return out;
+  };
+  bool chain_equal;
+  {
+    const LT e = eager_chain(), f = fused_chain();
+    chain_equal = std::memcmp(e.storage->data(), f.storage->data(), static_cast<size_t>(big.numel()) * 4) == 0;
+  }
+  std::vector<double> eager_t, fused_t;
+  const int chain_reps = std::max(3, reps / 4);
+  for (int i = 0; i < chain_reps; ++i) {
+    eager_t.push_back(gt::bench::time_runs(1, [&] { eager_chain(); })[0]);
+    fused_t.push_back(gt::bench::time_runs(1, [&] { fused_chain(); })[0]);
+  }
+  const double eager_ms = gt::bench::median(eager_t) * 1e3, fused_ms = gt::bench::median(fused_t) * 1e3;
+
   if (json) {
     std::printf("{\"shape\": \"[256, 784] float32\", \"reps\": %d", reps);
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -143,12 +184,18 @@ int main(int argc, char** argv) {
       std::printf(", \"%s_us\": %.1f, \"%s_over_floor\": %.2f", key.c_str(), med[i] * 1e6, key.c_str(),
                   med[i] / floor_s);
     }
-    std::printf("}\n");
-    return 0;
+    std::printf(", \"chain_eager_ms\": %.3f, \"chain_fused_ms\": %.3f, \"chain_eager_over_fused\": %.2f, "
+                "\"chain_bitwise_equal\": %s}\n",
+                eager_ms, fused_ms, eager_ms / fused_ms, chain_equal ? "true" : "false");
+    return chain_equal ? 0 : 1;
   }
   std::printf("gt-bench-cpu-kernels: [256, 784] float32, median of %d, in-process CpuBackend\n", reps);
   std::printf("| %-24s | %10s | %10s |\n", "op", "us", "/ floor");
   for (size_t i = 0; i < rows.size(); ++i)
     std::printf("| %-24s | %10.1f | %10.2f |\n", rows[i].name, med[i] * 1e6, med[i] / floor_s);
-  return 0;
+  std::printf("\nchain ((x * 1.5 + b).relu() * 0.5).exp(), [16384, 1024] float32, median of %d:\n"
+              "  eager (5 kernels) %.3f ms, fused pass %.3f ms: eager / fused %.2fx, results %s\n",
+              chain_reps, eager_ms, fused_ms, eager_ms / fused_ms,
+              chain_equal ? "bitwise equal" : "DIFFER");
+  return chain_equal ? 0 : 1;
 }

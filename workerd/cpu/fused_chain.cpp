@@ -18,12 +18,15 @@
 namespace gt::worker::cpu {
 namespace {
 
-// Elements per block: the result block and a tensor operand's block fit in L1 together.
+// Elements per block: the value between steps and a tensor operand's block fit in L1 together.
 constexpr int64_t kBlock = 2048;
 // A tail's summation reads runs of 4 vector loads that never cross a multiple of them.
 static_assert(kBlock % (4 * kLanes) == 0);
-// Elements per thread, at least (as the eager transcendental kernels split).
-constexpr int64_t kGrain = 1 << 16;
+// Elements per part taken by a thread of the compute pool (parallel_chunks): 512 KB of float32,
+// enough to pay for taking it, small enough that the threads finish together.
+constexpr int64_t kChunk = int64_t{1} << 17;
+// Elements per cache line (the prefetch stride).
+constexpr int64_t kLineFloats = 16;
 
 // One step over len elements: o = f(v) or f(v, s) / f(s, v) or f(v, t) / f(t, v). v may be o.
 struct StepLoops {
@@ -207,11 +210,20 @@ Status run_fused_chain(const FusedArgs& args) {
   for (const FusedStep& st : args.steps) plans.push_back(plan_operand(st, args.head.meta.shape));
   const float* head = args.head.data<float>();
   float* out = args.out.data<float>();
-  // Elements [b, b + len) of the chain into o (tmp: a gathered operand's block).
-  auto run_block = [&](float* o, int64_t b, int64_t len, float* tmp) {
+  // The operands read element for element (the chain's own shape): streamed like the head.
+  std::vector<const float*> streamed{head};
+  for (size_t k = 0; k < args.steps.size(); ++k)
+    if (plans[k].kind == OperandPlan::kRepeat && plans[k].period == n)
+      streamed.push_back(args.steps[k].operand->data<float>());
+  // Elements [b, b + len) of the chain into `result`. The steps before the last write `scratch`
+  // (a block of L1, or result itself): the result's lines are then written once, by the last
+  // step, whose arithmetic hides the misses of their first write -- the first step writing
+  // them as it streams the head in stalled on both (tmp: a gathered operand's block).
+  auto run_block = [&](float* result, float* scratch, int64_t b, int64_t len, float* tmp) {
     const float* v = head + b;
     for (size_t k = 0; k < args.steps.size(); ++k) {
       const FusedStep& st = args.steps[k];
+      float* o = k + 1 == args.steps.size() ? result : scratch;
       run_step(st, plans[k], table[static_cast<size_t>(st.op)], o, v, b, len, tmp);
       v = o;
     }
@@ -225,7 +237,7 @@ Status run_fused_chain(const FusedArgs& args) {
       if (i < have || i + len > have_end) {
         have = i / kBlock * kBlock;
         have_end = std::min(have + kBlock, count);
-        run_block(block.data(), have, have_end - have, tmp.data());
+        run_block(block.data(), block.data(), have, have_end - have, tmp.data());
       }
       return block.data() + (i - have);
     };
@@ -234,10 +246,16 @@ Status run_fused_chain(const FusedArgs& args) {
     out[0] = args.tail == FusedTail::kMean ? sum / static_cast<float>(count) : sum;
     return Status::ok();
   }
-  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-    float tmp[kBlock];  // a gathered operand's block
-    for (int64_t b = begin; b < end; b += kBlock)
-      run_block(out + b, b, std::min(kBlock, end - b), tmp);
+  parallel_chunks(n, kChunk, [&](int64_t begin, int64_t end) {
+    alignas(64) float tmp[kBlock];      // a gathered operand's block
+    alignas(64) float scratch[kBlock];  // the value between steps
+    for (int64_t b = begin; b < end; b += kBlock) {
+      // The next block's streamed lines are fetched while this one computes.
+      const int64_t next_end = std::min(end, b + 2 * kBlock);
+      for (const float* s : streamed)
+        for (int64_t i = b + kBlock; i < next_end; i += kLineFloats) __builtin_prefetch(s + i, 0, 0);
+      run_block(out + b, scratch, b, std::min(kBlock, end - b), tmp);
+    }
   });
   return Status::ok();
 }

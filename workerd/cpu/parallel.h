@@ -34,6 +34,26 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   });
 }
 
+// Runs f(begin, end) over [0, n) in chunks of `chunk` elements, each taken by whichever thread
+// of the pool is free when it finishes its previous one: for long passes (a fused chain over
+// millions of elements), where a helper whose core is taken for a while by another process of
+// the box leaves its share to the others instead of the whole job waiting for it (parallel_for's
+// equal parts wait for the slowest). On the calling thread alone when there is one chunk.
+template <class F>
+void parallel_chunks(int64_t n, int64_t chunk, F&& f) {
+  ComputePool& pool = ComputePool::instance();
+  chunk = std::max(chunk, n / (int64_t{1} << 30) + 1);  // (parts are counted in an int)
+  const int64_t parts = (n + chunk - 1) / chunk;
+  if (parts <= 1 || pool.threads() == 1) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  pool.run(static_cast<int>(parts), [&](int part) {
+    const int64_t b = part * chunk;
+    f(b, std::min(n, b + chunk));
+  });
+}
+
 // Elements per part for the memory-bound loops (an add, a cast, a select): a pass over 64 K
 // float32 takes a few microseconds, well above a job's cost on awake helpers, and two cores
 // move more bytes than one on the machines measured (docs/PERFORMANCE.md).

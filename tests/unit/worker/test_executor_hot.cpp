@@ -82,12 +82,12 @@ v1::HotPath chain_path(uint64_t id) {
   return path_of(tmp, id, 3);
 }
 
-// Inputs x [rows, cols] (1), bias [bias_shape] (2), w [rows, cols] (3).
-void make_inputs(Rig& r, Shape bias_shape) {
+// Inputs x [shape] (1), bias [bias_shape] (2), w [shape] (3).
+void make_inputs(Rig& r, Shape bias_shape, Shape shape = Shape{64, 300}) {
   v1::WorkerBatch b = r.batch();
-  *b.add_instrs() = random(1, Shape{64, 300}, 11);
+  *b.add_instrs() = random(1, shape, 11);
   *b.add_instrs() = random(2, bias_shape, 12);
-  *b.add_instrs() = random(3, Shape{64, 300}, 13);
+  *b.add_instrs() = random(3, shape, 13);
   r.run(std::move(b));
 }
 
@@ -160,6 +160,22 @@ TEST_CASE("a column operand is gathered a block at a time, with the eager result
   CHECK(r.out.errors().empty());
   CHECK(r.load().fused_ops() == 7);
   CHECK(r.fetch(206).first == r.fetch(106).first);  // bitwise
+}
+
+TEST_CASE("a chain over many of the compute pool's chunks gives bitwise the eager results",
+          "[worker][hot]") {
+  // 700,700 elements: several chunks taken by the pool's threads (fused_chain.cpp), a last
+  // chunk and block that are partial, the head and w streamed and prefetched a block ahead.
+  for (const Shape bias : {Shape{1001}, Shape{700, 1}}) {
+    Rig r;
+    make_inputs(r, bias, Shape{700, 1001});
+    run_eager_then_hot(r);
+    CHECK(r.out.errors().empty());
+    CHECK(r.load().fused_ops() == 7);
+    const std::string a = r.fetch(206).first;
+    CHECK(a.size() == size_t{700} * 1001 * sizeof(float));
+    CHECK(a == r.fetch(106).first);  // bitwise
+  }
 }
 
 TEST_CASE("a chain that leaves float32 fuses its float32 prefix, the rest runs one op at a time",
