@@ -6,9 +6,10 @@
 // ratio: an elementwise op far above 1-3x of it loses its time to something other than memory
 // (a branch on the data, a libm call per element, one thread). The selections are the cases of
 // 2026-12-06 (where / masked_fill / clamp branched on the data: ~40x the floor).
-// Then issue 11's chain, y = ((x * 1.5 + b).relu() * 0.5).exp() with b a bias row, on 16 M
-// float32 [16384, 1024]: its five eager kernels (one full tensor each) against the fused pass a
-// hot path runs (Backend::run_fused), and the fused result checked bitwise against eager's.
+// Then two fused chains a hot path runs (Backend::run_fused) against their eager kernels (one
+// full tensor each), results checked bitwise: issue 11's y = ((x * 1.5 + b).relu() * 0.5).exp()
+// with b a bias row on 16 M float32 [16384, 1024], and an SGD update w - 0.01 * g on the
+// [256, 784] weight.
 //
 // Usage: gt-bench-cpu-kernels [--reps N] [--json]     (OPENBLAS_NUM_THREADS=1 unless set)
 #include <cctype>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <unistd.h>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -139,41 +141,65 @@ int main(int argc, char** argv) {
   }
   const double floor_s = med[0];
 
-  // The chain: five eager kernels (each temporary released after its reader, as the executor
-  // frees it) against one fused pass, alternating, on a 16 M float32 tensor.
-  const gt::Shape big{16384, 1024};
-  const LT cx = filled(big), cb = filled(gt::Shape{1024});
+  // Fused chains against their eager kernels (each temporary released after its reader, as the
+  // executor frees it), alternating, each result checked bitwise against eager's.
   auto scalar = [](double v) { return gt::make_binary_scalar(gt::ScalarSide::kRight, v, false); };
-  auto eager_chain = [&] {
-    LT t = b.run(OpId::k_mul, {&cx}, scalar(1.5));
-    t = b.run(OpId::k_add, {&t, &cb});
-    t = b.run(OpId::k_relu, {&t});
-    t = b.run(OpId::k_mul, {&t}, scalar(0.5));
-    return b.run(OpId::k_exp, {&t});
+  struct Chain {
+    const char* name;  // also the JSON key's prefix
+    const LT* head;
+    std::vector<w::FusedStep> steps;
+    std::function<LT()> eager;
+    double eager_ms = 0, fused_ms = 0;
+    bool equal = false;
   };
-  const std::vector<w::FusedStep> steps{
-      {OpId::k_mul, w::FusedArg::kScalar, false, 1.5f},
-      {OpId::k_add, w::FusedArg::kTensor, false, 0.0f, &cb},
-      {OpId::k_relu},
-      {OpId::k_mul, w::FusedArg::kScalar, false, 0.5f},
-      {OpId::k_exp}};
-  auto fused_chain = [&] {
-    LT out = b.make(cx.meta);
-    if (auto st = b.be.run_fused(w::FusedArgs{cx, steps, out, 0}); !st.is_ok()) fail(st, "fused chain");
-    return out;
-  };
-  bool chain_equal;
-  {
-    const LT e = eager_chain(), f = fused_chain();
-    chain_equal = std::memcmp(e.storage->data(), f.storage->data(), static_cast<size_t>(big.numel()) * 4) == 0;
+  // issue 11's chain on 16 M float32 (b a bias row), and an SGD update w - lr * g of an MLP
+  // layer's weight (a hot training step's two-op chain).
+  const LT cx = filled(gt::Shape{16384, 1024}), cb = filled(gt::Shape{1024});
+  const LT& g = y;
+  std::vector<Chain> chains;
+  chains.push_back(Chain{"chain", &cx,
+                         {{OpId::k_mul, w::FusedArg::kScalar, false, 1.5f},
+                          {OpId::k_add, w::FusedArg::kTensor, false, 0.0f, &cb},
+                          {OpId::k_relu},
+                          {OpId::k_mul, w::FusedArg::kScalar, false, 0.5f},
+                          {OpId::k_exp}},
+                         [&] {
+                           LT t = b.run(OpId::k_mul, {&cx}, scalar(1.5));
+                           t = b.run(OpId::k_add, {&t, &cb});
+                           t = b.run(OpId::k_relu, {&t});
+                           t = b.run(OpId::k_mul, {&t}, scalar(0.5));
+                           return b.run(OpId::k_exp, {&t});
+                         }});
+  chains.push_back(Chain{"sgd_update", &g,
+                         {{OpId::k_mul, w::FusedArg::kScalar, false, 0.01f},
+                          {OpId::k_sub, w::FusedArg::kTensor, true, 0.0f, &x}},
+                         [&] {
+                           LT t = b.run(OpId::k_mul, {&g}, scalar(0.01));
+                           return b.run(OpId::k_sub, {&x, &t});
+                         }});
+  for (Chain& c : chains) {
+    auto fused = [&] {
+      LT out = b.make(c.head->meta);
+      if (auto st = b.be.run_fused(w::FusedArgs{*c.head, c.steps, out, 0}); !st.is_ok()) fail(st, c.name);
+      return out;
+    };
+    {
+      const LT e = c.eager(), f = fused();
+      c.equal = std::memcmp(e.storage->data(), f.storage->data(),
+                            static_cast<size_t>(e.meta.nbytes())) == 0;
+    }
+    // The big chain's passes take milliseconds: fewer of them.
+    const int n = c.head->numel() > (int64_t{1} << 22) ? std::max(3, reps / 4) : reps;
+    std::vector<double> et, ft;
+    for (int i = 0; i < n; ++i) {
+      et.push_back(gt::bench::time_runs(1, [&] { c.eager(); })[0]);
+      ft.push_back(gt::bench::time_runs(1, [&] { fused(); })[0]);
+    }
+    c.eager_ms = gt::bench::median(et) * 1e3;
+    c.fused_ms = gt::bench::median(ft) * 1e3;
   }
-  std::vector<double> eager_t, fused_t;
-  const int chain_reps = std::max(3, reps / 4);
-  for (int i = 0; i < chain_reps; ++i) {
-    eager_t.push_back(gt::bench::time_runs(1, [&] { eager_chain(); })[0]);
-    fused_t.push_back(gt::bench::time_runs(1, [&] { fused_chain(); })[0]);
-  }
-  const double eager_ms = gt::bench::median(eager_t) * 1e3, fused_ms = gt::bench::median(fused_t) * 1e3;
+  bool chains_equal = true;
+  for (const Chain& c : chains) chains_equal = chains_equal && c.equal;
 
   if (json) {
     std::printf("{\"shape\": \"[256, 784] float32\", \"reps\": %d", reps);
@@ -184,18 +210,25 @@ int main(int argc, char** argv) {
       std::printf(", \"%s_us\": %.1f, \"%s_over_floor\": %.2f", key.c_str(), med[i] * 1e6, key.c_str(),
                   med[i] / floor_s);
     }
-    std::printf(", \"chain_eager_ms\": %.3f, \"chain_fused_ms\": %.3f, \"chain_eager_over_fused\": %.2f, "
-                "\"chain_bitwise_equal\": %s}\n",
-                eager_ms, fused_ms, eager_ms / fused_ms, chain_equal ? "true" : "false");
-    return chain_equal ? 0 : 1;
+    for (const Chain& c : chains)
+      std::printf(", \"%s_eager_ms\": %.4f, \"%s_fused_ms\": %.4f, \"%s_eager_over_fused\": %.2f, "
+                  "\"%s_bitwise_equal\": %s",
+                  c.name, c.eager_ms, c.name, c.fused_ms, c.name, c.eager_ms / c.fused_ms, c.name,
+                  c.equal ? "true" : "false");
+    std::printf("}\n");
+    return chains_equal ? 0 : 1;
   }
   std::printf("gt-bench-cpu-kernels: [256, 784] float32, median of %d, in-process CpuBackend\n", reps);
   std::printf("| %-24s | %10s | %10s |\n", "op", "us", "/ floor");
   for (size_t i = 0; i < rows.size(); ++i)
     std::printf("| %-24s | %10.1f | %10.2f |\n", rows[i].name, med[i] * 1e6, med[i] / floor_s);
-  std::printf("\nchain ((x * 1.5 + b).relu() * 0.5).exp(), [16384, 1024] float32, median of %d:\n"
-              "  eager (5 kernels) %.3f ms, fused pass %.3f ms: eager / fused %.2fx, results %s\n",
-              chain_reps, eager_ms, fused_ms, eager_ms / fused_ms,
-              chain_equal ? "bitwise equal" : "DIFFER");
-  return chain_equal ? 0 : 1;
+  std::printf("\nfused chains (median of alternating runs, ms):\n");
+  std::printf("| %-58s | %8s | %8s | %7s |\n", "chain", "eager", "fused", "e / f");
+  const char* what[] = {"((x * 1.5 + b).relu() * 0.5).exp(), [16384, 1024] (5 ops)",
+                        "w - 0.01 * g, [256, 784] (an SGD update, 2 ops)"};
+  for (size_t i = 0; i < chains.size(); ++i)
+    std::printf("| %-58s | %8.3f | %8.3f | %6.2fx |%s\n", what[i], chains[i].eager_ms,
+                chains[i].fused_ms, chains[i].eager_ms / chains[i].fused_ms,
+                chains[i].equal ? "" : " RESULTS DIFFER");
+  return chains_equal ? 0 : 1;
 }

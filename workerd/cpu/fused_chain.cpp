@@ -22,11 +22,11 @@ namespace {
 constexpr int64_t kBlock = 2048;
 // A tail's summation reads runs of 4 vector loads that never cross a multiple of them.
 static_assert(kBlock % (4 * kLanes) == 0);
-// Elements per part taken by a thread of the compute pool (parallel_chunks): 512 KB of float32,
-// enough to pay for taking it, small enough that the threads finish together.
+// Elements per thread, at least (as the eager transcendental kernels split), and about the
+// elements of a part taken by a thread of the compute pool in a long pass (parallel_chunks):
+// 512 KB of float32, small enough that the threads finish together.
+constexpr int64_t kGrain = int64_t{1} << 16;
 constexpr int64_t kChunk = int64_t{1} << 17;
-// Elements per cache line (the prefetch stride).
-constexpr int64_t kLineFloats = 16;
 
 // One step over len elements: o = f(v) or f(v, s) / f(s, v) or f(v, t) / f(t, v). v may be o.
 struct StepLoops {
@@ -210,11 +210,6 @@ Status run_fused_chain(const FusedArgs& args) {
   for (const FusedStep& st : args.steps) plans.push_back(plan_operand(st, args.head.meta.shape));
   const float* head = args.head.data<float>();
   float* out = args.out.data<float>();
-  // The operands read element for element (the chain's own shape): streamed like the head.
-  std::vector<const float*> streamed{head};
-  for (size_t k = 0; k < args.steps.size(); ++k)
-    if (plans[k].kind == OperandPlan::kRepeat && plans[k].period == n)
-      streamed.push_back(args.steps[k].operand->data<float>());
   // Elements [b, b + len) of the chain into `result`. The steps before the last write `scratch`
   // (a block of L1, or result itself): the result's lines are then written once, by the last
   // step, whose arithmetic hides the misses of their first write -- the first step writing
@@ -246,16 +241,11 @@ Status run_fused_chain(const FusedArgs& args) {
     out[0] = args.tail == FusedTail::kMean ? sum / static_cast<float>(count) : sum;
     return Status::ok();
   }
-  parallel_chunks(n, kChunk, [&](int64_t begin, int64_t end) {
+  parallel_chunks(n, kGrain, kChunk, [&](int64_t begin, int64_t end) {
     alignas(64) float tmp[kBlock];      // a gathered operand's block
     alignas(64) float scratch[kBlock];  // the value between steps
-    for (int64_t b = begin; b < end; b += kBlock) {
-      // The next block's streamed lines are fetched while this one computes.
-      const int64_t next_end = std::min(end, b + 2 * kBlock);
-      for (const float* s : streamed)
-        for (int64_t i = b + kBlock; i < next_end; i += kLineFloats) __builtin_prefetch(s + i, 0, 0);
+    for (int64_t b = begin; b < end; b += kBlock)
       run_block(out + b, scratch, b, std::min(kBlock, end - b), tmp);
-    }
   });
   return Status::ok();
 }

@@ -34,23 +34,27 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   });
 }
 
-// Runs f(begin, end) over [0, n) in chunks of `chunk` elements, each taken by whichever thread
-// of the pool is free when it finishes its previous one: for long passes (a fused chain over
-// millions of elements), where a helper whose core is taken for a while by another process of
-// the box leaves its share to the others instead of the whole job waiting for it (parallel_for's
-// equal parts wait for the slowest). On the calling thread alone when there is one chunk.
+// Runs f(begin, end) over [0, n) in parts of about `chunk` elements (equal parts, as many as a
+// multiple of the pool's threads), each taken by whichever thread of the pool is free when it
+// finishes its previous one: for long passes (a fused chain over millions of elements), where a
+// helper whose core is taken for a while by another process of the box leaves its share to the
+// others instead of the whole job waiting for it (parallel_for's one part per thread waits for
+// the slowest). As parallel_for below 2 * grain elements: on the calling thread alone.
 template <class F>
-void parallel_chunks(int64_t n, int64_t chunk, F&& f) {
+void parallel_chunks(int64_t n, int64_t grain, int64_t chunk, F&& f) {
   ComputePool& pool = ComputePool::instance();
-  chunk = std::max(chunk, n / (int64_t{1} << 30) + 1);  // (parts are counted in an int)
-  const int64_t parts = (n + chunk - 1) / chunk;
-  if (parts <= 1 || pool.threads() == 1) {
+  const int64_t threads = pool.threads();
+  if (threads <= 1 || grain <= 0 || n < 2 * grain) {
     if (n > 0) f(int64_t{0}, n);
     return;
   }
+  chunk = std::max({chunk, grain, n / (int64_t{1} << 30) + 1});  // (parts are counted in an int)
+  int64_t parts = (n + chunk - 1) / chunk;
+  parts = std::min((parts + threads - 1) / threads * threads, n / grain);
+  const int64_t size = (n + parts - 1) / parts;
   pool.run(static_cast<int>(parts), [&](int part) {
-    const int64_t b = part * chunk;
-    f(b, std::min(n, b + chunk));
+    const int64_t b = part * size;
+    if (b < n) f(b, std::min(n, b + size));
   });
 }
 
