@@ -8,8 +8,8 @@
 // 2026-12-06 (where / masked_fill / clamp branched on the data: ~40x the floor).
 // Then two fused chains a hot path runs (Backend::run_fused) against their eager kernels (one
 // full tensor each), results checked bitwise: issue 11's y = ((x * 1.5 + b).relu() * 0.5).exp()
-// with b a bias row on 16 M float32 [16384, 1024], and an SGD update w - 0.01 * g on the
-// [256, 784] weight.
+// with b a bias row on 16 M float32 [16384, 1024], an SGD update w - 0.01 * g on the
+// [256, 784] weight, and a mixed-precision chain from and to float16 (its casts fused).
 //
 // Usage: gt-bench-cpu-kernels [--reps N] [--json]     (OPENBLAS_NUM_THREADS=1 unless set)
 #include <cctype>
@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
     const LT* head;
     std::vector<w::FusedStep> steps;
     std::function<LT()> eager;
+    gt::DType out_dtype = gt::DType::kFloat32;
     double eager_ms = 0, fused_ms = 0;
     bool equal = false;
   };
@@ -177,9 +178,24 @@ int main(int argc, char** argv) {
                            LT t = b.run(OpId::k_mul, {&g}, scalar(0.01));
                            return b.run(OpId::k_sub, {&x, &t});
                          }});
+  // Mixed precision: a float16 tensor computed in float32, stored back as float16 (the casts
+  // fused: the head converted as it is read, the value as it is written).
+  const LT hx = b.run(OpId::k_cast, {&cx}, gt::make_cast(gt::DType::kFloat16));
+  chains.push_back(Chain{"cast_chain", &hx,
+                         {{OpId::k_mul, w::FusedArg::kScalar, false, 1.5f},
+                          {OpId::k_add, w::FusedArg::kTensor, false, 0.0f, &cb},
+                          {OpId::k_relu}},
+                         [&] {
+                           LT t = b.run(OpId::k_cast, {&hx}, gt::make_cast(gt::DType::kFloat32));
+                           t = b.run(OpId::k_mul, {&t}, scalar(1.5));
+                           t = b.run(OpId::k_add, {&t, &cb});
+                           t = b.run(OpId::k_relu, {&t});
+                           return b.run(OpId::k_cast, {&t}, gt::make_cast(gt::DType::kFloat16));
+                         },
+                         gt::DType::kFloat16});
   for (Chain& c : chains) {
     auto fused = [&] {
-      LT out = b.make(c.head->meta);
+      LT out = b.make(gt::TensorMeta{c.head->meta.shape, c.out_dtype});
       if (auto st = b.be.run_fused(w::FusedArgs{*c.head, c.steps, out, 0}); !st.is_ok()) fail(st, c.name);
       return out;
     };
@@ -223,11 +239,12 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < rows.size(); ++i)
     std::printf("| %-24s | %10.1f | %10.2f |\n", rows[i].name, med[i] * 1e6, med[i] / floor_s);
   std::printf("\nfused chains (median of alternating runs, ms):\n");
-  std::printf("| %-58s | %8s | %8s | %7s |\n", "chain", "eager", "fused", "e / f");
+  std::printf("| %-62s | %8s | %8s | %7s |\n", "chain", "eager", "fused", "e / f");
   const char* what[] = {"((x * 1.5 + b).relu() * 0.5).exp(), [16384, 1024] (5 ops)",
-                        "w - 0.01 * g, [256, 784] (an SGD update, 2 ops)"};
+                        "w - 0.01 * g, [256, 784] (an SGD update, 2 ops)",
+                        "(h.float() * 1.5 + b).relu().half(), h float16 [16384, 1024]"};
   for (size_t i = 0; i < chains.size(); ++i)
-    std::printf("| %-58s | %8.3f | %8.3f | %6.2fx |%s\n", what[i], chains[i].eager_ms,
+    std::printf("| %-62s | %8.3f | %8.3f | %6.2fx |%s\n", what[i], chains[i].eager_ms,
                 chains[i].fused_ms, chains[i].eager_ms / chains[i].fused_ms,
                 chains[i].equal ? "" : " RESULTS DIFFER");
   return chains_equal ? 0 : 1;

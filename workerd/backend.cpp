@@ -55,10 +55,10 @@ Status Backend::run(const KernelArgs& args) {
 
 namespace {
 
-// A fused chain's tensor is float32 and its storage holds its meta's bytes.
-Status check_fused_tensor(const char* what, const Tensor& t) {
+// A fused chain's tensor is float32 (unless `any_dtype`) and its storage holds its meta's bytes.
+Status check_fused_tensor(const char* what, const Tensor& t, bool any_dtype = false) {
   if (t.poison || !t.storage) return failed_precondition("fused chain: {} has no value", what);
-  if (t.meta.dtype != DType::kFloat32)
+  if (t.meta.dtype != DType::kFloat32 && !any_dtype)
     return invalid_argument("fused chain: {} is {}, not float32", what, dtype_name(t.meta.dtype));
   if (t.meta.nbytes() < 0 || static_cast<uint64_t>(t.meta.nbytes()) > t.storage->bytes())
     return invalid_argument("fused chain: {} overruns its storage", what);
@@ -75,10 +75,13 @@ bool broadcasts_to(const Shape& operand, const Shape& out) {
 
 Status Backend::run_fused(const FusedArgs& args) {
   if (!fuses_chains()) return unimplemented("fused chains: not on {}", device_kind());
-  GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head));
-  GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out));
+  GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head, fuses_chain_casts()));
+  GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out, fuses_chain_casts()));
   if (args.tail != FusedTail::kNone) {
     if (!fuses_chain_tails()) return unimplemented("fused chains with a tail: not on {}", device_kind());
+    if (args.out.meta.dtype != DType::kFloat32)
+      return invalid_argument("fused chain: a reduction tail into {}, not float32",
+                              dtype_name(args.out.meta.dtype));
     if (args.out.numel() != 1 || args.head.numel() < 1 ||
         args.head.numel() > kMaxFusedTailElements)
       return invalid_argument("fused chain: a reduction of {} elements to {}", args.head.numel(),
@@ -87,7 +90,9 @@ Status Backend::run_fused(const FusedArgs& args) {
     return invalid_argument("fused chain: result shape {} differs from its head's {}",
                             args.out.meta.shape.str(), args.head.meta.shape.str());
   }
-  if (args.steps.empty()) return invalid_argument("fused chain: no steps");
+  if (args.steps.empty() && args.head.meta.dtype == DType::kFloat32 &&
+      args.out.meta.dtype == DType::kFloat32)
+    return invalid_argument("fused chain: no steps");
   for (const FusedStep& st : args.steps) {
     if (!fusable_op(st.op)) return invalid_argument("fused chain: {} is not fusable", op_name(st.op));
     if (st.arg != FusedArg::kTensor) continue;

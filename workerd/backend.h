@@ -159,12 +159,17 @@ class Backend {
   bool supports(OpId op) const;
   Status run(const KernelArgs& args);
   // Fused elementwise chains (workerd/fusion.h), on devices that have the kernel. run_fused()
-  // checks its arguments like run(): float32 head and out of one shape, each storage large
-  // enough, every tensor operand float32 and broadcasting to out's shape; only fusable ops.
+  // checks its arguments like run(): float32 head and out of one shape (any dtype where the
+  // device fuses casts), each storage large enough, every tensor operand float32 and
+  // broadcasting to out's shape; only fusable ops.
   virtual bool fuses_chains() const { return false; }
   // Whether a fused chain may end in its reduction tail (FusedArgs::tail); else the tail runs
   // as an op of its own after the fused part.
   virtual bool fuses_chain_tails() const { return fuses_chains(); }
+  // Whether a fused chain may begin with a cast of its head to float32 and end with a cast of
+  // its value to another dtype (FusedArgs: head and out of any dtype); else the casts run as
+  // ops of their own, outside the fused part.
+  virtual bool fuses_chain_casts() const { return false; }
   Status run_fused(const FusedArgs& args);
   // Matmuls with their transposes folded in (fusion.h, TransposeFold), on devices with the GEMM.
   // run_matmul_t() checks its arguments like run(): 2-D float32 operands whose inner dims

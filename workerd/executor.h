@@ -146,10 +146,11 @@ class Executor {
 
   // Instruction k's result handle is not taken (eager execution would report it).
   bool result_free(const HotPathDef& p, size_t k, const v1::HotRun& run) const;
-  // A path reference's tensor in this run if it is this session's, float32 and has a value,
-  // else null (fused chains and folds take only those; anything else runs the eager way).
+  // A path reference's tensor in this run if it is this session's, float32 (any dtype with
+  // `any_dtype`) and has a value, else null (fused chains and folds take only those; anything
+  // else runs the eager way).
   const Tensor* float32_tensor(uint64_t session, const HotPathDef& p, uint64_t ref,
-                               const v1::HotRun& run) const;
+                               const v1::HotRun& run, bool any_dtype = false) const;
   // Instruction k of a path with the run's handles put in (the path keeps its own copy).
   void bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run);
   // The segment's instructions through run_instr, with its own frees in stream order.

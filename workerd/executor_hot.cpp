@@ -21,6 +21,7 @@ void Executor::define_hot_paths(v1::WorkerBatch& b) {
   const uint64_t session = b.session();
   HotPathDevice device;
   device.fuse = backend_.fuses_chains();
+  device.fuse_casts = device.fuse && backend_.fuses_chain_casts();
   device.fold_transposes = backend_.folds_transposes();
   if (device_graphs_ && backend_.captures_graphs())
     device.capturable = [this](OpId op) { return backend_.capturable(op); };
@@ -104,12 +105,12 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
 }
 
 const Tensor* Executor::float32_tensor(uint64_t session, const HotPathDef& p, uint64_t ref,
-                                      const v1::HotRun& run) const {
+                                      const v1::HotRun& run, bool any_dtype) const {
   const uint64_t h = (ref & 1) ? run.bindings(static_cast<int>(ref >> 1))
                                : run.first_out() + static_cast<uint64_t>(p.result[ref >> 1]);
   auto it = tensors_.find(h);
   if (it == tensors_.end() || it->second.session != session || it->second.poison ||
-      !it->second.storage || it->second.meta.dtype != DType::kFloat32)
+      !it->second.storage || (it->second.meta.dtype != DType::kFloat32 && !any_dtype))
     return nullptr;
   return &it->second;
 }
@@ -213,8 +214,30 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
   // one by one after it.
   uint32_t end = ch.begin;
   FusedTail tail = FusedTail::kNone;
+  const bool casts = backend_.fuses_chain_casts();
   for (uint32_t k = ch.begin; k < ch.end; ++k, end = k) {
     const DecodedInstr& dec = *p.decoded[k];
+    if (dec.op == OpId::k_cast) {
+      // A cast is no step of the kernel's: the head's conversion to float32 (first), the
+      // value unchanged (float32 to float32), or the out's conversion (last fused).
+      if (!casts) break;
+      if (k == ch.begin) {
+        head = float32_tensor(session, p, p.refs[p.ref_begin[k]], run, true);
+        if (!head) return 0;
+        value = head->meta;
+      }
+      metas_.assign(1, value);
+      auto meta = infer_meta(dec.op, metas_, dec.attrs);
+      if (!meta.is_ok() || meta->shape != head->meta.shape) break;
+      if (value.dtype != DType::kFloat32 && meta->dtype != DType::kFloat32) break;
+      const bool converts_out = k > ch.begin && meta->dtype != DType::kFloat32;
+      value = *meta;
+      if (converts_out) {
+        end = k + 1;
+        break;
+      }
+      continue;
+    }
     if (ch.tail && k + 1 == ch.end) {
       if (!backend_.fuses_chain_tails()) break;  // (the device's fused kernels have none)
       // The tail: fused when it reduces the whole value to one element, and the value is small
@@ -243,6 +266,7 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
       if (!head) return 0;
       value = head->meta;
     }
+    if (value.dtype != DType::kFloat32) break;  // (a cast to another dtype ends the chain)
     if (arity == 1) {
       metas_.push_back(value);
       if (!is_unary_elementwise(dec.op)) {

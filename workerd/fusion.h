@@ -10,6 +10,12 @@
 // tensor that broadcasts to the chain's shape (a bias, a column [m, 1]), the chain's value never
 // broadcast itself. Else the chain's instructions run one by one, as eager.
 //
+// A chain may also begin with a cast of its head to float32 (a float16 or int tensor's
+// `.float()`) and end with a cast of its value to another dtype (`.half()`, `.to(bf16)`: mixed
+// precision), on a device that fuses casts: the kernel converts the head's block as it reads it
+// and the value's block as it writes it, with the eager cast's conversion. A cast from float32 to
+// float32 inside a chain is its value unchanged (eagerly a copy).
+//
 // A chain may end in a reduction of its value to one element (sum or mean over every element,
 // nothing else reading the value): its tail. The fused kernel then feeds its blocks, in order, to
 // the summation the eager reduction uses (the cascade of cpu/cascade_sum.h), so the result is
@@ -108,8 +114,11 @@ struct TransposedMatmul {
 };
 
 // What a device's fused-chain kernel gets (Backend::run_fused): `head` the chain's first input,
-// `out` its last result (allocated; the shape and dtype of head -- or one element, the tail's
-// reduction of it), both float32.
+// `out` its last result (allocated; the shape of head -- or one element, the tail's reduction
+// of it). Both float32, but on a device that fuses casts (Backend::fuses_chain_casts): a head of
+// another dtype is cast to float32 before the first step, and an out of another dtype (no tail)
+// takes the value cast to it after the last step, as the eager cast kernel converts (steps may
+// then be empty: a chain of casts alone).
 struct FusedArgs {
   const Tensor& head;
   std::span<const FusedStep> steps;

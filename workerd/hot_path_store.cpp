@@ -8,10 +8,11 @@
 namespace gt::worker {
 namespace {
 
-// Chains: consecutive fusable instructions, each (but the first) reading the previous one's
-// result exactly once, that result read by nothing else and freed inside the path; and the
-// reduction that may end one (its tail, fusion.h).
-void find_chains(HotPathDef& d) {
+// Chains: consecutive fusable instructions (casts among them where the device fuses them),
+// each (but the first) reading the previous one's result exactly once, that result read by
+// nothing else and freed inside the path; and the reduction that may end one (its tail,
+// fusion.h). Which dtypes a run's tensors have decides how much of a chain fuses (the executor).
+void find_chains(HotPathDef& d, bool casts) {
   const size_t n = d.instrs.size();
   std::vector<uint32_t> uses(n, 0);
   std::vector<bool> freed(n, false);
@@ -23,9 +24,11 @@ void find_chains(HotPathDef& d) {
     const v1::Instr& in = d.instrs[k];
     if (d.result[k] < 0) return false;
     auto dec = decode_instr(in);
-    if (!dec.is_ok() || !fusable_op(dec->op)) return false;
+    if (!dec.is_ok() || !(fusable_op(dec->op) || (casts && dec->op == OpId::k_cast))) return false;
     const uint32_t arity = d.ref_begin[k + 1] - d.ref_begin[k];
-    if (is_unary_elementwise(dec->op) ? arity != 1 : arity != 1 && arity != 2) return false;
+    if (is_unary_elementwise(dec->op) || dec->op == OpId::k_cast ? arity != 1
+                                                                 : arity != 1 && arity != 2)
+      return false;
     d.decoded[k] = std::move(*dec);
     return true;
   };
@@ -209,7 +212,7 @@ Status HotPathStore::define(uint64_t session, const v1::HotPath& p, const HotPat
                               session, s.paths.size(), s.instructions);
   HotPathDef d;
   GT_RETURN_IF_ERROR(check_and_build(p, d));
-  if (device.fuse) find_chains(d);
+  if (device.fuse) find_chains(d, device.fuse_casts);
   if (device.fold_transposes) find_folds(d);
   if (device.capturable) find_segments(d, device.capturable);
   s.instructions += n;

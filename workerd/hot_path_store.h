@@ -76,6 +76,7 @@ struct HotPathDef {
 // What a path's definition looks for on the device that will run it.
 struct HotPathDevice {
   bool fuse = false;                       // fusable chains (Backend::fuses_chains)
+  bool fuse_casts = false;                 // casts in them (Backend::fuses_chain_casts)
   bool fold_transposes = false;            // TransposeFolds (Backend::folds_transposes)
   std::function<bool(OpId)> capturable;    // graph segments (null: none)
 };

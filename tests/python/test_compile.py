@@ -107,6 +107,31 @@ def test_compiled_chain_is_replayed_fused_and_bitwise_eager():
                                rtol=1e-6)
 
 
+def test_compiled_mixed_precision_chain_fuses_its_casts_bitwise_eager():
+    # A float16 tensor computed in float32 and stored back as bfloat16 (mixed precision): the
+    # casts are part of the fused pass (the head converted as it is read, the value as it is
+    # written), five ops in one, with eager's bits.
+    x = (gt.randn(1 << 16) * 30).half()
+    b = gt.randn(1 << 16)
+
+    def chain(t):
+        return (t.float() * 1.5 + b).relu().to(gt.bfloat16)
+
+    eager = chain(x).float().numpy()
+    before = _fused_ops()
+    step = gt.compile(chain)
+    for _ in range(3):
+        y = step(x)
+        assert y.dtype == gt.bfloat16
+        np.testing.assert_array_equal(y.float().numpy(), eager)
+    deadline = time.time() + 10
+    while _fused_ops() - before < 3 * 5 and time.time() < deadline:
+        time.sleep(0.1)
+    assert _fused_ops() - before >= 3 * 5
+    ref = np.maximum(x.float().numpy() * 1.5 + b.numpy(), 0)
+    np.testing.assert_allclose(eager, ref, rtol=2 ** -8)  # bfloat16's rounding
+
+
 def _my_session():
     # The embedded default's dispatcher serves this process alone (under GT_ADDRESS other
     # sessions of the same user may show: the busiest one is this test process).

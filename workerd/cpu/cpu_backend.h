@@ -55,6 +55,7 @@ class CpuBackend final : public Backend {
   void trim_cache();  // returns every cached (free) block to the system
   BackendStats stats() const override;
   bool fuses_chains() const override { return true; }
+  bool fuses_chain_casts() const override { return true; }
   bool folds_transposes() const override { return true; }
 
  protected:

@@ -208,20 +208,33 @@ Status run_fused_chain(const FusedArgs& args) {
   std::vector<OperandPlan> plans;
   plans.reserve(args.steps.size());
   for (const FusedStep& st : args.steps) plans.push_back(plan_operand(st, args.head.meta.shape));
-  const float* head = args.head.data<float>();
-  float* out = args.out.data<float>();
-  // Elements [b, b + len) of the chain into `result`. The steps before the last write `scratch`
-  // (a block of L1, or result itself): the result's lines are then written once, by the last
-  // step, whose arithmetic hides the misses of their first write -- the first step writing
-  // them as it streams the head in stalled on both (tmp: a gathered operand's block).
+  // A head or out of another dtype than float32 is converted a block at a time, with the eager
+  // cast's conversion (convert_n): the head's block into scratch before the first step, the
+  // value's into out after the last.
+  const DType head_dt = args.head.meta.dtype, out_dt = args.out.meta.dtype;
+  const bool convert_head = head_dt != DType::kFloat32, convert_out = out_dt != DType::kFloat32;
+  const auto* head = static_cast<const char*>(args.head.storage->data());
+  auto* out = static_cast<char*>(args.out.storage->data());
+  const size_t head_size = dtype_size(head_dt), out_size = dtype_size(out_dt);
+  // Elements [b, b + len) of the chain into `result` (float32; null with convert_out: the
+  // value goes to out, converted). The steps before the last write `scratch` (a block of L1, or
+  // result itself): the result's lines are then written once, by the last step, whose
+  // arithmetic hides the misses of their first write -- the first step writing them as it
+  // streams the head in stalled on both (tmp: a gathered operand's block).
   auto run_block = [&](float* result, float* scratch, int64_t b, int64_t len, float* tmp) {
-    const float* v = head + b;
+    const float* v = reinterpret_cast<const float*>(head) + b;
+    if (convert_head) {
+      convert_n(head + b * head_size, head_dt, scratch, DType::kFloat32, len);
+      v = scratch;
+    }
     for (size_t k = 0; k < args.steps.size(); ++k) {
       const FusedStep& st = args.steps[k];
-      float* o = k + 1 == args.steps.size() ? result : scratch;
+      float* o = k + 1 == args.steps.size() && !convert_out ? result : scratch;
       run_step(st, plans[k], table[static_cast<size_t>(st.op)], o, v, b, len, tmp);
       v = o;
     }
+    if (convert_out) convert_n(v, DType::kFloat32, out + b * out_size, out_dt, len);
+    else if (v != result) std::copy_n(v, len, result);  // (casts alone: the converted head)
   };
   if (args.tail != FusedTail::kNone) {
     const int64_t count = args.head.numel();
@@ -238,14 +251,15 @@ Status run_fused_chain(const FusedArgs& args) {
     };
     const float sum = row_sum_from<float>(count, src);
     // A mean is the float32 sum divided by n in float32, as the eager mean.
-    out[0] = args.tail == FusedTail::kMean ? sum / static_cast<float>(count) : sum;
+    reinterpret_cast<float*>(out)[0] = args.tail == FusedTail::kMean ? sum / static_cast<float>(count) : sum;
     return Status::ok();
   }
   parallel_chunks(n, kGrain, kChunk, [&](int64_t begin, int64_t end) {
     alignas(64) float tmp[kBlock];      // a gathered operand's block
     alignas(64) float scratch[kBlock];  // the value between steps
     for (int64_t b = begin; b < end; b += kBlock)
-      run_block(out + b, scratch, b, std::min(kBlock, end - b), tmp);
+      run_block(convert_out ? nullptr : reinterpret_cast<float*>(out) + b, scratch, b,
+                std::min(kBlock, end - b), tmp);
   });
   return Status::ok();
 }

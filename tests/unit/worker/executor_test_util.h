@@ -107,6 +107,20 @@ inline v1::Instr hot_run(uint64_t path, std::initializer_list<uint64_t> bindings
   return in;
 }
 
+// A batch built over path references (local(k), bound(s)) as HotPath `id`: its frees of local
+// results become the path's.
+inline v1::HotPath path_of(const v1::WorkerBatch& tmp, uint64_t id, uint32_t bindings) {
+  v1::HotPath p;
+  p.set_id(id);
+  p.set_bindings(bindings);
+  *p.mutable_instrs() = tmp.instrs();
+  for (int i = 0; i < tmp.frees_size(); ++i) {
+    p.add_frees(static_cast<uint32_t>(tmp.frees(i) >> 1));
+    p.add_free_at(tmp.free_at(i));
+  }
+  return p;
+}
+
 inline void add_request(v1::WorkerBatch& b, uint64_t id, v1::Request::Kind kind, uint64_t handle = 0) {
   auto* r = b.add_requests();
   r->set_request_id(id);

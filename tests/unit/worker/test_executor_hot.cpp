@@ -25,6 +25,7 @@ using gt::test::free_here;
 using gt::test::hot_run;
 using gt::test::local;
 using gt::test::op;
+using gt::test::path_of;
 using gt::test::Outbox;
 using worker::CpuBackend;
 using worker::CpuBackendOptions;
@@ -58,20 +59,6 @@ void chain(v1::WorkerBatch& b, const In& in, uint64_t x, uint64_t bias, uint64_t
   free_here(b, {in(4)});
   *b.add_instrs() = op(OpId::k_exp, outs[6], {in(5)});
   free_here(b, {in(5)});
-}
-
-// A batch built over path references (local(k), bound(s)) as HotPath `id`: its frees of local
-// results become the path's.
-v1::HotPath path_of(const v1::WorkerBatch& tmp, uint64_t id, uint32_t bindings) {
-  v1::HotPath p;
-  p.set_id(id);
-  p.set_bindings(bindings);
-  *p.mutable_instrs() = tmp.instrs();
-  for (int i = 0; i < tmp.frees_size(); ++i) {
-    p.add_frees(static_cast<uint32_t>(tmp.frees(i) >> 1));
-    p.add_free_at(tmp.free_at(i));
-  }
-  return p;
 }
 
 // The same chain as a HotPath over bindings (x, bias, w).
