@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   const LT zero = b.run(OpId::k_zeros, {}, gt::make_shape_dtype(gt::Shape{}, gt::DType::kFloat32));
   const LT mask = b.run(OpId::k_le, {&x, &zero});
   const LT ax = b.run(OpId::k_abs, {&x});
+  const LT hx = b.run(OpId::k_cast, {&x}, gt::make_cast(gt::DType::kFloat16));
   struct Row {
     const char* name;
     OpId op;
@@ -127,6 +128,8 @@ int main(int argc, char** argv) {
       {"pow 2", OpId::k_pow, {&x}, gt::make_binary_scalar(gt::ScalarSide::kRight, 2.0, false)},
       {"cast to bfloat16", OpId::k_cast, {&x}, gt::make_cast(gt::DType::kBFloat16)},
       {"cast to int64", OpId::k_cast, {&x}, gt::make_cast(gt::DType::kInt64)},
+      {"cast to float16", OpId::k_cast, {&x}, gt::make_cast(gt::DType::kFloat16)},
+      {"float16 to float32", OpId::k_cast, {&hx}, gt::make_cast(gt::DType::kFloat32)},
       {"sum dim 0", OpId::k_sum, {&x}, gt::make_reduce(0, false)},
       {"argmax dim 1", OpId::k_argmax, {&x}, gt::make_reduce(1, false)},
       {"cumsum dim 1", OpId::k_cumsum, {&x}, gt::make_axis(1)},
@@ -180,13 +183,13 @@ int main(int argc, char** argv) {
                          }});
   // Mixed precision: a float16 tensor computed in float32, stored back as float16 (the casts
   // fused: the head converted as it is read, the value as it is written).
-  const LT hx = b.run(OpId::k_cast, {&cx}, gt::make_cast(gt::DType::kFloat16));
-  chains.push_back(Chain{"cast_chain", &hx,
+  const LT hcx = b.run(OpId::k_cast, {&cx}, gt::make_cast(gt::DType::kFloat16));
+  chains.push_back(Chain{"cast_chain", &hcx,
                          {{OpId::k_mul, w::FusedArg::kScalar, false, 1.5f},
                           {OpId::k_add, w::FusedArg::kTensor, false, 0.0f, &cb},
                           {OpId::k_relu}},
                          [&] {
-                           LT t = b.run(OpId::k_cast, {&hx}, gt::make_cast(gt::DType::kFloat32));
+                           LT t = b.run(OpId::k_cast, {&hcx}, gt::make_cast(gt::DType::kFloat32));
                            t = b.run(OpId::k_mul, {&t}, scalar(1.5));
                            t = b.run(OpId::k_add, {&t, &cb});
                            t = b.run(OpId::k_relu, {&t});

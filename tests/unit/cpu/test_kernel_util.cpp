@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <vector>
 
 #include "gt/core/half.h"
 #include "workerd/cpu/kernels.h"
@@ -37,6 +38,40 @@ TEST_CASE("cpu fast float16 conversion matches half.h bit for bit", "[cpu][conve
                      0x00000001u, 0x3f800000u, 0x3f801000u, 0x3f803000u})
     check(u);
   INFO("first bad float bits: " << first_bad);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("cpu convert_n of float16 and bfloat16 (the vector loops) matches half.h bit for bit",
+          "[cpu][convert]") {
+  // convert_n runs the 8-float loops where the CPU has AVX2 (wide_simd), the baseline ones
+  // elsewhere: either way every result must be half.h's, here checked over whole arrays.
+  std::vector<uint16_t> h(65536);
+  for (uint32_t i = 0; i < 65536; ++i) h[i] = static_cast<uint16_t>(i);
+  std::vector<float> f(65536);
+  int64_t bad = 0;
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    convert_n(h.data(), dt, f.data(), DType::kFloat32, 65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float want = dt == DType::kFloat16 ? half::to_float(h[i])
+                                               : bits_float(static_cast<uint32_t>(h[i]) << 16);
+      if (float_bits(f[i]) != float_bits(want) && bad++ == 0) UNSCOPED_INFO("first bad: " << i);
+    }
+  }
+  CHECK(bad == 0);
+  // Every 1021st float bit pattern, and the rounding corners, to both.
+  std::vector<float> src;
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 1021) src.push_back(bits_float(static_cast<uint32_t>(u)));
+  for (uint32_t u : {0x477fe000u, 0x477ff000u, 0x477ff001u, 0x47800000u, 0x38800000u,
+                     0x387fffffu, 0x33000000u, 0x33000001u, 0x7f800001u, 0x7fc00000u,
+                     0xffc00001u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu})
+    src.push_back(bits_float(u));
+  std::vector<uint16_t> out(src.size());
+  convert_n(src.data(), DType::kFloat32, out.data(), DType::kFloat16, static_cast<int64_t>(src.size()));
+  for (size_t i = 0; i < src.size(); ++i)
+    if (out[i] != half::from_float(src[i]) && bad++ == 0) UNSCOPED_INFO("first bad: " << i);
+  convert_n(src.data(), DType::kFloat32, out.data(), DType::kBFloat16, static_cast<int64_t>(src.size()));
+  for (size_t i = 0; i < src.size(); ++i)
+    if (out[i] != bfloat16(src[i]).bits && bad++ == 0) UNSCOPED_INFO("first bad: " << i);
   CHECK(bad == 0);
 }
 
