@@ -640,6 +640,40 @@ int main(int argc, char** argv) {
     forget.add_hot_forget(1);
     forget.set_end_session(true);
     write_seed("worker_batch", "hot_paths", worker_input({hb, forget}));
+
+    // A chain with casts (fused on the CPU: a head cast to float32, the value cast out of it),
+    // run with a float16, a float32 and an int32 head.
+    Prog cp;
+    const uint64_t f32 = cp.op(OpId::k_randn, {}, make_random(Shape{4, 33}, DType::kFloat32, 5, 0));
+    const uint64_t f16 = cp.op(OpId::k_cast, {f32}, make_cast(DType::kFloat16));
+    const uint64_t i32 = cp.op(OpId::k_cast, {f32}, make_cast(DType::kInt32));
+    v1::WorkerBatch cb = cp.worker_batch(6, 0);
+    v1::HotPath* cpath = cb.add_hot_define();
+    cpath->set_id(2);
+    cpath->set_bindings(1);
+    auto cadd = [&](OpId op, uint64_t ref, const OpAttrs& a) {
+      v1::Instr* i = cpath->add_instrs();
+      encode_instr(op, a, i);
+      i->set_out(1);
+      i->add_inputs(ref);
+    };
+    cadd(OpId::k_cast, 1, make_cast(DType::kFloat32));  // binding 0
+    cadd(OpId::k_mul, 0, make_binary_scalar(ScalarSide::kRight, 1.5, false));
+    cadd(OpId::k_cast, 2, make_cast(DType::kBFloat16));
+    for (uint32_t k : {0u, 1u}) {
+      cpath->add_frees(k);
+      cpath->add_free_at(k + 2);
+    }
+    uint64_t first = 500;
+    for (uint64_t head : {f16, f32, i32}) {
+      v1::HotRun* run = cb.add_instrs()->mutable_hot();
+      run->set_path(2);
+      run->add_bindings(head);
+      run->set_first_out(first);
+      first += 10;
+    }
+    cb.set_hot_extra(3 * (3 + 2 - 1));
+    write_seed("worker_batch", "hot_casts", worker_input({cb}));
   }
   for (const auto& [name, input] : gt::fuzz::reply_payload_seeds())  // fetch replies (issue 15)
     write_seed("reply_payload", name, input);

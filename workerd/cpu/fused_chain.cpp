@@ -1,11 +1,13 @@
 // The CPU's fused elementwise chain (workerd/fusion.h): one pass over the data in blocks that stay
 // in cache, every step applied to a block before the next block is read. Each step's loop is the
 // eager kernel's, written with the same math (elementwise_math.h) on float32: the first step
-// reads the head, the later ones update the result block in place, so a chain of k ops reads its
-// head and tensor operands once and writes its result once, where eager execution makes and
-// rereads k full tensors. Results are bitwise the eager ones. A chain with a reduction tail
-// (fusion.h) runs on one thread, its blocks computed as the eager summation asks for its values
-// (cascade_sum.h): the same values added in the same order.
+// reads the head, the later ones update a scratch block in place and the last writes the result,
+// so a chain of k ops reads its head and tensor operands once and writes its result once, where
+// eager execution makes and rereads k full tensors. A head or result of another dtype (the
+// chain's casts) is converted a block at a time as it is read or written. Results are bitwise
+// the eager ones. A chain with a reduction tail (fusion.h) runs on one thread, its blocks
+// computed as the eager summation asks for its values (cascade_sum.h): the same values added in
+// the same order.
 #include <algorithm>
 #include <array>
 #include <vector>
@@ -222,11 +224,9 @@ Status run_fused_chain(const FusedArgs& args) {
   // arithmetic hides the misses of their first write -- the first step writing them as it
   // streams the head in stalled on both (tmp: a gathered operand's block).
   auto run_block = [&](float* result, float* scratch, int64_t b, int64_t len, float* tmp) {
-    const float* v = reinterpret_cast<const float*>(head) + b;
-    if (convert_head) {
-      convert_n(head + b * head_size, head_dt, scratch, DType::kFloat32, len);
-      v = scratch;
-    }
+    const float* v = scratch;
+    if (convert_head) convert_n(head + b * head_size, head_dt, scratch, DType::kFloat32, len);
+    else v = reinterpret_cast<const float*>(head) + b;
     for (size_t k = 0; k < args.steps.size(); ++k) {
       const FusedStep& st = args.steps[k];
       float* o = k + 1 == args.steps.size() && !convert_out ? result : scratch;

@@ -71,6 +71,16 @@ Outcome both_ways(Rig& r, const std::vector<Step>& steps, uint64_t x, uint64_t y
   return o;
 }
 
+// The chain both ways over head `x` (input 2, the bias, as a binary step's operand): no error,
+// `fused` ops fused, a result of `bytes` bytes, bitwise eager's.
+void expect_fused(Rig& r, const std::vector<Step>& steps, uint64_t x, uint64_t fused, size_t bytes) {
+  const Outcome o = both_ways(r, steps, x, 2);
+  CHECK(r.out.errors().empty());
+  CHECK(o.fused == fused);
+  REQUIRE(o.eager.size() == bytes);
+  CHECK(o.hot == o.eager);
+}
+
 // Inputs: 1 a float32 [rows, cols] of standard-normal values, 2 a float32 bias [cols], 3 the
 // values of 1 times 40 as float16 (some of them beyond float16's precision), 4 as int32.
 void make_inputs(Rig& r, int64_t rows, int64_t cols) {
@@ -90,30 +100,21 @@ TEST_CASE("a chain from a float16 head to a bfloat16 result fuses its casts, bit
   Rig r;
   make_inputs(r, 64, 300);
   // x.float() * 1.5 + bias, relu, .bfloat16(): 5 ops, one pass.
-  const Outcome o = both_ways(r,
-                              {cast_to(DType::kFloat32), Step{OpId::k_mul, scalar(1.5)},
-                               Step{OpId::k_add, {}, true}, Step{OpId::k_relu},
-                               cast_to(DType::kBFloat16)},
-                              3, 2);
-  CHECK(r.out.errors().empty());
-  CHECK(o.fused == 5);
-  REQUIRE(o.eager.size() == 64 * 300 * 2);  // bfloat16, as eagerly
-  CHECK(o.hot == o.eager);
+  expect_fused(r,
+               {cast_to(DType::kFloat32), Step{OpId::k_mul, scalar(1.5)},
+                Step{OpId::k_add, {}, true}, Step{OpId::k_relu}, cast_to(DType::kBFloat16)},
+               3, 5, 64 * 300 * 2);  // bfloat16, as eagerly
 }
 
 TEST_CASE("an int32 head's cast, a float32 identity cast and a sum tail fuse into one pass",
           "[worker][hot]") {
   Rig r;
   make_inputs(r, 64, 300);
-  const Outcome o = both_ways(r,
-                              {cast_to(DType::kFloat32), Step{OpId::k_mul, scalar(0.25)},
-                               cast_to(DType::kFloat32), Step{OpId::k_exp},
-                               Step{OpId::k_sum, make_reduce(kAllDims, false)}},
-                              4, 2);
-  CHECK(r.out.errors().empty());
-  CHECK(o.fused == 5);
-  REQUIRE(o.eager.size() == 4);
-  CHECK(o.hot == o.eager);
+  expect_fused(r,
+               {cast_to(DType::kFloat32), Step{OpId::k_mul, scalar(0.25)},
+                cast_to(DType::kFloat32), Step{OpId::k_exp},
+                Step{OpId::k_sum, make_reduce(kAllDims, false)}},
+               4, 5, 4);
 }
 
 TEST_CASE("a cast out of float32 ends the fused part: what follows runs one op at a time",
@@ -121,35 +122,22 @@ TEST_CASE("a cast out of float32 ends the fused part: what follows runs one op a
   Rig r;
   make_inputs(r, 64, 300);
   // mul, cast to float64 fused; then neg and exp on float64 one by one.
-  const Outcome o = both_ways(r,
-                              {Step{OpId::k_mul, scalar(3.0)}, cast_to(DType::kFloat64),
-                               Step{OpId::k_neg}, Step{OpId::k_exp}},
-                              1, 2);
-  CHECK(r.out.errors().empty());
-  CHECK(o.fused == 2);
-  REQUIRE(o.eager.size() == 64 * 300 * 8);
-  CHECK(o.hot == o.eager);
+  expect_fused(r,
+               {Step{OpId::k_mul, scalar(3.0)}, cast_to(DType::kFloat64), Step{OpId::k_neg},
+                Step{OpId::k_exp}},
+               1, 2, 64 * 300 * 8);
   // A float32 head cast to float16 first: the chain's value is float16 from its first op on,
   // and nothing fuses (the float32 kernels do not compute in float16).
-  const Outcome h = both_ways(r, {cast_to(DType::kFloat16), Step{OpId::k_mul, scalar(3.0)}}, 1, 2);
-  CHECK(h.fused == 0);
-  CHECK(h.hot == h.eager);
+  expect_fused(r, {cast_to(DType::kFloat16), Step{OpId::k_mul, scalar(3.0)}}, 1, 0, 64 * 300 * 2);
 }
 
 TEST_CASE("casts alone fuse: float16 to float32 to int64, over many of the pool's chunks",
           "[worker][hot]") {
   Rig r;
   make_inputs(r, 700, 1001);  // 700,700 elements: several parts, a partial last block
-  const Outcome o = both_ways(r, {cast_to(DType::kFloat32), cast_to(DType::kInt64)}, 3, 2);
-  CHECK(r.out.errors().empty());
-  CHECK(o.fused == 2);
-  REQUIRE(o.eager.size() == size_t{700} * 1001 * 8);
-  CHECK(o.hot == o.eager);
-  const Outcome b = both_ways(r,
-                              {cast_to(DType::kFloat32), Step{OpId::k_tanh},
-                               Step{OpId::k_mul, {}, true}, cast_to(DType::kFloat16)},
-                              3, 2);
-  CHECK(b.fused == 4);
-  REQUIRE(b.eager.size() == size_t{700} * 1001 * 2);
-  CHECK(b.hot == b.eager);
+  expect_fused(r, {cast_to(DType::kFloat32), cast_to(DType::kInt64)}, 3, 2, size_t{700} * 1001 * 8);
+  expect_fused(r,
+               {cast_to(DType::kFloat32), Step{OpId::k_tanh}, Step{OpId::k_mul, {}, true},
+                cast_to(DType::kFloat16)},
+               3, 4, size_t{700} * 1001 * 2);
 }
