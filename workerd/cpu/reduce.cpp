@@ -42,32 +42,40 @@ inline A acc_add(A s, A v) {
 
 // Floating sums: cascade_sum.h (PyTorch's CPU order).
 
-// [n, inner] (rows `inner` apart) summed over n into out[0, inner): torch's outer sums. Columns
-// in whole groups (of 4 vectors of kLanes when a row holds a vector load, else of 4) each get one
-// cascaded running
-// sum over the rows; the remaining columns get row_sum4's 4 interleaved sums. Computed over
-// blocks of up to kBlock columns (their kLevels sums stay in L2), a row segment at a time (unit
-// stride, long contiguous reads).
+// Columns summed together: whole groups of 4 vectors of kLanes when a row holds a vector load,
+// else of 4.
+template <class T>
+int64_t column_group(int64_t inner) {
+  return inner >= kVecElems<T> ? 4 * kLanes : 4;
+}
+
+// Columns [c0, c1) of [n, inner] (rows `inner` apart) summed over n: torch's outer sums. c0 is a
+// multiple of the group and c1 one too or `inner`. Columns in whole groups each get one
+// cascaded running sum over the rows; the remaining columns (< group, at the end) get
+// row_sum4's 4 interleaved sums. Each column's sum is its own, whatever range it is summed in
+// (so ranges can be summed on different threads, bitwise as one). Computed over blocks of up to
+// kBlock columns (their kLevels sums stay in L2), a row segment at a time (unit stride, long
+// contiguous reads).
 template <class T, class Emit>
-void column_sums(const T* __restrict x, int64_t n, int64_t inner, std::vector<math_t<T>>& buf,
-                 Emit&& emit) {
+void column_sums(const T* __restrict x, int64_t n, int64_t inner, int64_t c0, int64_t c1,
+                 std::vector<math_t<T>>& buf, Emit&& emit) {
   using S = math_t<T>;
   constexpr int64_t kBlock = 8192;
-  const int64_t group = inner >= kVecElems<T> ? 4 * kLanes : 4;
-  const int64_t whole = inner / group * group;
+  const int64_t group = column_group<T>(inner);
+  const int64_t whole = std::min(c1, inner / group * group);
   // The leftover columns (< group) take 4 sums each: 4 * group floats per level suffice.
-  buf.resize(static_cast<size_t>(kLevels * std::max(std::min(whole, kBlock), 4 * group)));
+  buf.resize(static_cast<size_t>(kLevels * std::max(std::min(whole - c0, kBlock), 4 * group)));
   S* acc = buf.data();
-  for (int64_t c0 = 0; c0 < whole; c0 += kBlock) {
-    const int64_t w = std::min(kBlock, whole - c0);
+  for (int64_t b = c0; b < whole; b += kBlock) {
+    const int64_t w = std::min(kBlock, whole - b);
     cascade(acc, w, n, [&](int64_t r, S* __restrict a0) {
-      const T* __restrict p = x + r * inner + c0;
+      const T* __restrict p = x + r * inner + b;
       for (int64_t k = 0; k < w; ++k) a0[k] += ld(p[k]);
     });
-    for (int64_t k = 0; k < w; ++k) emit(c0 + k, acc[k]);
+    for (int64_t k = 0; k < w; ++k) emit(b + k, acc[k]);
   }
-  const int64_t w = inner - whole;  // < group
-  if (w == 0) return;
+  const int64_t w = c1 - std::max(whole, c0);  // < group
+  if (w <= 0) return;
   const int64_t groups = n / 4;
   cascade(acc, 4 * w, groups, [&](int64_t g, S* __restrict a0) {
     for (int q = 0; q < 4; ++q) {
@@ -100,12 +108,27 @@ void float_sum_impl(const T* x, T* y, const View& v) {
     });
     return;
   }
-  std::vector<S> buf;
-  for (int64_t o = 0; o < v.outer; ++o) {
-    T* yo = y + o * v.inner;
-    column_sums(x + o * v.n * v.inner, v.n, v.inner, buf,
-                [&](int64_t j, S s) { yo[j] = finish(s); });
-  }
+  // Parts of whole column groups of each of the outer slices, over the compute pool when the
+  // slices are fewer than its threads (a sum over dim 0 of a matrix: one slice), each part
+  // kMemoryGrain elements at least.
+  const int64_t group = column_group<T>(v.inner);
+  const int64_t groups = std::max<int64_t>(1, v.inner / group);
+  const int64_t threads = ComputePool::instance().threads();
+  const bool split = v.outer * v.n * v.inner >= 2 * kMemoryGrain;
+  int64_t per_slice = 1;
+  if (split && v.outer < threads)
+    per_slice = std::clamp<int64_t>(v.n * v.inner / kMemoryGrain, 1, std::min(threads, groups));
+  parallel_for(v.outer * per_slice, split ? 1 : 0, [&](int64_t b, int64_t e) {
+    thread_local std::vector<S> buf;
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t o = t / per_slice, part = t % per_slice;
+      const int64_t c0 = groups * part / per_slice * group;
+      const int64_t c1 = part + 1 == per_slice ? v.inner : groups * (part + 1) / per_slice * group;
+      T* yo = y + o * v.inner;
+      column_sums(x + o * v.n * v.inner, v.n, v.inner, c0, c1, buf,
+                  [&](int64_t j, S s) { yo[j] = finish(s); });
+    }
+  });
 }
 
 template <class T>

@@ -52,10 +52,14 @@ inline Status cuda_sticky_error() {
 
 inline Status cuda_status(cudaError_t e, const char* what, const char* file, int line) {
   if (e == cudaSuccess) return Status::ok();
-  if (e == cudaErrorMemoryAllocation) {
-    cudaGetLastError();  // not sticky: clear it so the next call does not see it
+  // A failed runtime call also leaves its error as the thread's last error until something
+  // reads it: every launcher returns cudaGetLastError(), so the next kernel launched on this
+  // thread would report this error as its own (an invalidated capture, a failed instantiate or
+  // wait, then the eager re-run's first op failing). Reported here, so cleared here; a sticky
+  // error stays (the context is lost) and is latched below.
+  if (!is_sticky(e)) (void)cudaGetLastError();
+  if (e == cudaErrorMemoryAllocation)
     return resource_exhausted("CUDA out of memory in {} ({}:{})", what, file, line);
-  }
   if (is_sticky(e)) {
     int none = 0;
     sticky_cuda_error().code.compare_exchange_strong(none, static_cast<int>(e));

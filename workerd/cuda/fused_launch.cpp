@@ -42,6 +42,21 @@ Result<void*> CudaBackend::load_fused(const std::string& binary, const std::stri
     cudaLibraryUnload(lib);
     return internal_error("{} not in its compiled library: {}", name, cudaGetErrorString(e));
   }
+  // Libraries load lazily (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2): the module
+  // is loaded -- and a PTX image JIT-compiled -- at the first launch, on the executor's thread,
+  // maybe inside a graph capture, where a failure (no image for this GPU, a PTX newer than the
+  // driver) would fail every run. Asking for the kernel's attributes loads it now, on this
+  // thread, and a kernel that cannot run here is the chain's failure, once.
+  cudaFuncAttributes attr{};
+  const cudaError_t loaded = cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel));
+  if (loaded != cudaSuccess || attr.maxThreadsPerBlock < kFusedBlock) {
+    Status st = loaded != cudaSuccess
+                    ? cuda::cuda_status(loaded, "loading a fused kernel", __FILE__, __LINE__)
+                    : internal_error("{}: {} threads per block at most, {} needed", name,
+                                     attr.maxThreadsPerBlock, kFusedBlock);
+    cudaLibraryUnload(lib);
+    return st;
+  }
   std::lock_guard<std::mutex> lock(fused_libs_mu_);
   fused_libs_.push_back(lib);
   return static_cast<void*>(kernel);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace gt::worker::device {
@@ -79,6 +80,8 @@ struct CachingAllocator::State {
   std::unordered_map<void*, Blk*> live;
   std::vector<Event> events;  // reusable: an event may be re-recorded once waited on
   AllocatorStats st;
+  Stream capturing = nullptr;  // the stream capturing a graph (begin_capture), if any
+  bool spoiled = false;        // the capture was refused something it needed
 
   Pool& pool(bool is_small) { return is_small ? small : large; }
 
@@ -94,10 +97,11 @@ struct CachingAllocator::State {
     if (b->pending.size() <= 1) p.by_stream.erase(b);
   }
 
-  // The best-fit free block of `size` for stream `t`: one that needs no wait if any fits
-  // (pending on nothing, or on `t` alone), else the best fit overall (it will wait). Removed
-  // from the index.
+  // The best-fit free block of `size` for stream `t` (or the capturing stream): one that needs
+  // no wait if any fits (pending on nothing, or on `t` alone), else the best fit overall (it
+  // will wait) -- but never while a stream captures. Removed from the index.
   Blk* find_free(bool is_small, size_t size, Stream t) {
+    if (!t) t = capturing;
     Pool& p = pool(is_small);
     Blk probe;
     probe.size = size;
@@ -111,7 +115,7 @@ struct CachingAllocator::State {
       Blk* mine = ready_for(t);
       if (mine && (!best || BySize()(mine, best))) best = mine;
     }
-    if (!best) {
+    if (!best && !capturing) {
       probe.pending.clear();
       auto it = p.all.lower_bound(&probe);
       if (it != p.all.end()) best = *it;
@@ -136,6 +140,11 @@ struct CachingAllocator::State {
     StreamSet others;
     for (Stream s : b->pending)
       if (s != t) others.push_back(s);
+    if (!others.empty() && capturing && t == capturing) {
+      spoiled = true;
+      return failed_precondition(
+          "a block still in use on another stream, claimed during a graph capture");
+    }
     if (!others.empty()) {
       GT_ASSIGN_OR_RETURN(Event e, take_event());
       // One event serves every stream: a wait already issued keeps its capture (CUDA semantics).
@@ -210,6 +219,7 @@ struct CachingAllocator::State {
   // device may reuse the memory at once; another stream's kernel may still be writing it).
   // The host waits under the lock: this runs when memory ran out, not on the common path.
   void trim() {
+    if (capturing) return;
     std::vector<Blk*> whole;
     StreamSet streams;
     for (auto& [base, seg] : segments) {
@@ -257,6 +267,10 @@ struct CachingAllocator::State {
                                       : round_up(size, kLargeRound);
     Result<Blk*> b = new_segment(seg, is_small);
     if (b.is_ok() || b.status().code() != Code::kResourceExhausted) return b;
+    if (capturing) {  // no trim (it would wait on the capturing stream): without the graph
+      spoiled = true;
+      return b;
+    }
     ++st.retries;
     trim();
     b = new_segment(seg, is_small);
@@ -386,6 +400,18 @@ void CachingAllocator::note_workspace(int64_t delta) {
   uint64_t& w = state_->st.workspace_bytes;
   if (delta >= 0) w += static_cast<uint64_t>(delta);
   else w -= std::min(w, static_cast<uint64_t>(-(delta + 1)) + 1);  // -INT64_MIN overflows
+}
+
+void CachingAllocator::begin_capture(Stream s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_->capturing = s;
+  state_->spoiled = false;
+}
+
+bool CachingAllocator::end_capture() {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_->capturing = nullptr;
+  return std::exchange(state_->spoiled, false);
 }
 
 AllocatorStats CachingAllocator::stats() const {

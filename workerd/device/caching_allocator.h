@@ -20,7 +20,15 @@
 //     work is done) and the allocation retried once; a second failure is ResourceExhausted,
 //     never a crash;
 //   - workspaces the device libraries hold outside the allocator (cuBLAS, NCCL) are counted in
-//     the stats through note_workspace().
+//     the stats through note_workspace();
+//   - graph capture (begin_capture / end_capture, around a stream's capture): a wait recorded
+//     into a graph waits for what its event stands for when the graph runs, and the allocator
+//     re-records its pooled events, so while a stream captures no block of another stream's is
+//     handed to it (a free block pending elsewhere is passed over and a segment grown instead),
+//     nothing syncs or frees (the cache is not trimmed: that would wait on the capturing stream
+//     and end the capture), and a claim that would need a cross-stream wait is refused, its
+//     block left as it was. Such a refusal, or running out of memory, spoils the capture:
+//     end_capture() says so and the caller runs the work again without a graph.
 //
 // Thread-safe (one mutex). Every block must be deallocated before the allocator is destroyed;
 // the destructor releases the cached segments (and, defensively, live ones).
@@ -74,8 +82,13 @@ class CachingAllocator {
   Status use_on(const void* data, Stream s);
   // The stream is about to be destroyed and its work has finished: blocks forget it.
   void forget_stream(Stream s);
-  // Releases every wholly free segment to the device (after their streams' work is done).
+  // Releases every wholly free segment to the device (after their streams' work is done); not
+  // while a stream captures.
   void trim();
+  // `s` captures a graph from now on (see above) / no more; end_capture() is true when
+  // something the capture needed was refused meanwhile (the graph must not run).
+  void begin_capture(Stream s);
+  bool end_capture();
   // A device library took (delta > 0) or gave back (delta < 0) workspace memory.
   void note_workspace(int64_t delta);
 

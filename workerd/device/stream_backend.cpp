@@ -298,13 +298,22 @@ bool StreamBackend::capturable(OpId op) const {
 Status StreamBackend::begin_graph(uint64_t session) {
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
   GT_RETURN_IF_ERROR(device_->begin_capture(s));
+  allocator_.begin_capture(s);
   capturing_ = session;
   return Status::ok();
 }
 
 Result<Backend::GraphRun> StreamBackend::end_graph(uint64_t session, void*& slot) {
   capturing_ = 0;
+  const bool spoiled = allocator_.end_capture();
   GT_ASSIGN_OR_RETURN(Stream s, stream_for(session));
+  if (spoiled) {
+    // The capture ends without touching `slot`, and what it recorded never runs.
+    auto discarded = device_->end_capture(s, nullptr);
+    if (discarded.is_ok()) device_->destroy_graph(*discarded);
+    return failed_precondition(
+        "the graph capture was refused memory (a block of another stream's, or none left)");
+  }
   GT_ASSIGN_OR_RETURN(Graph g, device_->end_capture(s, slot));
   GraphRun run;
   run.instantiated = g != slot;

@@ -214,5 +214,36 @@ TEST_CASE("split kernels: reductions along the last dim, row by row as unsplit",
   }
 }
 
+TEST_CASE("split kernels: sums over dim 0, column block by column block as unsplit",
+          "[cpu][pool]") {
+  // A [300, 1001] sum or mean over dim 0 splits its columns over the pool in whole groups of
+  // 32 (or 4) columns; every column must equal the sum of the same column in a [300, 32] block
+  // (and the last, [300, 9], with the leftover columns), which never splits.
+  CpuBackend be;
+  std::mt19937 rng(67);
+  const int64_t rows = 300, cols = 1001, block = 32;
+  for (OpId op : {OpId::k_sum, OpId::k_mean}) {
+    for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kBFloat16}) {
+      INFO(op_name(op) << " " << dtype_name(dt));
+      const std::vector<double> vals = random_values(rng, rows * cols, dt, -3, 3);
+      Tensor x = make_tensor(be, Shape{rows, cols}, dt, vals);
+      const OpAttrs attrs = make_reduce(0, false);
+      const std::vector<double> got = to_doubles(be, run_op(be, op, {&x}, attrs));
+      REQUIRE(got.size() == static_cast<size_t>(cols));
+      int bad = 0;
+      for (int64_t c0 = 0; c0 < cols; c0 += block) {
+        const int64_t w = cols - c0 < 2 * block ? cols - c0 : block;  // the last takes the rest
+        std::vector<double> part;
+        for (int64_t r = 0; r < rows; ++r)
+          part.insert(part.end(), vals.begin() + r * cols + c0, vals.begin() + r * cols + c0 + w);
+        Tensor xs = make_tensor(be, Shape{rows, w}, dt, part);
+        bad += mismatches(got, c0, to_doubles(be, run_op(be, op, {&xs}, attrs)));
+        if (w != block) break;
+      }
+      CHECK(bad == 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gt::test

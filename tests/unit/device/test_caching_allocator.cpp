@@ -550,6 +550,63 @@ TEST_CASE("out of memory: wholly free segments go back to the device and the req
   CHECK(dev.bad_frees() == 0);
 }
 
+TEST_CASE("while a stream captures: no other stream's block, no cross-stream claim, no trim") {
+  // A wait recorded into a graph waits for what its event stands for when the graph runs, and
+  // the allocator re-records its pooled events: nothing crosses streams during a capture.
+  FakeDevice dev(64 * MiB);
+  CachingAllocator a(dev);
+  // One small segment, full: S2's block (to be freed), S1's, and S3's in between and after.
+  auto other = must_alloc(a, 100 * KiB, S2);
+  auto sep1 = must_alloc(a, 512, S3);
+  auto own = must_alloc(a, 200 * KiB, S1);
+  auto sep2 = must_alloc(a, 512, S3);
+  auto fill1 = must_alloc(a, MiB, S3);
+  auto fill2 = must_alloc(a, 2 * MiB - MiB - 308224, S3);
+  REQUIRE(a.stats().segments == 1);
+  a.deallocate(other.data);  // pending on S2: the only free block of the small pool
+  a.begin_capture(S1);
+  dev.clear_calls();
+  auto c = must_alloc(a, 100 * KiB, nullptr);  // allocated without a stream, as kernels' are
+  CHECK(c.data != other.data);  // (outside a capture: S2's block, with a wait on first use)
+  CHECK(dev.count(Call::kMalloc) == 1);
+  GT_REQUIRE_OK(a.use_on(c.data, S1));
+  a.deallocate(own.data);  // pending on S1
+  auto d = must_alloc(a, 200 * KiB, nullptr);  // S1's own block is fine: stream order
+  CHECK(d.data == own.data);
+  GT_REQUIRE_OK(a.use_on(d.data, S1));
+  CHECK(dev.count(Call::kRecord) == 0);
+  CHECK(dev.count(Call::kWait) == 0);
+  CHECK(a.end_capture() == false);  // nothing was refused
+  CHECK(a.stats().cross_stream_waits == 0);
+
+  // A block of S2's taken before the capture and used on S1 inside it for the first time needs
+  // a wait: refused, the block left as it was, the capture spoiled.
+  auto big = must_alloc(a, 12 * MiB, S2);
+  a.deallocate(big.data);
+  auto late = must_alloc(a, 12 * MiB, nullptr);  // not capturing: S2's block, not claimed yet
+  CHECK(late.data == big.data);
+  a.begin_capture(S1);
+  dev.clear_calls();
+  Status refused = a.use_on(late.data, S1);
+  CHECK(refused.code() == Code::kFailedPrecondition);
+  CHECK(dev.count(Call::kWait) == 0);
+  // Out of memory while capturing: no trim (it would wait on S1), the capture is spoiled.
+  const uint64_t retries = a.stats().retries;
+  auto huge = a.allocate(60 * MiB, nullptr);
+  CHECK(huge.status().code() == Code::kResourceExhausted);
+  CHECK(a.stats().retries == retries);
+  CHECK(dev.count(Call::kSyncEvent) == 0);
+  CHECK(dev.count(Call::kFree) == 0);
+  CHECK(a.end_capture() == true);
+  CHECK(a.end_capture() == false);  // (reported once)
+  // After the capture the same claim waits for S2, as always.
+  GT_REQUIRE_OK(a.use_on(late.data, S1));
+  CHECK(dev.count(Call::kWait) == 1);
+  CHECK(a.stats().cross_stream_waits == 1);
+  for (void* p : {c.data, d.data, late.data, sep1.data, sep2.data, fill1.data, fill2.data})
+    a.deallocate(p);
+}
+
 TEST_CASE("max_bytes caps what is reserved, a large request settles for its own size") {
   FakeDevice dev;
   CachingAllocator a(dev, 4 * MiB);

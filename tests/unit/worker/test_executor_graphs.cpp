@@ -234,21 +234,29 @@ TEST_CASE("sim device: a copy-on-write recorded by a failed capture is undone be
   CHECK(floats(r.fetch(1).first) == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7});  // untouched
 }
 
-TEST_CASE("sim device: a block another session freed is claimed inside a capture only after that "
-          "session's work (the recorded wait)", "[worker][sim][hot][graph]") {
+// Session 4 frees a 12 MiB block whose kernel is still 120 ms away on its stream, then session
+// 3 replays y = x * 2, w = y + 1 as a graph (x 12 MiB too, y and w the same size): what the
+// capture allocates, and what x, y and the worker's figures are afterwards.
+struct CrossSessionCapture {
+  std::vector<float> x, y;
+  v1::WorkerLoad load;
+  worker::device::AllocatorStats allocator;
+  size_t errors = 0;
+};
+CrossSessionCapture capture_beside_a_freed_block(uint64_t max_memory_bytes) {
   SimBackendOptions o = sim_options();
   o.device.kernel_us = 40000;  // every kernel holds its stream 40 ms
+  o.max_memory_bytes = max_memory_bytes;
   SimBackend backend(o);
   Outbox out;
   Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 64 << 20);
-  const Shape big{3 << 20};  // 12 MiB: a large-pool block of its own
+  ex.set_device_graphs(true);
+  const Shape big{3 << 20};  // 12 MiB: a large-pool segment of its own
   auto batch = [](uint64_t session) {
     v1::WorkerBatch b;
     b.set_session(session);
     return b;
   };
-  // Session 3's input first (its own block), then session 4 queues four kernels and frees the
-  // last one's result: that block goes back to the cache, its write still 120 ms away.
   v1::WorkerBatch in = batch(3);
   *in.add_instrs() = op(OpId::k_randn, 1, {}, make_random(big, DType::kFloat32, 5, 0));
   ex.execute(in);
@@ -260,7 +268,6 @@ TEST_CASE("sim device: a block another session freed is claimed inside a capture
   other.add_frees(44);
   other.add_free_at(4);
   ex.execute(other);
-  // Session 3's path: y = x * 2 takes that block (the best fit), inside the capture; w = y + 1.
   v1::HotPath p;
   p.set_id(2);
   p.set_bindings(1);
@@ -272,10 +279,9 @@ TEST_CASE("sim device: a block another session freed is claimed inside a capture
   add_request(hot, 1, v1::Request::FETCH, 1);
   add_request(hot, 2, v1::Request::FETCH, 10);
   ex.execute(hot);
+  CrossSessionCapture c;
   for (uint64_t r : {1, 2}) REQUIRE(out.wait_reply(r) != gt::test::Clock::time_point{});
-  v1::WorkerLoad l;
-  ex.fill_load(&l);
-  CHECK(l.graph_launches() == 1);
+  ex.fill_load(&c.load);
   auto floats = [](const std::vector<v1::Reply>& chunks) {
     std::string bytes;
     for (const auto& r : chunks) bytes += r.tensor().data();
@@ -283,13 +289,47 @@ TEST_CASE("sim device: a block another session freed is claimed inside a capture
     std::memcpy(v.data(), bytes.data(), bytes.size());
     return v;
   };
-  const std::vector<float> x = floats(out.replies(1)), y = floats(out.replies(2));
-  REQUIRE(x.size() == y.size());
-  REQUIRE(x.size() == static_cast<size_t>(3 << 20));
+  c.x = floats(out.replies(1));
+  c.y = floats(out.replies(2));
+  c.allocator = backend.allocator_stats();
+  c.errors = out.errors().size();
+  return c;
+}
+
+size_t wrong_doubles(const CrossSessionCapture& c) {
+  REQUIRE(c.x.size() == c.y.size());
+  REQUIRE(c.x.size() == static_cast<size_t>(3 << 20));
   size_t wrong = 0;
-  for (size_t i = 0; i < x.size(); ++i) wrong += y[i] != x[i] * 2;
-  CHECK(wrong == 0);  // session 4's late write did not land on y
-  CHECK(backend.allocator_stats().cross_stream_waits >= 1);
+  for (size_t i = 0; i < c.x.size(); ++i) wrong += c.y[i] != c.x[i] * 2;
+  return wrong;
+}
+
+TEST_CASE("sim device: a capture never takes a block another session freed (a wait recorded in "
+          "a graph waits for whatever its event stands for when the graph runs)",
+          "[worker][sim][hot][graph]") {
+  // The freed block is the best fit, but pending on session 4's stream: the capture grows a
+  // segment instead, and no cross-stream wait is recorded.
+  const CrossSessionCapture c = capture_beside_a_freed_block(0);
+  CHECK(c.load.graph_launches() == 1);
+  CHECK(c.load.graph_fallbacks() == 0);
+  CHECK(c.errors == 0);
+  CHECK(wrong_doubles(c) == 0);  // session 4's late write did not land on y
+  CHECK(c.allocator.cross_stream_waits == 0);
+  CHECK(c.allocator.segments >= 4);  // x, session 4's, y, w (and the small pool's)
+}
+
+TEST_CASE("sim device: a capture that runs out of memory runs again eagerly, which may trim and "
+          "take the other session's block (after its work)",
+          "[worker][sim][hot][graph]") {
+  // 40 MiB: x, session 4's freed block and y fit, w does not; the capture is spoiled (no trim
+  // inside it: that would wait on the capturing stream), the segment runs eagerly, whose
+  // allocations take the freed block with a wait for session 4's stream.
+  const CrossSessionCapture c = capture_beside_a_freed_block(uint64_t{40} << 20);
+  CHECK(c.load.graph_launches() == 0);
+  CHECK(c.load.graph_fallbacks() == 1);
+  CHECK(c.errors == 0);
+  CHECK(wrong_doubles(c) == 0);
+  CHECK(c.allocator.cross_stream_waits >= 1);
 }
 
 TEST_CASE("sim device: a long segment of temporaries frees them in stream order while it records "
