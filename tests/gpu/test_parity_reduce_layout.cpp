@@ -53,6 +53,28 @@ TEST_CASE("cuda parity: reductions", "[.gpu]") {
   }
 }
 
+TEST_CASE("cuda parity: float64 sums and means add in double, float64 random numbers",
+          "[.gpu]") {
+  // (dtypes() has no float64: these were once added in float32 on CUDA, ~1e-7 off, and
+  // float64 rand / randn had no kernel; a 1e-12 tolerance tells double from float.)
+  GT_REQUIRE_GPU();
+  std::mt19937 rng(13);
+  const Tol tol{1e-12, 1e-12};
+  for (int64_t n : sizes()) {
+    const Shape s{3, n};
+    const Pair x = random_pair(s, DType::kFloat64, rng, -3, 3);
+    for (OpId op : {OpId::k_sum, OpId::k_mean})
+      for (int64_t dim : {kAllDims, int64_t{0}, int64_t{-1}})
+        check_op(op, make_reduce(dim, false), {&x},
+                 fmt::format("{} dim {} of {}", op_name(op),
+                             dim == kAllDims ? "all" : std::to_string(dim), describe(s, DType::kFloat64)),
+                 tol);
+    const OpAttrs r = make_random(Shape{n, 3}, DType::kFloat64, 0x1234567890abcdefull, 7);
+    check_op(OpId::k_rand, r, {}, "rand " + describe(s, DType::kFloat64), tol);
+    check_op(OpId::k_randn, r, {}, "randn " + describe(s, DType::kFloat64), tol);
+  }
+}
+
 TEST_CASE("cuda parity: reductions of long rows, NaN and infinities", "[.gpu]") {
   GT_REQUIRE_GPU();
   std::mt19937 rng(12);

@@ -90,6 +90,7 @@ cudaError_t launch_random(void* out, int dtype, int64_t n, bool normal, uint64_t
     case kF32: return go(float{});
     case kF16: return go(f16{});
     case kBF16: return go(bf16{});
+    case kF64: return go(double{});
     default: return cudaErrorInvalidValue;  // the shape rule only allows floating dtypes
   }
 }

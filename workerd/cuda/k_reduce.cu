@@ -26,8 +26,10 @@ namespace {
 
 constexpr int kAccBytes = 32;  // every accumulator fits (scratch sizing)
 
+// Floating sums add in the compute type, as the CPU's (math_t): float for the 16-bit types and
+// float32, double for float64 (a float accumulator lost float64's precision and range).
 template <class T>
-using sum_acc_t = std::conditional_t<is_float_like_v<T>, float, int64_t>;
+using sum_acc_t = std::conditional_t<is_float_like_v<T>, compute_t<T>, int64_t>;
 template <class T>
 using scan_acc_t = std::conditional_t<is_float_like_v<T>, double, int64_t>;
 
@@ -47,8 +49,8 @@ struct SumR {
   __device__ static void step(Acc& a, T x, int64_t) { a.s = acc_add(a.s, cvt<A>(x)); }
   __device__ static void combine(Acc& a, const Acc& b) { a.s = acc_add(a.s, b.s); }
   __device__ static Out finish(const Acc& a, int64_t n, double) {
-    if constexpr (kMean && is_float_like_v<T>)  // the CPU's: float32 sum / n, rounded once
-      return cvt<Out>(a.s / static_cast<float>(n));
+    if constexpr (kMean && is_float_like_v<T>)  // the CPU's: the sum / n in its type, rounded once
+      return cvt<Out>(a.s / static_cast<A>(n));
     else if constexpr (kMean) return cvt<Out>(static_cast<double>(a.s) / static_cast<double>(n));
     else return cvt<Out>(a.s);
   }

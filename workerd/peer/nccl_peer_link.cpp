@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -678,6 +680,14 @@ Result<std::unique_ptr<NcclPeerLink>> NcclPeerLink::create(PeerLink& tcp, Backen
   if (!streams) return failed_precondition("the NCCL peer link needs a CUDA backend");
   if (!available())
     return unavailable("NCCL is not available (libnccl.so.2 >= 2.14 not found on the library path)");
+  // NCCL_COMM_BLOCKING=1 overrides the config's non-blocking init (NCCL's envConfigOverride):
+  // a communicator's init would then block until every rank joins, past the deadline that
+  // settle() keeps, and a missing peer would hang the executor (and the I/O thread behind its
+  // lock). Refused with the reason; the staged link serves instead (peer_transport auto).
+  if (const char* b = std::getenv("NCCL_COMM_BLOCKING"); b && std::string_view(b) == "1")
+    return failed_precondition(
+        "NCCL_COMM_BLOCKING=1 is set: the NCCL link needs non-blocking communicator init for "
+        "its timeouts (unset it)");
   auto impl = std::make_unique<Impl>(tcp, device, *streams, opts);
   GT_RETURN_IF_ERROR(impl->init());
   spdlog::info("peer link: NCCL {} on {}", nccl().version, device.device_name());
