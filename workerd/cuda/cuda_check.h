@@ -28,6 +28,11 @@ inline bool is_sticky(cudaError_t e) {
     case cudaErrorLaunchTimeout:
     case cudaErrorECCUncorrectable:
     case cudaErrorContextIsDestroyed:
+    // (driver_types.h: "the process must be terminated and relaunched")
+    case cudaErrorContained:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorMpsClientTerminated:
+    case cudaErrorExternalDevice:
       return true;
     default:
       return false;

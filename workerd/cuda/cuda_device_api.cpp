@@ -1,5 +1,8 @@
 #include "workerd/cuda/cuda_device_api.h"
 
+#include <spdlog/spdlog.h>
+
+#include <exception>
 #include <memory>
 
 #include "workerd/cuda/cuda_check.h"
@@ -14,17 +17,33 @@ namespace {
 cudaStream_t as_stream(Stream s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(Event e) { return static_cast<cudaEvent_t>(e); }
 
+// "Not ready" is no error, but the runtime may keep it as the thread's last error, which the
+// next launcher's cudaGetLastError() would then report as its own (PyTorch clears it too).
+void clear_not_ready() {
+  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+}
+
 // A query's answer: done, not yet (cudaErrorNotReady), or an error.
 Result<bool> query_result(cudaError_t r, const char* what) {
-  if (r == cudaErrorNotReady) return false;
+  if (r == cudaErrorNotReady) {
+    clear_not_ready();
+    return false;
+  }
   GT_RETURN_IF_ERROR(cuda_status(r, what, __FILE__, __LINE__));
   return true;
 }
 
-// cudaLaunchHostFunc takes a C function: the std::function travels on the heap.
+// cudaLaunchHostFunc takes a C function: the std::function travels on the heap. Nothing may
+// escape into the driver's thread (an exception there terminates the process).
 void CUDART_CB run_host_func(void* arg) {
   std::unique_ptr<std::function<void()>> fn(static_cast<std::function<void()>*>(arg));
-  (*fn)();
+  try {
+    (*fn)();
+  } catch (const std::exception& e) {
+    spdlog::error("a host function on a CUDA stream threw: {}", e.what());
+  } catch (...) {
+    spdlog::error("a host function on a CUDA stream threw");
+  }
 }
 }  // namespace
 
@@ -240,8 +259,8 @@ Status CudaDeviceApi::poll_health() {
   for (cudaStream_t s : streams_) {
     if (capturing_.count(s)) continue;
     const cudaError_t r = cudaStreamQuery(s);
-    if (r != cudaSuccess && r != cudaErrorNotReady)
-      (void)cuda_status(r, "cudaStreamQuery", __FILE__, __LINE__);
+    if (r == cudaErrorNotReady) clear_not_ready();
+    else if (r != cudaSuccess) (void)cuda_status(r, "cudaStreamQuery", __FILE__, __LINE__);
   }
   return cuda_sticky_error();
 }

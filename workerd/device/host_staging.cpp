@@ -12,19 +12,21 @@ HostStaging::~HostStaging() { trim(); }
 Result<HostStaging::Buffer> HostStaging::acquire(size_t bytes) {
   const size_t size = std::bit_ceil(std::max<size_t>(bytes, 4096));
   std::vector<Buffer> doomed;
+  void* cached = nullptr;
   {
     std::lock_guard<std::mutex> lk(mu_);
     doomed.swap(to_free_);
     auto it = free_.find(size);
     if (it != free_.end() && !it->second.empty()) {
-      void* p = it->second.back();
+      cached = it->second.back();
       it->second.pop_back();
       cached_ -= size;
-      for (Buffer& d : doomed) device_.host_free(d.data);
-      return Buffer{p, size};
     }
   }
+  // Freed after the lock: cudaFreeHost may wait for the device, whose host callbacks take this
+  // lock in release() -- each would wait for the other.
   for (Buffer& d : doomed) device_.host_free(d.data);
+  if (cached) return Buffer{cached, size};
   GT_ASSIGN_OR_RETURN(void* p, device_.host_alloc(size));
   return Buffer{p, size};
 }
