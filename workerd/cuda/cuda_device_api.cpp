@@ -103,6 +103,12 @@ Status CudaDeviceApi::synchronize_stream(Stream s) {
   return Status::ok();
 }
 
+Status CudaDeviceApi::synchronize_device() {
+  GT_RETURN_IF_ERROR(use_device());
+  GT_CUDA_CHECK(cudaDeviceSynchronize());
+  return Status::ok();
+}
+
 Result<bool> CudaDeviceApi::stream_idle(Stream s) {
   GT_RETURN_IF_ERROR(use_device());
   return query_result(cudaStreamQuery(as_stream(s)), "cudaStreamQuery");

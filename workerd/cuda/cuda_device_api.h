@@ -36,6 +36,7 @@ class CudaDeviceApi final : public device::DeviceApi {
   Result<device::Stream> create_stream() override;
   void destroy_stream(device::Stream s) override;
   Status synchronize_stream(device::Stream s) override;
+  Status synchronize_device() override;
   Result<bool> stream_idle(device::Stream s) override;
 
   Result<device::Event> create_event() override;

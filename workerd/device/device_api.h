@@ -62,6 +62,9 @@ class DeviceApi {
   virtual Status synchronize_stream(Stream s) = 0;
   // True when everything enqueued on the stream so far has finished (non-blocking).
   virtual Result<bool> stream_idle(Stream s) = 0;
+  // Blocks until the work enqueued so far on every stream -- the host functions included --
+  // has finished (a backend's shutdown: no host function may run after it).
+  virtual Status synchronize_device() = 0;
 
   virtual Result<Event> create_event() = 0;
   virtual void destroy_event(Event e) = 0;

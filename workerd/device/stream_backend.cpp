@@ -28,7 +28,11 @@ void StreamBackend::shutdown() {
     (void)device_->synchronize_stream(s.stream);
     destroy_stream(id, s.stream);
   }
-  completions_.drain();  // deferred stream destructions and callbacks already pushed
+  // The streams of ended sessions may still be running, their host functions (the stream's
+  // destruction, a staging buffer's release) not yet pushed: every one runs now, and what it
+  // pushed runs below -- none may run after this object is gone.
+  (void)device_->synchronize_device();
+  completions_.drain();  // deferred stream destructions and callbacks pushed
   std::unique_ptr<FusedKernelCache> fused;
   {
     std::lock_guard<std::mutex> lock(fused_mu_);

@@ -50,6 +50,8 @@ class SimBackend final : public device::StreamBackend {
   std::string device_kind() const override { return "sim"; }
   std::string device_name() const override;
   sim::SimDevice& sim() { return *sim_; }
+  // (Tests: what a backend's end leaves on its device, looked at before the device goes.)
+  using StreamBackend::shutdown;
 
  protected:
   Status run_kernel(const KernelArgs& args) override;

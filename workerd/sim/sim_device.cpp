@@ -325,6 +325,27 @@ Status SimDevice::synchronize_stream(Stream s) {
   return sticky_error();
 }
 
+// Every stream's queue as it is now, waited for with the stream held (one destroyed meanwhile
+// drains what it had before its thread ends).
+Status SimDevice::synchronize_device() {
+  std::vector<std::shared_ptr<SimStream>> all;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [raw, st] : streams_) all.push_back(st);
+  }
+  for (auto& st : all) {
+    std::unique_lock<std::mutex> lk(st->mu);
+    const uint64_t target = st->enqueued;
+    st->wait_done(lk, [&] { return st->completed >= target; });
+  }
+  return sticky_error();
+}
+
+size_t SimDevice::live_streams() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return streams_.size();
+}
+
 Result<bool> SimDevice::stream_idle(Stream s) {
   SimStream* st = stream_of(s);
   if (st == nullptr) return invalid_argument("stream_idle: unknown sim stream");

@@ -86,6 +86,8 @@ class SimDevice final : public device::DeviceApi {
   Result<device::Stream> create_stream() override;
   void destroy_stream(device::Stream s) override;
   Status synchronize_stream(device::Stream s) override;
+  Status synchronize_device() override;
+  size_t live_streams() const;  // (tests)
   Result<bool> stream_idle(device::Stream s) override;
 
   Result<device::Event> create_event() override;

@@ -95,6 +95,7 @@ class FakeDevice : public DeviceApi {
   }
   Result<void*> host_alloc(size_t) override { return unimplemented("fake"); }
   Result<bool> stream_idle(Stream) override { return unimplemented("fake"); }
+  Status synchronize_device() override { return unimplemented("fake"); }
   void host_free(void*) override {}
   Result<Stream> create_stream() override { return unimplemented("fake"); }
   void destroy_stream(Stream) override {}

@@ -147,6 +147,27 @@ TEST_CASE("sim device: a fetch returns what the stream computed, in order, chunk
   ex.stop();
 }
 
+TEST_CASE("sim device: shutdown waits for the streams of ended sessions (their host functions "
+          "run before it returns)", "[worker][sim]") {
+  // An ended session's stream goes once its queued work is done, from a host function on it:
+  // one still queued when the backend shuts down would run after the backend is gone.
+  SimBackend backend(sim_options(0, 20000));  // 20 ms per kernel
+  Outbox out;
+  {
+    Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 1 << 20);
+    v1::WorkerBatch b;
+    b.set_session(5);
+    *b.add_instrs() = op(OpId::k_full, 1, {}, make_full(Shape{64}, DType::kFloat32, 1.0));
+    for (uint64_t i = 1; i <= 4; ++i)
+      *b.add_instrs() = op(OpId::k_neg, i + 1, {i});
+    b.set_end_session(true);  // ~100 ms of kernels still queued when the session ends
+    ex.execute(b);
+  }
+  REQUIRE(backend.sim().live_streams() == 1);
+  backend.shutdown();
+  CHECK(backend.sim().live_streams() == 0);
+}
+
 TEST_CASE("sim device: an upload owns its bytes, the instruction may go at once", "[worker][sim]") {
   SimBackend backend(sim_options(30000, 0));  // the copy runs 30 ms after it is enqueued
   Outbox out;
