@@ -43,6 +43,11 @@ is_system() {
   esac
   return 1
 }
+# A library ldd cannot find here would be missing there too: stop now, not on the GPU machine.
+unresolved=$(for b in "${BINS[@]}"; do ldd "$BUILD/bin/$b" 2>&1 | sed "s|^|$b: |"; done | grep 'not found' || true)
+if [[ -n "$unresolved" ]]; then
+  echo "device-bundle: unresolved libraries:" >&2; echo "$unresolved" >&2; exit 1
+fi
 for b in "${BINS[@]}"; do
   ldd "$BUILD/bin/$b" | awk '/=> \//{print $3}'
 done | sort -u | while read -r lib; do
@@ -61,6 +66,10 @@ rm -f "$OUT/gt-device-bundle.tar.xz"
 tar -C "$STAGE" -cf - gt-device-bundle | xz -T0 -6 >"$OUT/gt-device-bundle.tar.xz"
 cp "$STAGE/gt-device-bundle/MANIFEST" "$OUT/MANIFEST"
 echo "device-bundle: $(du -h "$OUT/gt-device-bundle.tar.xz" | cut -f1) in $OUT/gt-device-bundle.tar.xz"
+# The device tool carries at most 64 MiB of ignored paths in all.
+if (( $(stat -c %s "$OUT/gt-device-bundle.tar.xz") > 60 * 1024 * 1024 )); then
+  echo "device-bundle: WARNING: over 60 MiB: the device tool's carry takes 64 MiB in all" >&2
+fi
 if ! git -C "$ROOT" check-ignore -q "$OUT/gt-device-bundle.tar.xz" 2>/dev/null; then
   echo "device-bundle: WARNING: $OUT is not git-ignored (add '/device-bundle/' to .gitignore)" >&2
 fi
