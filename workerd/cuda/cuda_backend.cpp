@@ -61,6 +61,12 @@ CudaBackend::CudaBackend(int device, std::string name, uint64_t total_memory,
 
 CudaBackend::~CudaBackend() {
   shutdown();  // (the fused-kernel cache too: nothing loads any more)
+  {
+    std::lock_guard<std::mutex> lock(libs_mu_);
+    if (api_->use_device().is_ok())
+      for (SessionLibs& l : spare_libs_) free_libs(l);
+    spare_libs_.clear();
+  }
   if (api_->use_device().is_ok())
     for (cudaLibrary_t lib : fused_libs_) cudaLibraryUnload(lib);
 }
@@ -122,7 +128,27 @@ void CudaBackend::free_libs(SessionLibs& l) {
 }
 
 Status CudaBackend::on_session_created(uint64_t session, device::Stream s) {
-  GT_ASSIGN_OR_RETURN(SessionLibs l, make_libs(s));
+  SessionLibs l;
+  {
+    std::lock_guard<std::mutex> lock(libs_mu_);
+    if (!spare_libs_.empty()) {
+      l = spare_libs_.back();
+      spare_libs_.pop_back();
+    }
+  }
+  if (l.blas) {  // an ended session's: its handle and buffers move to this stream
+    GT_RETURN_IF_ERROR(api_->use_device());
+    Status st = cuda::cublas_status(cublasSetStream(l.blas, static_cast<cudaStream_t>(s)),
+                                    "cublasSetStream", __FILE__, __LINE__);
+    if (st.is_ok()) st = use_on(l.workspace, s);
+    if (st.is_ok()) st = use_on(l.check_slot, s);
+    if (!st.is_ok()) {
+      free_libs(l);
+      return st;
+    }
+  } else {
+    GT_ASSIGN_OR_RETURN(l, make_libs(s));
+  }
   std::lock_guard<std::mutex> lock(libs_mu_);
   libs_[session] = l;
   return Status::ok();
@@ -137,6 +163,11 @@ void CudaBackend::on_session_destroyed(uint64_t session) {
     if (it == libs_.end()) return;
     l = it->second;
     libs_.erase(it);
+    // Kept for the next session (no device-wide synchronize here), unless the device is lost.
+    if (spare_libs_.size() < kSpareLibs && cuda::cuda_sticky_error().is_ok()) {
+      spare_libs_.push_back(l);
+      return;
+    }
   }
   if (api_->use_device().is_ok()) free_libs(l);
 }

@@ -99,6 +99,11 @@ class CudaBackend final : public device::StreamBackend, public SessionStreams {
   cuda::KernelTable kernels_{};
   std::mutex libs_mu_;
   std::unordered_map<uint64_t, SessionLibs> libs_;
+  // Libraries of ended sessions, for the next sessions: cublasDestroy synchronizes the whole
+  // device, which the completion thread (where a session ends) must never wait for -- every
+  // session's replies go through it. At most kSpareLibs are kept; the rest go as before.
+  static constexpr size_t kSpareLibs = 8;
+  std::vector<SessionLibs> spare_libs_;
   int sm_count_ = 1;
   std::mutex fused_libs_mu_;
   std::vector<cudaLibrary_t> fused_libs_;
