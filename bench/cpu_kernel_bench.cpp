@@ -199,7 +199,8 @@ int main(int argc, char** argv) {
   for (Chain& c : chains) {
     auto fused = [&] {
       LT out = b.make(gt::TensorMeta{c.head->meta.shape, c.out_dtype});
-      if (auto st = b.be.run_fused(w::FusedArgs{*c.head, c.steps, out, 0}); !st.is_ok()) fail(st, c.name);
+      if (auto st = b.be.run_fused(w::FusedArgs{*c.head, c.steps, out, 0}); !st.is_ok())
+        fail(st, c.name);
       return out;
     };
     {

@@ -220,7 +220,6 @@ echo "device-check: tests rc=$TEST_RC: $TEST_LINE"
 # 2. Benchmarks (TF32 only in the second pass: gt-bench-gpu --tf32 starts its worker with
 # --allow-tf32).
 echo "device-check: kernel table (gt-bench-kernels)"
-KERNELS_RC=1
 may_start "gt-bench-kernels" && {
   timeout -k 10 "$(tmo 60)" stdbuf -oL "$BIN/gt-bench-kernels" $QUICK >"$LOGS/kernels.log" 2>&1
   KERNELS_RC=$?
@@ -228,14 +227,12 @@ may_start "gt-bench-kernels" && {
 touch "$LOGS/kernels.log"
 grep -v '^SUMMARY' "$LOGS/kernels.log"
 echo "device-check: benchmarks"
-BENCH_RC=1
 may_start "gt-bench-gpu" && {
   timeout -k 10 "$(tmo 100)" stdbuf -oL "$BIN/gt-bench-gpu" $QUICK >"$LOGS/bench.log" 2>&1
   BENCH_RC=$?
 }
 touch "$LOGS/bench.log"
 cat "$LOGS/bench.log" | grep -v '^SUMMARY'
-TF32_RC=1
 may_start "gt-bench-gpu --tf32" && {
   timeout -k 10 "$(tmo 40)" stdbuf -oL "$BIN/gt-bench-gpu" --tf32 $QUICK >"$LOGS/bench_tf32.log" 2>&1
   TF32_RC=$?
@@ -249,10 +246,6 @@ grep -v '^SUMMARY' "$LOGS/bench_tf32.log"
 # loadable, its header exchange sees one GPU shared and falls back to the staged TCP link; without
 # NCCL they use the staged link from the start. Either way a worker must say so in its log.
 echo "device-check: two CUDA workers on GPU 0, data parallel, peer_transport auto"
-DP_RC=1
-DP_FALLBACK=""
-DP_LINE=""
-DP_HOT_LINE=""
 touch "$LOGS/dp.log"
 if may_start "data parallel, 2 workers on GPU 0"; then
 DPORT_FILE=$LOGS/dp-port
@@ -289,7 +282,6 @@ fi
 # CUDA torch is found (the bundle's Python module is built for Debian's Python, so the Python
 # client's own benchmark does not run here).
 echo "device-check: gt-bench and gt-bench-mlp through a CUDA worker"
-SVC_RC=1
 touch "$LOGS/svc-mlp.log" "$LOGS/svc-gt-bench.log"
 # gt-bench-mlp as a Python program runs it: with GT's library path, Python without it.
 MLP_WRAPPER=$LOGS/gt-bench-mlp.sh
@@ -348,7 +340,6 @@ fi
 # with device_graphs on and off, one after the other on the same GPU.
 echo "device-check: gt-bench-mlp with CUDA graphs on and off"
 GRAPHS_RC=0
-CHAIN_RC=1
 declare -A GRAPH_STEP
 touch "$LOGS/chain.log"
 for flag in true false; do
@@ -394,7 +385,6 @@ SMALL_LINE=$(grep -oE 'median [0-9]+ ops/s' "$LOGS/svc-gt-bench.log" | head -1)
 
 # 4. The NCCL peer link: two CUDA workers on GPUs 0 and 1 (peer_transport nccl), data parallel
 # like step 3 (test_nccl_link '[.gpu]'). Needs two GPUs and libnccl.so.2 on the library path.
-NCCL_RC=0
 NCCL_RESULT="skipped, 1 GPU"
 if (( $(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 2 )) && may_start "NCCL link"; then
   echo "device-check: NCCL link, two CUDA workers on GPUs 0 and 1"

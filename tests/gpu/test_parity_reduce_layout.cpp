@@ -67,7 +67,8 @@ TEST_CASE("cuda parity: float64 sums and means add in double, float64 random num
       for (int64_t dim : {kAllDims, int64_t{0}, int64_t{-1}})
         check_op(op, make_reduce(dim, false), {&x},
                  fmt::format("{} dim {} of {}", op_name(op),
-                             dim == kAllDims ? "all" : std::to_string(dim), describe(s, DType::kFloat64)),
+                             dim == kAllDims ? "all" : std::to_string(dim),
+                             describe(s, DType::kFloat64)),
                  tol);
     const OpAttrs r = make_random(Shape{n, 3}, DType::kFloat64, 0x1234567890abcdefull, 7);
     check_op(OpId::k_rand, r, {}, "rand " + describe(s, DType::kFloat64), tol);

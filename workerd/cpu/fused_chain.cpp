@@ -10,6 +10,7 @@
 // the same order.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <vector>
 
 #include "workerd/cpu/cascade_sum.h"
@@ -251,7 +252,8 @@ Status run_fused_chain(const FusedArgs& args) {
     };
     const float sum = row_sum_from<float>(count, src);
     // A mean is the float32 sum divided by n in float32, as the eager mean.
-    reinterpret_cast<float*>(out)[0] = args.tail == FusedTail::kMean ? sum / static_cast<float>(count) : sum;
+    const float result = args.tail == FusedTail::kMean ? sum / static_cast<float>(count) : sum;
+    std::memcpy(out, &result, sizeof result);
     return Status::ok();
   }
   parallel_chunks(n, kGrain, kChunk, [&](int64_t begin, int64_t end) {

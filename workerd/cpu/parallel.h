@@ -14,6 +14,23 @@ namespace gt::worker::cpu {
 // How many threads parallel_for may use (hardware threads, at most 8).
 int max_threads();
 
+namespace detail {
+// f(begin, end) over [0, n) in `parts` equal contiguous parts on the compute pool (the call
+// returns when every part has run); one part (or none) on the calling thread.
+template <class F>
+void run_in_parts(int64_t n, int64_t parts, F&& f) {
+  if (parts <= 1) {
+    if (n > 0) f(int64_t{0}, n);
+    return;
+  }
+  const int64_t size = (n + parts - 1) / parts;
+  ComputePool::instance().run(static_cast<int>(parts), [&](int part) {
+    const int64_t b = part * size;
+    if (b < n) f(b, std::min(n, b + size));
+  });
+}
+}  // namespace detail
+
 // Runs f(begin, end) over contiguous chunks of [0, n): on the calling thread alone unless there
 // are at least 2 * grain elements, else split over up to max_threads() threads of the compute
 // pool (the call returns when every chunk has run). The grain says how much work pays for a
@@ -21,17 +38,8 @@ int max_threads();
 // than memory-bound loops (split_flat below). f must not throw.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
-  ComputePool& pool = ComputePool::instance();
-  const int64_t parts = std::min<int64_t>(pool.threads(), grain > 0 ? n / grain : 1);
-  if (parts <= 1) {
-    if (n > 0) f(int64_t{0}, n);
-    return;
-  }
-  const int64_t chunk = (n + parts - 1) / parts;
-  pool.run(static_cast<int>(parts), [&](int part) {
-    const int64_t b = part * chunk;
-    if (b < n) f(b, std::min(n, b + chunk));
-  });
+  const int64_t threads = ComputePool::instance().threads();
+  detail::run_in_parts(n, std::min<int64_t>(threads, grain > 0 ? n / grain : 1), f);
 }
 
 // Runs f(begin, end) over [0, n) in parts of about `chunk` elements (equal parts, as many as a
@@ -42,20 +50,14 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
 // the slowest). As parallel_for below 2 * grain elements: on the calling thread alone.
 template <class F>
 void parallel_chunks(int64_t n, int64_t grain, int64_t chunk, F&& f) {
-  ComputePool& pool = ComputePool::instance();
-  const int64_t threads = pool.threads();
-  if (threads <= 1 || grain <= 0 || n < 2 * grain) {
-    if (n > 0) f(int64_t{0}, n);
-    return;
+  const int64_t threads = ComputePool::instance().threads();
+  int64_t parts = 1;
+  if (threads > 1 && grain > 0 && n >= 2 * grain) {
+    chunk = std::max({chunk, grain, n / (int64_t{1} << 30) + 1});  // (parts are counted in an int)
+    parts = (n + chunk - 1) / chunk;
+    parts = std::min((parts + threads - 1) / threads * threads, n / grain);
   }
-  chunk = std::max({chunk, grain, n / (int64_t{1} << 30) + 1});  // (parts are counted in an int)
-  int64_t parts = (n + chunk - 1) / chunk;
-  parts = std::min((parts + threads - 1) / threads * threads, n / grain);
-  const int64_t size = (n + parts - 1) / parts;
-  pool.run(static_cast<int>(parts), [&](int part) {
-    const int64_t b = part * size;
-    if (b < n) f(b, std::min(n, b + size));
-  });
+  detail::run_in_parts(n, parts, f);
 }
 
 // Elements per part for the memory-bound loops (an add, a cast, a select): a pass over 64 K

@@ -60,16 +60,18 @@ TEST_CASE("cpu convert_n of float16 and bfloat16 (the vector loops) matches half
   CHECK(bad == 0);
   // Every 1021st float bit pattern, and the rounding corners, to both.
   std::vector<float> src;
-  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 1021) src.push_back(bits_float(static_cast<uint32_t>(u)));
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 1021)
+    src.push_back(bits_float(static_cast<uint32_t>(u)));
   for (uint32_t u : {0x477fe000u, 0x477ff000u, 0x477ff001u, 0x47800000u, 0x38800000u,
                      0x387fffffu, 0x33000000u, 0x33000001u, 0x7f800001u, 0x7fc00000u,
                      0xffc00001u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu})
     src.push_back(bits_float(u));
   std::vector<uint16_t> out(src.size());
-  convert_n(src.data(), DType::kFloat32, out.data(), DType::kFloat16, static_cast<int64_t>(src.size()));
+  const auto count = static_cast<int64_t>(src.size());
+  convert_n(src.data(), DType::kFloat32, out.data(), DType::kFloat16, count);
   for (size_t i = 0; i < src.size(); ++i)
     if (out[i] != half::from_float(src[i]) && bad++ == 0) UNSCOPED_INFO("first bad: " << i);
-  convert_n(src.data(), DType::kFloat32, out.data(), DType::kBFloat16, static_cast<int64_t>(src.size()));
+  convert_n(src.data(), DType::kFloat32, out.data(), DType::kBFloat16, count);
   for (size_t i = 0; i < src.size(); ++i)
     if (out[i] != bfloat16(src[i]).bits && bad++ == 0) UNSCOPED_INFO("first bad: " << i);
   CHECK(bad == 0);

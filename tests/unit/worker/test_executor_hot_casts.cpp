@@ -73,7 +73,8 @@ Outcome both_ways(Rig& r, const std::vector<Step>& steps, uint64_t x, uint64_t y
 
 // The chain both ways over head `x` (input 2, the bias, as a binary step's operand): no error,
 // `fused` ops fused, a result of `bytes` bytes, bitwise eager's.
-void expect_fused(Rig& r, const std::vector<Step>& steps, uint64_t x, uint64_t fused, size_t bytes) {
+void expect_fused(Rig& r, const std::vector<Step>& steps, uint64_t x, uint64_t fused,
+                  size_t bytes) {
   const Outcome o = both_ways(r, steps, x, 2);
   CHECK(r.out.errors().empty());
   CHECK(o.fused == fused);
@@ -85,7 +86,8 @@ void expect_fused(Rig& r, const std::vector<Step>& steps, uint64_t x, uint64_t f
 // values of 1 times 40 as float16 (some of them beyond float16's precision), 4 as int32.
 void make_inputs(Rig& r, int64_t rows, int64_t cols) {
   v1::WorkerBatch b = r.batch();
-  *b.add_instrs() = op(OpId::k_randn, 1, {}, make_random(Shape{rows, cols}, DType::kFloat32, 11, 0));
+  *b.add_instrs() =
+      op(OpId::k_randn, 1, {}, make_random(Shape{rows, cols}, DType::kFloat32, 11, 0));
   *b.add_instrs() = op(OpId::k_randn, 2, {}, make_random(Shape{cols}, DType::kFloat32, 12, 0));
   *b.add_instrs() = op(OpId::k_mul, 5, {1}, scalar(40.0));
   *b.add_instrs() = op(OpId::k_cast, 3, {5}, make_cast(DType::kFloat16));
