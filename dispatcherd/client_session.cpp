@@ -28,7 +28,8 @@ ClientSession::ClientSession(uint64_t id, std::shared_ptr<Conn> conn, std::strin
       host_(shared.host),
       signals_(&shared.opts.signal_configs),
       hot_(HotPathOptions{shared.opts.hot_paths, shared.opts.hot_path_min_repeats,
-                          shared.opts.hot_path_cache, shared.opts.hot_path_max_length}) {
+                          shared.opts.hot_path_cache, shared.opts.hot_path_max_length,
+                          HotPathOptions{}.cache_bytes, shared.opts.hot_path_segment}) {
   if (!user_.window) user_.window = opts_.user_window;
 }
 
@@ -39,6 +40,7 @@ void ClientSession::set_home(uint32_t worker) {
 }
 
 void ClientSession::run_batch(v1::ClientBatch& batch, size_t frame_bytes) {
+  ++frames_received_;
   // A held stretch and this frame in one worker batch could pass the frame limit (uploads in
   // both): the held part goes on its own first, and the stretch runs eagerly.
   if ((held_.active && held_.bytes + frame_bytes > opts_.max_frame_bytes / 2) ||
@@ -63,6 +65,9 @@ void ClientSession::run_batch(v1::ClientBatch& batch, size_t frame_bytes) {
     feed_instr(*batch.mutable_instrs(i));
   }
   while (next_free < n_free) feed_free(batch.frees(next_free++));
+  // A compiled scope's client sends each whole segment at once: it goes now (replayed while the
+  // client builds the next), not when the next instruction arrives.
+  if (batch.segment_end() && hot_.segment_full()) end_stretch(/*by_length=*/true);
   if (batch.requests_size() > 0) end_stretch();
   for (const auto& r : batch.requests()) process_request(r);
   if (batch.requests_size() == 0) {
@@ -81,7 +86,7 @@ void ClientSession::free_deferred() {
   deferred_frees_.clear();
 }
 
-void ClientSession::end_stretch() {
+void ClientSession::end_stretch(bool by_length) {
   if (!hot_.enabled()) return;
   // A buffered stretch (client_session_plan.cpp) goes from its hot path's plan, or is planned
   // now, before the cut, as on arrival.
@@ -91,7 +96,7 @@ void ClientSession::end_stretch() {
     from_plan = path != 0 && apply_plan(path);
     if (!from_plan) spill();
   }
-  const HotPathDetector::Cut c = hot_.cut();
+  const HotPathDetector::Cut c = hot_.cut(by_length);
   if (!c.forgotten.empty()) forget_hot_paths(c.forgotten);
   const bool hot = c.outcome == HotPathDetector::Outcome::kDefined ||
                    c.outcome == HotPathDetector::Outcome::kHit;

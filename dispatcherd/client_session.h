@@ -64,6 +64,7 @@ class ClientSession {
   const std::unordered_map<uint64_t, TensorEntry>& tensors() const { return tensors_; }
   // For the status page: instructions received, errors reported to it (ever).
   uint64_t instructions_received() const { return instrs_received_; }
+  uint64_t frames_received() const { return frames_received_; }
   uint64_t errors_reported() const { return errors_reported_; }
   uint64_t instructions_outstanding() const { return outstanding_; }
   std::chrono::steady_clock::time_point started_at() const { return started_at_; }
@@ -126,8 +127,9 @@ class ClientSession {
   bool charge_new(uint64_t out, const char* name, int64_t bytes);
   void free_handles(const TensorEntry& e);
   void free_deferred();  // deferred_frees_, emitted now
-  // A sync point or signal boundary: the stretch since the last one is looked up as a hot path.
-  void end_stretch();
+  // A sync point, signal boundary or (`by_length`) the end of a segment (hot_paths.h): the
+  // stretch since the last one is looked up as a hot path.
+  void end_stretch(bool by_length = false);
 
   // client_session_hot.cpp: hot paths replayed by reference (ARCHITECTURE §7). Where the
   // current stretch's instructions went: replayable only if it was planned in one frame (or
@@ -292,6 +294,7 @@ class ClientSession {
   uint64_t outstanding_ = 0;           // instructions queued or in flight, not yet acknowledged
   bool paused_ = false;
   uint64_t instrs_received_ = 0;
+  uint64_t frames_received_ = 0;
   bool log_instrs_ = false;  // trace level: a line per instruction (checked once per frame)
   uint64_t errors_reported_ = 0;  // every error added to errors_
   const std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();

@@ -74,24 +74,25 @@ void ClientSession::hold_if_hot() {
   if (!span_.started || !span_.eligible || held_.active || !opts_.hot_path_replay ||
       log_instrs_ || log_->enabled() || span_.payload_bytes > kMaxHeldPayloadBytes)
     return;
-  // Every batch of the frame is a part of the stretch, or nothing is held: a member's exchange
-  // must never wait for a batch held back (nor leave before its peer's in the global order).
+  // Every worker's part of the stretch is held, or none: a member's exchange must never wait
+  // for a part held back (nor leave before its peer's in the global order). What the frame's
+  // batches hold before the stretch (earlier segments' HotRuns: hot_paths.h) goes out now.
   const std::vector<uint32_t>& touched = pool_.touched();
-  if (touched.size() != span_.workers.size()) return;
-  for (uint32_t w : touched)
-    if (std::none_of(span_.workers.begin(), span_.workers.end(),
-                     [&](const WorkerSpan& s) { return s.worker == w; }))
-      return;
+  for (const WorkerSpan& s : span_.workers)
+    if (std::find(touched.begin(), touched.end(), s.worker) == touched.end()) return;
   if (!hot_.follows_hot_path()) return;
   held_.batches.clear();
   held_.bytes = 0;
-  for (const WorkerSpan& s : span_.workers) {
+  for (WorkerSpan& s : span_.workers) {
     HeldBatch h;
     h.worker = s.worker;
-    if (!pool_.take_scratch(s.worker, &h.batch, &h.cost_ns, &h.comm)) {
-      restore_held();  // all or nothing: what was taken goes back into the frame
-      return;
-    }
+    // (cannot fail: every part's worker holds a batch of this frame, checked above)
+    pool_.take_scratch_tail(s.worker, s.first_instr, s.first_free, s.first_cost_ns, &h.batch,
+                            &h.cost_ns, &h.comm);
+    // Restored first thing in the next frame: the part then begins its worker's batch.
+    s.first_instr = 0;
+    s.first_free = 0;
+    s.first_cost_ns = 0;
     held_.bytes += h.batch.ByteSizeLong();
     held_.batches.push_back(std::move(h));
   }

@@ -86,21 +86,27 @@ void ClientSession::log_free(uint64_t id, const TensorEntry& e) {
 void ClientSession::feed_instr(v1::Instr& in) {
   ++instrs_received_;
   ++usage_.instructions;
-  if (buffer_.active) {
-    if (is_annotation(in)) {
-      // A boundary (it changes how later instructions are planned) ends the stretch under the
-      // scopes it was buffered in; another annotation is only recorded in its signature.
-      if (!in.has_signal() || signals_.plan_key_after(in.signal()) != signals_.plan_key())
-        end_stretch();
-      process_instr(in);
-      return;
-    }
-    if (buffer_instr(in)) return;
-    spill();
-  } else if (may_buffer(in) && buffer_instr(in)) {
+  // A long stretch is cut by length too (hot_paths.h): a whole segment, and the frees that
+  // came after its last instruction, are a stretch of their own once the next instruction
+  // arrives (or the client's frame says the segment ended: ClientSession::run_batch).
+  if (!is_annotation(in) && hot_.segment_full()) end_stretch(/*by_length=*/true);
+  if (is_annotation(in)) {
+    // A boundary (it changes how later instructions are planned) ends a buffered stretch under
+    // the scopes it was buffered in; another annotation is only recorded in its signature.
+    if (buffer_.active &&
+        (!in.has_signal() || signals_.plan_key_after(in.signal()) != signals_.plan_key()))
+      end_stretch();
+    process_instr(in);
     return;
   }
-  process_instr(in);
+  if (buffer_.active) {
+    if (!buffer_instr(in)) {
+      spill();
+      process_instr(in);
+    }
+  } else if (!may_buffer(in) || !buffer_instr(in)) {
+    process_instr(in);
+  }
 }
 
 void ClientSession::feed_free(uint64_t id) {

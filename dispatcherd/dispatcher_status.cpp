@@ -144,6 +144,7 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ss->set_hot_path_plans_reused(session->hot_path_plans_reused());
     ss->set_shm_arena_bytes(session->shm_arena_bytes());
     ss->set_shm_bytes(session->shm_bytes());
+    ss->set_frames(session->frames_received());
     session->sync_latency().fill(ss->mutable_sync_latency());
     for (const auto& [id, e] : session->tensors()) {
       if (!e.live()) continue;

@@ -189,6 +189,7 @@ void Dispatcher::start_session(const std::shared_ptr<Conn>& c, const v1::Hello& 
   w->set_identity(s.user().name);
   // A local client may register shared-memory arenas (their descriptors are accepted: accept).
   if (c->transport == "unix") w->set_shm_arena_max_bytes(opts_.shm_arena_max_bytes);
+  if (opts_.hot_paths) w->set_hot_path_segment(opts_.hot_path_segment);
   (void)c->io->send(m);
   spdlog::info("session {} started ({} of user {} via {}, home worker {})", s.id(),
                s.name().empty() ? "client" : s.name(), s.user().name, c->transport,

@@ -1,6 +1,7 @@
 // Hot-path detection: the signature encoding and the per-session LRU cache (hot_paths.h).
 #include "dispatcherd/hot_paths.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace gt::dispatcher {
@@ -73,7 +74,9 @@ void HotPathDetector::put_ref(uint64_t id, const TensorEntry& e) {
 
 void HotPathDetector::instr(const v1::Instr& in, std::span<TensorEntry* const> entries,
                             uint64_t out, std::string_view scope, bool compile_now) {
-  if (!opts_.enabled || tainted_) return;
+  if (!opts_.enabled) return;
+  ++seen_;
+  if (tainted_) return;
   if (instructions_ >= opts_.max_instructions) {
     taint();  // too long to be a candidate; stop paying for the signature
     return;
@@ -135,6 +138,7 @@ void HotPathDetector::reset() {
   candidates_checked_ = 0;
   refs_.clear();
   instructions_ = 0;
+  seen_ = 0;
   outside_ = 0;
   tainted_ = false;
   opted_out_ = false;
@@ -176,9 +180,13 @@ uint64_t HotPathDetector::evict_oldest() {
   return path;
 }
 
-HotPathDetector::Cut HotPathDetector::cut() {
+HotPathDetector::Cut HotPathDetector::cut(bool by_length) {
   Cut c;
   if (!opts_.enabled) return c;
+  // The next segment's length: twice this one's after a length cut (a long stretch is cut
+  // O(log n) times), `segment` again after any other cut.
+  segment_cuts_ = by_length ? std::min<uint32_t>(segment_cuts_ + 1, 32) : 0;
+  segment_end_ = opts_.segment == 0 ? 0 : uint64_t{opts_.segment} << segment_cuts_;
   c.instructions = instructions_;
   if (instructions_ == 0 && !tainted_) {  // only frees, or nothing: not a stretch
     reset();

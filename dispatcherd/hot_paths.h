@@ -42,6 +42,12 @@ struct HotPathOptions {
   // Signature bytes a session may hold (a client must not grow the dispatcher without bound):
   // least recently seen signatures go first; one longer than a quarter of it is no candidate.
   size_t cache_bytes = size_t{4} << 20;
+  // A stretch is also cut by length, so that a long one reaches its worker a segment at a time,
+  // the first soon (its work starts while the client still builds the rest): after `segment`
+  // instructions, then after twice as many more, and so on (segments of s, 2s, 4s, ... from each
+  // other cut). The cuts count instructions, not frames: the same stretch is cut at the same
+  // places however the client's flushes divided it. 0: cut only at sync points and boundaries.
+  uint32_t segment = 0;
 };
 
 class HotPathDetector {
@@ -61,7 +67,7 @@ class HotPathDetector {
     size_t cached_bytes = 0;  // their bytes
   };
 
-  explicit HotPathDetector(HotPathOptions o) : opts_(o) {}
+  explicit HotPathDetector(HotPathOptions o) : opts_(o), segment_end_(o.enabled ? o.segment : 0) {}
 
   bool enabled() const { return opts_.enabled; }
   // The current stretch can still become a hot path (not tainted, not too long).
@@ -81,6 +87,7 @@ class HotPathDetector {
   // The stretch is not to be one: it ran under a `compile: false` scope. Not a miss either
   // when it follows a hot path (the user opted out; HOT_MISS counts paths that were left).
   void opt_out() {
+    ++seen_;
     tainted_ = true;
     opted_out_ = true;
   }
@@ -93,8 +100,14 @@ class HotPathDetector {
   // The hot path the stretch so far is, whole (0: none, or tainted). Its lookup is kept for the
   // cut that follows (the signature is hashed once).
   uint64_t matching_path();
-  // Ends the current stretch and looks it up.
-  Cut cut();
+  // The current stretch has reached its segment's length (HotPathOptions::segment): the session
+  // cuts it here, with cut(true).
+  bool segment_full() const {
+    return segment_end_ != 0 && seen_ >= segment_end_;
+  }
+  // Ends the current stretch and looks it up; `by_length`: at segment_full() (the next segment
+  // is then twice as long; any other cut starts again from `segment`).
+  Cut cut(bool by_length = false);
   const Stats& stats() const { return stats_; }
 
  private:
@@ -113,6 +126,9 @@ class HotPathDetector {
   std::string sig_;                              // the current stretch's signature
   std::unordered_map<uint64_t, uint64_t> refs_;  // client id -> its tag in the signature
   size_t instructions_ = 0;
+  uint64_t seen_ = 0;         // instructions of the stretch, candidate or not (segment cuts)
+  uint32_t segment_cuts_ = 0;  // length cuts since the last other cut
+  uint64_t segment_end_ = 0;   // seen_ at which the stretch is cut by length (0: never)
   uint64_t outside_ = 0;  // outside tensors numbered so far
   bool tainted_ = false;
   bool opted_out_ = false;  // tainted by a `compile: false` scope (opt_out)

@@ -175,6 +175,9 @@ std::string format_prometheus(const v1::StatusReport& s) {
            [](const S& x) { return x.tensors(); });
   per_item(m, "gt_session_instructions_total", "counter", "Instructions the session sent.", ss,
            session_labels, [](const S& x) { return x.instructions(); });
+  per_item(m, "gt_session_frames_total", "counter",
+           "Frames the session's client sent (its instructions came in these).", ss,
+           session_labels, [](const S& x) { return x.frames(); });
   per_item(m, "gt_session_instructions_queued", "gauge",
            "The session's instructions sent to workers, not yet executed.", ss, session_labels,
            [](const S& x) { return x.instructions_queued(); });

@@ -54,6 +54,32 @@ bool WorkerPool::take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* c
   return true;
 }
 
+bool WorkerPool::take_scratch_tail(uint32_t worker, int first_instr, int first_free,
+                                   uint64_t cost_before, v1::WorkerBatch* out, uint64_t* cost_ns,
+                                   bool* comm) {
+  if (first_instr == 0 && first_free == 0) return take_scratch(worker, out, cost_ns, comm);
+  WorkerState* w = find(worker);
+  if (!w || !w->scratch_used) return false;
+  v1::WorkerBatch& b = *w->scratch.mutable_batch();
+  if (first_instr > b.instrs_size() || first_free > b.frees_size()) return false;
+  out->Clear();
+  out->set_session(b.session());
+  const bool placed = b.free_at_size() == b.frees_size();
+  for (int i = first_instr; i < b.instrs_size(); ++i) *out->add_instrs() = std::move(*b.mutable_instrs(i));
+  for (int i = first_free; i < b.frees_size(); ++i) {
+    out->add_frees(b.frees(i));
+    const uint32_t at = placed ? b.free_at(i) : static_cast<uint32_t>(b.instrs_size());
+    out->add_free_at(at >= static_cast<uint32_t>(first_instr) ? at - static_cast<uint32_t>(first_instr) : 0);
+  }
+  b.mutable_instrs()->DeleteSubrange(first_instr, b.instrs_size() - first_instr);
+  b.mutable_frees()->Truncate(first_free);
+  if (placed) b.mutable_free_at()->Truncate(first_free);
+  *cost_ns = w->scratch_cost_ns >= cost_before ? w->scratch_cost_ns - cost_before : 0;
+  w->scratch_cost_ns -= *cost_ns;
+  *comm = w->scratch_comm;  // (kept on the head too: it may hold communication as well)
+  return true;
+}
+
 void WorkerPool::restore_scratch(uint32_t worker, uint64_t session, v1::WorkerBatch&& batch,
                                  uint64_t cost_ns, bool comm) {
   WorkerState* w = find(worker);

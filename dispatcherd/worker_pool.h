@@ -151,6 +151,11 @@ class WorkerPool {
   // to it). A session that holds a batch with communication holds every batch of its frame, so
   // they all go out together, in the global order communication needs (flush_worker).
   bool take_scratch(uint32_t worker, v1::WorkerBatch* out, uint64_t* cost_ns, bool* comm);
+  // The same for the batch's tail only: its instructions from `first_instr` and frees from
+  // `first_free` (their positions made relative to it), costing what was added after the batch
+  // cost `cost_before`; what came before (an earlier stretch's HotRun, say) stays in the frame.
+  bool take_scratch_tail(uint32_t worker, int first_instr, int first_free, uint64_t cost_before,
+                         v1::WorkerBatch* out, uint64_t* cost_ns, bool* comm);
   void restore_scratch(uint32_t worker, uint64_t session, v1::WorkerBatch&& batch,
                        uint64_t cost_ns, bool comm);
   // The workers with a scratch batch in the current frame.

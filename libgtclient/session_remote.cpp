@@ -163,6 +163,7 @@ void RemoteSession::handshake(const std::string& address) {
         const bool unix_socket = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
                                  local.ss_family == AF_UNIX;
         if (m.welcome().max_frame_bytes() > 0) max_frame_bytes_ = m.welcome().max_frame_bytes();
+        hot_segment_ = m.welcome().hot_path_segment();
         const char* direct = std::getenv("GT_DIRECT_UPLOAD");
         direct_uploads_ = !(direct && std::string(direct) == "0");
         const char* env = std::getenv("GT_SHM");
@@ -338,6 +339,7 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   // a new arena is registered under the write lock), only its region in the instruction.
   std::shared_ptr<ShmRegion> upload = shm_upload(attrs.data);
   std::unique_lock<std::mutex> lk(mu_);
+  send_whole_segment(lk);
   const size_t payload = upload ? 0 : attrs.data.size();
   auto full = [&] {
     return queued_ >= kMaxQueuedInstrs ||
@@ -369,8 +371,23 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   in->set_out(id);
   for (uint64_t i : inputs) in->add_inputs(i);
   ++queued_;
+  if (hold_depth_ > 0) ++held_ops_;
   wake_flusher_locked();
   return id;
+}
+
+void RemoteSession::send_whole_segment(std::unique_lock<std::mutex>& lk) {
+  if (hold_depth_ == 0 || segment_end_ == 0 || held_ops_ != segment_end_) return;
+  // The compiled scope's queue holds a whole segment (the dispatcher cuts its stretch there),
+  // and the frees that followed its last instruction: this thread sends it at once, marked as
+  // a segment's end, as it does its own requests (a hand-off to the flusher would take a
+  // wake-up while the rest of the function is queued). The next ends twice as many later.
+  segment_end_ = 2 * segment_end_ + hot_segment_;
+  if (!lost_.empty()) return;
+  queue_.mutable_batch()->set_segment_end(true);
+  lk.unlock();
+  flush_queue();
+  lk.lock();
 }
 
 bool RemoteSession::holding_locked() const { return hold_depth_ > 0 && queued_ < kMaxHeldInstrs; }
@@ -395,7 +412,10 @@ void RemoteSession::signal_enter(const std::string& name, const std::string& bac
   if (!lost_.empty()) return;
   const bool holds = compile_signals_.count(name) != 0;
   scope_holds_.push_back(holds);
-  if (holds) ++hold_depth_;
+  if (holds && hold_depth_++ == 0) {  // (the dispatcher's stretch begins at this boundary)
+    held_ops_ = 0;
+    segment_end_ = hot_segment_;
+  }
   auto* ev = append_annotation_locked()->mutable_signal();
   ev->set_kind(v1::SignalEvent::ENTER);
   ev->set_name(name);

@@ -132,12 +132,19 @@ class RemoteSession : public Session {
   size_t queued_payload_ = 0;  // host bytes (uploads) in queue_: bounds the frame it becomes
   bool flusher_sleeping_ = false;
   // Compiled scopes (gt::compile, gt.compile: configs with compile: true). While one is open
-  // the flusher holds the queue, so the scope's instructions reach the dispatcher in one frame
-  // with its exit, and the dispatcher can replay them as one hot path (ARCHITECTURE §7). Held at
-  // most kMaxHeldInstrs instructions (and never past the queue's own bounds).
+  // the flusher holds the queue, so each segment of the scope's instructions (the dispatcher
+  // cuts stretches after s, 3s, 7s, ... instructions: Welcome.hot_path_segment) reaches the
+  // dispatcher in one frame, sent when the next instruction comes, and the dispatcher replays
+  // each as one hot path (ARCHITECTURE §7): the worker runs the first while the rest is built. Held at most
+  // kMaxHeldInstrs instructions (and never past the queue's own bounds).
   std::unordered_set<std::string> compile_signals_;
   std::vector<bool> scope_holds_;  // per open scope: whether it is compiled
   int hold_depth_ = 0;
+  uint32_t hot_segment_ = 0;     // the dispatcher's first segment length (0: send scopes whole)
+  uint64_t held_ops_ = 0;        // instructions of the outermost compiled scope so far
+  uint64_t segment_end_ = 0;     // held_ops_ at which the current segment ends
+  // Before the next instruction is queued: a whole segment goes out now (`lk` holds mu_).
+  void send_whole_segment(std::unique_lock<std::mutex>& lk);
   bool holding_locked() const;
   void wake_flusher_locked();
   bool stopping_ = false;

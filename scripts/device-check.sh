@@ -137,6 +137,8 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP step, CUDA worker" 
   "PyTorch, same GPU" - "<=1.5x" "$([[ $SVC_RC == 0 ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP hot step, graphs on/off" "${GRAPHS_LINE:0:18}" \
   "graphs off" - "faster" "$([[ $GRAPHS_RC == 0 ]] && echo ran || echo FAIL)"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP hot step, segments of 8" "${SEGMENTS_LINE:0:18}" \
+  "whole (default)" - "faster?" "$([[ $GRAPHS_RC == 0 ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "fused chain 16M, loop" "${CHAIN_LINE:0:18}" \
   "GT eager" - ">=2.5x" "$([[ $CHAIN_RC == 0 && -n $CHAIN_LINE ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, 1 GPU, auto" "${DP_LINE:0:18}" \
@@ -156,7 +158,7 @@ echo "logs: $LOGS"
 # the trap if the run is cut short (the device tool's limit: SIGTERM).
 TEST_RC=1; TEST_LINE="not run"; KERNELS_RC=1; BENCH_RC=1; TF32_RC=1; DP_RC=1; SVC_RC=1
 GRAPHS_RC=1; CHAIN_RC=1; NCCL_RC=0; NCCL_RESULT="not run"; SMALL_LINE=""; MLP_LINE=""
-GRAPHS_LINE=""; CHAIN_LINE=""; DP_LINE=""; DP_HOT_LINE=""; DP_FALLBACK=""
+GRAPHS_LINE=""; SEGMENTS_LINE=""; CHAIN_LINE=""; DP_LINE=""; DP_HOT_LINE=""; DP_FALLBACK=""
 SUMMARY_DONE=0
 on_exit() {
   [[ -n "$UNPACK" ]] && rm -rf "$UNPACK"
@@ -337,28 +339,32 @@ rm -rf "$SVC_DIR"
 fi
 
 # 3c. Hot paths as CUDA graphs (issue 11): gt-bench-mlp's hot-path steps through a CUDA worker
-# with device_graphs on and off, one after the other on the same GPU.
-echo "device-check: gt-bench-mlp with CUDA graphs on and off"
+# with device_graphs on and off, one after the other on the same GPU; then graphs on with the
+# dispatcher cutting stretches into segments (hot_path_segment 8: the first segment's graph runs
+# while the client builds the rest; off by default until this row shows it pays on a GPU host).
+echo "device-check: gt-bench-mlp with CUDA graphs on and off, and in segments"
 GRAPHS_RC=0
 declare -A GRAPH_STEP
 touch "$LOGS/chain.log"
-for flag in true false; do
-  may_start "gt-bench-mlp, device graphs $flag" || { GRAPHS_RC=1; continue; }
+for run in true false seg8; do
+  flag=$run; SEGMENT=0
+  [[ $run == seg8 ]] && { flag=true; SEGMENT=8; }
+  may_start "gt-bench-mlp, device graphs $flag, hot_path_segment $SEGMENT" || { GRAPHS_RC=1; continue; }
   GDIR=$(mktemp -d /tmp/gt-graphs-XXXXXX)
   "$BIN/gt-dispatcherd" --port 0 --port-file "$GDIR/port" --unix-socket "$GDIR/d.sock" \
-    --log-level warn >"$LOGS/graphs-$flag-dispatcher.log" 2>&1 &
+    --hot-path-segment "$SEGMENT" --log-level warn >"$LOGS/graphs-$run-dispatcher.log" 2>&1 &
   GPID=$!
   for _ in $(seq 100); do [[ -s "$GDIR/port" ]] && break; sleep 0.1; done
   "$BIN/gt-workerd" --dispatcher "unix:$GDIR/d.sock" --device 0 --device-graphs=$flag \
-    --kernel-cache-dir "$GDIR/kernels" --log-level warn >"$LOGS/graphs-$flag-worker.log" 2>&1 &
+    --kernel-cache-dir "$GDIR/kernels" --log-level warn >"$LOGS/graphs-$run-worker.log" 2>&1 &
   GWID=$!
   sleep 2
   GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout -k 10 "$(tmo 60)" stdbuf -oL \
-    "$BIN/gt-bench-mlp" --steps 50 >"$LOGS/graphs-$flag-mlp.log" 2>&1 || GRAPHS_RC=1
-  GRAPH_STEP[$flag]=$(sed -n 's/^  GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' \
-    "$LOGS/graphs-$flag-mlp.log")
-  cat "$LOGS/graphs-$flag-mlp.log"
-  if [[ $flag == true ]] && may_start "gt-bench-chain"; then  # the fused chain (NVRTC kernels)
+    "$BIN/gt-bench-mlp" --steps 50 >"$LOGS/graphs-$run-mlp.log" 2>&1 || GRAPHS_RC=1
+  GRAPH_STEP[$run]=$(sed -n 's/^  GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' \
+    "$LOGS/graphs-$run-mlp.log")
+  cat "$LOGS/graphs-$run-mlp.log"
+  if [[ $run == true ]] && may_start "gt-bench-chain"; then  # the fused chain (NVRTC kernels)
     GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout -k 10 "$(tmo 90)" stdbuf -oL \
       "$BIN/gt-bench-chain" >"$LOGS/chain.log" 2>&1
     CHAIN_RC=$?  # (non-zero also when the three ways' results differ)
@@ -377,6 +383,7 @@ for flag in true false; do
   rm -rf "$GDIR"
 done
 GRAPHS_LINE="${GRAPH_STEP[true]:-?} vs ${GRAPH_STEP[false]:-?} ms"
+SEGMENTS_LINE="${GRAPH_STEP[seg8]:-?} vs ${GRAPH_STEP[true]:-?} ms"
 CHAIN_LINE=$(sed -n 's/^  GT loop (hot path replayed, fused) *\([0-9.]*\) *\([0-9.]*x\).*/\1 ms, \2 eager/p' "$LOGS/chain.log")
 MLP_LINE=$(grep -oE 'GT / torch = [0-9.]+x' "$LOGS/svc-mlp.log" | head -1)
 [[ -n "$MLP_LINE" ]] || MLP_LINE=$(sed -n 's/.*GT (client autograd + daemons): median \([0-9.]*\) ms.*/\1 ms (GT alone)/p' \

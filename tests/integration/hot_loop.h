@@ -204,12 +204,13 @@ struct Run {
 };
 
 // Six steps of the `chain` loop on x [4, 8], two on x2 [6, 8] (a shape change), one on x again,
-// against real daemons (the worker started with `worker_args`), with or without replay; the
+// against real daemons (the worker started with `worker_args`, the dispatcher with `args`),
+// with or without replay; the
 // losses and what the session and the worker counted (once its figures satisfy `also`, if
 // given: work it does off its executor, such as compiling a kernel).
 inline Run run_loop(bool replay, std::vector<std::string> worker_args = {},
-                    std::function<bool(const v1::WorkerStatus&)> also = {}) {
-  std::vector<std::string> args;
+                    std::function<bool(const v1::WorkerStatus&)> also = {},
+                    std::vector<std::string> args = {}) {
   if (!replay) args.push_back("--hot-path-replay=false");
   Daemons d(DaemonOptions{1, args, std::move(worker_args)});
   Loop a(d.address(), /*chain=*/true);

@@ -6,7 +6,9 @@
 
 #include <gt/gt.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemons.h"
@@ -73,4 +75,73 @@ TEST_CASE("gt::compile: a hot path at the first call, hits after, results unchan
   const gt::Tensor y = gt::from_vector(std::vector<float>{5, -5, 1, 1, 0, 0}, {3, 2});
   CHECK(values(plain(y)) == std::vector<float>{33, 18, 6});
   CHECK(counts(port).paths == 1);  // a first sight of a new stretch, not compiled
+}
+
+namespace {
+
+// The one session's hot-path replays so far (the dispatcher's /api/status; no sync: what the
+// client has sent may still be on its way), once it reaches `want` or after `wait_ms`.
+int replays_when(int port, int want, int wait_ms) {
+  int got = -1;
+  for (int waited = 0; waited <= wait_ms; waited += 10) {
+    const HttpReply r = http_get(port, "/api/status");
+    REQUIRE(r.code == 200);
+    const size_t sessions = r.body.find("\"sessions\":[");
+    REQUIRE(sessions != std::string::npos);
+    got = json_uint(r.body.substr(sessions), "hot_path_replays");
+    if (got >= want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return got;
+}
+
+// The dispatcher cuts stretches after 2 instructions, then 4 more, ... (`segment` 2): a compiled
+// function of 5 instructions is two hot paths, and the client sends the first as soon as it is
+// whole (when the third instruction comes, not at the function's end), so it is replayed while
+// the function is still being built.
+// With no segments (`segment` 0) nothing goes before the function's end. (One session per
+// process: each case runs in its own.)
+void check_segments(int segment) {
+  const std::string dir = temp_dir(), port_file = dir + "/http.port";
+  Daemons d(DaemonOptions{1, {"--http-port", "0", "--http-port-file", port_file,
+                              "--hot-path-segment", std::to_string(segment)}});
+  const int port = read_port_file(port_file);
+  gt::connect(d.address());
+  const gt::Tensor x = gt::from_vector(std::vector<float>{-2, -1, 0, 1, 2, 3}, {2, 3});
+  int replays_before = 0, replays_inside = -1;
+  bool watch = false;
+  auto body = [&](const gt::Tensor& t) {
+    const gt::Tensor a = t * 2.0 + 1.0;  // the first segment: 2 instructions
+    const gt::Tensor r = a.relu();        // the third: the first segment goes
+    if (watch) replays_inside = replays_when(port, replays_before + 1, segment ? 5000 : 300);
+    return (r * 3.0).sum(1);
+  };
+  const std::vector<float> want = values(body(x));  // eager
+  auto step = gt::compile(body);
+  watch = true;
+  for (int call = 0; call < 3; ++call) {
+    gt::synchronize();
+    replays_before = replays_when(port, 0, 0);
+    const std::vector<float> got = values(step(x));
+    CHECK(got == want);
+    if (segment) {
+      CHECK(replays_inside == replays_before + 1);  // the first segment, alone
+      CHECK(replays_when(port, replays_before + 2, 5000) == replays_before + 2);  // the rest
+    } else {
+      CHECK(replays_inside == replays_before);  // nothing replayed before the function's end
+      CHECK(replays_when(port, replays_before + 1, 5000) == replays_before + 1);  // one path
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gt::compile with hot_path_segment: the first segment runs while the rest is built",
+          "[hot][client]") {
+  check_segments(2);
+}
+
+TEST_CASE("gt::compile without segments: nothing runs before the function's end",
+          "[hot][client]") {
+  check_segments(0);
 }

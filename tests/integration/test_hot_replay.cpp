@@ -328,10 +328,11 @@ struct SplitFrameRuns {
   uint64_t replays = 0;
 };
 template <class Steps>
-SplitFrameRuns run_split_frames(Steps steps, Loop::Rows rows = Loop::Rows::kWhole) {
+SplitFrameRuns run_split_frames(Steps steps, Loop::Rows rows = Loop::Rows::kWhole,
+                                const std::vector<std::string>& dispatcher_args = {}) {
   SplitFrameRuns r;
   for (bool replay : {false, true}) {
-    std::vector<std::string> args;
+    std::vector<std::string> args = dispatcher_args;
     if (!replay) args.push_back("--hot-path-replay=false");
     Daemons d(DaemonOptions{rows == Loop::Rows::kWhole ? 1 : 2, args});
     Loop a(d.address(), /*chain=*/true, rows);
@@ -455,4 +456,74 @@ TEST_CASE("hot paths: a client leaving in the middle of a held sharded stretch l
   }
   CHECK(left_on_workers(watcher, 2) == std::vector<uint64_t>{0, 0});
   CHECK(watcher.request(v1::Request::SYNC).errors_size() == 0);  // the dispatcher goes on
+}
+
+TEST_CASE("hot paths cut into segments (hot_path_segment): bitwise the eager losses, each "
+          "segment replayed", "[hot][replay]") {
+  // The 9-instruction chain step cut after 3 instructions (matmul, add, relu), the other 6 a
+  // segment of their own: two hot paths per step, each replayed, the chain's tail still fused.
+  const std::vector<std::string> segments = {"--hot-path-segment=3"};
+  const Run eager = run_loop(false, {}, {}, segments);
+  const Run hot = run_loop(true, {}, {}, segments);
+  CHECK(hot.losses == eager.losses);  // bitwise, step by step
+  CHECK(eager.replays == 0);
+  CHECK(hot.replays == 2 * 7);  // as unsegmented (7 steps replayed), two segments each
+  CHECK(hot.hits == 2 * 7);
+  CHECK(hot.fused_ops > 7 * 4);
+}
+
+TEST_CASE("hot paths cut into segments, one instruction per frame: each segment goes as soon as "
+          "it is whole", "[hot][replay]") {
+  const SplitFrameRuns r = run_split_frames(
+      [](Loop& a) {
+        std::vector<float> losses;
+        for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
+        return losses;
+      },
+      Loop::Rows::kWhole, {"--hot-path-segment=3"});
+  CHECK(r.hot == r.eager);  // bitwise
+  CHECK(r.replays == 2 * 4);  // steps 3-6, each segment held until whole, then replayed
+  // The same over two workers, with the plan's exchanges: each member's part of a segment held
+  // (the frame's earlier segment sent), both parts replayed.
+  const SplitFrameRuns sharded = run_split_frames(
+      [](Loop& a) {
+        std::vector<float> losses;
+        for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
+        return losses;
+      },
+      Loop::Rows::kOverTwoWorkers, {"--hot-path-segment=3"});
+  CHECK(sharded.hot == sharded.eager);  // bitwise
+  CHECK(sharded.replays == 2 * 4);
+
+  // The first segment of a step is replayed before the rest of the step has even been sent:
+  // the worker runs it (its hit counted) while the client has not finished the step.
+  Daemons d(DaemonOptions{1, {"--hot-path-segment=3"}});
+  Loop a(d.address(), /*chain=*/true);
+  for (int i = 0; i < 3; ++i) a.step(1);  // the segments are hot paths now
+  const uint64_t hits =
+      worker_when(a.c, [](const v1::WorkerStatus& w) { return w.hot_path_hits() >= 4; })
+          .hot_path_hits();
+  REQUIRE(hits == 4);  // steps 2 and 3, two segments each
+  const uint64_t h = a.next++, z = a.next++, y = a.next++;
+  a.c.send(batch_of({make_instr(OpId::k_matmul, h, {1, 3})}));
+  v1::ClientMessage rest = batch_of({make_instr(OpId::k_add, z, {h, 4}), make_instr(OpId::k_relu, y, {z})});
+  rest.mutable_batch()->set_segment_end(true);  // (as a compiled scope's client marks it)
+  a.c.send(rest);
+  RawClient watcher(d.address());
+  REQUIRE(watcher.hello().has_welcome());
+  CHECK(worker_when(watcher, [&](const v1::WorkerStatus& w) { return w.hot_path_hits() > hits; })
+            .hot_path_hits() == hits + 1);
+  // The rest of the step (a held segment would have gone eagerly after 2 ms, a whole one
+  // waits for the next instruction unless its frame says it ended: it went as one HotRun).
+  a.c.send(batch_of({make_instr(OpId::k_neg, a.next++, {y})}));
+  const v1::Reply r2 = a.c.request(v1::Request::FETCH, y);
+  REQUIRE(r2.errors_size() == 0);
+  const std::vector<float> got = floats_of(r2);
+  REQUIRE(got.size() == 32);
+  for (size_t r = 0; r < 4; ++r)
+    for (size_t j = 0; j < 8; ++j) {
+      double want = a.b[j];
+      for (size_t k = 0; k < 8; ++k) want += static_cast<double>(a.x[r * 8 + k]) * a.w[k * 8 + j];
+      CHECK(got[r * 8 + j] == Approx(std::max(0.0, want)).epsilon(1e-5));
+    }
 }

@@ -344,3 +344,82 @@ TEST_CASE("hot paths: a stretch is found to follow any hot path, not only the pr
   CHECK(s.det.follows_hot_path());
   CHECK(s.det.cut().outcome == Outcome::kHit);
 }
+
+TEST_CASE("hot paths: a long stretch is cut by length into segments of s, 2s, 4s, ...") {
+  HotPathOptions o;
+  o.segment = 2;
+  Stream s(o);
+  const uint64_t x = s.leaf(Shape{4, 8});
+  // A 13-instruction step fed the way ClientSession feeds it: the session cuts (by length)
+  // whenever the detector says the segment is full, and at the step's sync point.
+  auto run_step = [&] {
+    std::vector<HotPathDetector::Cut> cuts;
+    uint64_t v = x;
+    for (int i = 0; i < 13; ++i) {
+      const uint64_t next = s.op(i % 2 ? OpId::k_relu : OpId::k_neg, {v});
+      if (v != x) s.free(v);
+      v = next;
+      if (s.det.segment_full()) cuts.push_back(s.det.cut(/*by_length=*/true));
+    }
+    cuts.push_back(s.det.cut());  // the sync point: the rest (7, before the third segment's 8)
+    return cuts;
+  };
+  const auto first = run_step();
+  REQUIRE(first.size() == 3);
+  CHECK(first[0].instructions == 2);
+  CHECK(first[1].instructions == 4);
+  CHECK(first[2].instructions == 7);
+  for (const auto& c : first) CHECK(c.outcome == HotPathDetector::Outcome::kNone);
+  // Each segment is its own hot path on its second sight, then hits; they are three paths.
+  const auto second = run_step();
+  REQUIRE(second.size() == 3);
+  CHECK(second[0].outcome == HotPathDetector::Outcome::kDefined);
+  CHECK(second[1].outcome == HotPathDetector::Outcome::kDefined);
+  CHECK(second[2].outcome == HotPathDetector::Outcome::kDefined);
+  CHECK(second[0].path != second[1].path);
+  CHECK(second[1].path != second[2].path);
+  const auto third = run_step();
+  REQUIRE(third.size() == 3);
+  for (int k = 0; k < 3; ++k) {
+    CHECK(third[static_cast<size_t>(k)].outcome == HotPathDetector::Outcome::kHit);
+    CHECK(third[static_cast<size_t>(k)].path == second[static_cast<size_t>(k)].path);
+  }
+  CHECK(s.det.stats().defined == 3);
+  CHECK(s.det.stats().hits == 3);
+  CHECK(s.det.stats().misses == 0);
+}
+
+TEST_CASE("hot paths: segment cuts count every instruction, and 0 turns them off") {
+  HotPathOptions o;
+  o.segment = 3;
+  Stream s(o);
+  const uint64_t x = s.leaf(Shape{4});
+  // A tainted stretch (a refused instruction) is still cut at the same places: segments stay
+  // where they are whatever happened inside one.
+  s.op(OpId::k_neg, {x});
+  s.det.taint();
+  s.op(OpId::k_neg, {x});
+  CHECK_FALSE(s.det.segment_full());
+  s.op(OpId::k_neg, {x});
+  CHECK(s.det.segment_full());
+  s.det.cut(true);
+  for (int i = 0; i < 5; ++i) {  // the second segment is twice as long
+    s.op(OpId::k_neg, {x});
+    CHECK_FALSE(s.det.segment_full());
+  }
+  s.op(OpId::k_neg, {x});
+  CHECK(s.det.segment_full());
+  s.det.cut(true);
+  s.op(OpId::k_neg, {x});
+  s.det.cut();  // any other cut: the next segment is `segment` again
+  s.op(OpId::k_neg, {x});
+  s.op(OpId::k_neg, {x});
+  CHECK_FALSE(s.det.segment_full());
+  s.op(OpId::k_neg, {x});
+  CHECK(s.det.segment_full());
+
+  Stream off;  // the default: no length cuts however long the stretch
+  const uint64_t y = off.leaf(Shape{4});
+  for (int i = 0; i < 100; ++i) off.op(OpId::k_neg, {y});
+  CHECK_FALSE(off.det.segment_full());
+}
