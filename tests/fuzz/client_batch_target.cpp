@@ -20,6 +20,7 @@ void run_client_batch(const uint8_t* data, size_t size) {
   o.worker_window = 16;   // the DRR scheduler holds batches back often
   o.session_window = 16;  // and flow control pauses / resumes the client
   o.user_window = 32;
+  if (mode & kBatchSegments) o.hot_path_segment = 3;
   DispatcherRig rig(o, user ? fuzz_users() : dispatcher::UserTable{}, !(mode & kBatchNoLog));
   FakeWorker& w = rig.add_worker(execute, "", kRigWorkerMemoryBytes);
   rig.settle();

@@ -75,6 +75,8 @@ inline constexpr uint8_t kBatchRaw = 1, kBatchExecute = 2, kBatchUser = 4;
 // The instruction log off: the dispatcher then replays hot paths by reference (HotDefine /
 // HotRun to the worker) and holds a stretch that follows one, which it never does while logging.
 inline constexpr uint8_t kBatchNoLog = 8;
+// Stretches also cut by length (hot_path_segment 3: segments of 3, 6, 12, ... instructions).
+inline constexpr uint8_t kBatchSegments = 16;
 
 }  // namespace gt::fuzz
 

@@ -542,13 +542,20 @@ int main(int argc, char** argv) {
     for (uint8_t mode : {0, 1, 2, 3, 4, 5, 6, 7}) {
       const std::string m = "_m" + std::to_string(mode);
       // (bit 3 set: no instruction log, so the dispatcher replays the paths by reference)
-      for (uint8_t mm : {mode, static_cast<uint8_t>(mode | fuzz::kBatchNoLog)}) {
+      // (bit 4 too: stretches cut into segments, which a client's frames may say ended)
+      for (uint8_t mm : {mode, static_cast<uint8_t>(mode | fuzz::kBatchNoLog),
+                         static_cast<uint8_t>(mode | fuzz::kBatchNoLog | fuzz::kBatchSegments)}) {
         const std::string suffix = "_m" + std::to_string(mm);
         write_seed("client_batch", "hot_loop" + suffix, client_input(mm, hot_loop_batches()));
         write_seed("client_batch", "hot_loop_split" + suffix,
                    client_input(mm, hot_loop_batches(true)));
         write_seed("client_batch", "compile_scope" + suffix,
                    client_input(mm, compile_scope_batches()));
+        if (mm & fuzz::kBatchSegments) {
+          std::vector<v1::ClientBatch> marked = hot_loop_batches(true);
+          for (v1::ClientBatch& b : marked) b.set_segment_end(true);
+          write_seed("client_batch", "hot_loop_segment_ends" + suffix, client_input(mm, marked));
+        }
       }
       write_seed("client_batch", "shm_no_arena" + m, client_input(mode, {shm_no_arena_batch()}));
     }
