@@ -65,11 +65,13 @@ bool WorkerPool::take_scratch_tail(uint32_t worker, int first_instr, int first_f
   out->Clear();
   out->set_session(b.session());
   const bool placed = b.free_at_size() == b.frees_size();
-  for (int i = first_instr; i < b.instrs_size(); ++i) *out->add_instrs() = std::move(*b.mutable_instrs(i));
+  for (int i = first_instr; i < b.instrs_size(); ++i)
+    *out->add_instrs() = std::move(*b.mutable_instrs(i));
+  const auto shift = static_cast<uint32_t>(first_instr);
   for (int i = first_free; i < b.frees_size(); ++i) {
     out->add_frees(b.frees(i));
     const uint32_t at = placed ? b.free_at(i) : static_cast<uint32_t>(b.instrs_size());
-    out->add_free_at(at >= static_cast<uint32_t>(first_instr) ? at - static_cast<uint32_t>(first_instr) : 0);
+    out->add_free_at(at >= shift ? at - shift : 0);
   }
   b.mutable_instrs()->DeleteSubrange(first_instr, b.instrs_size() - first_instr);
   b.mutable_frees()->Truncate(first_free);

@@ -132,10 +132,11 @@ class RemoteSession : public Session {
   size_t queued_payload_ = 0;  // host bytes (uploads) in queue_: bounds the frame it becomes
   bool flusher_sleeping_ = false;
   // Compiled scopes (gt::compile, gt.compile: configs with compile: true). While one is open
-  // the flusher holds the queue, so each segment of the scope's instructions (the dispatcher
-  // cuts stretches after s, 3s, 7s, ... instructions: Welcome.hot_path_segment) reaches the
-  // dispatcher in one frame, sent when the next instruction comes, and the dispatcher replays
-  // each as one hot path (ARCHITECTURE §7): the worker runs the first while the rest is built. Held at most
+  // the flusher holds the queue, so the scope's instructions reach the dispatcher in one frame
+  // with its exit, and the dispatcher replays them as one hot path (ARCHITECTURE §7). Where the
+  // dispatcher cuts stretches into segments (after s, 3s, 7s, ... instructions:
+  // Welcome.hot_path_segment), each whole segment goes in a frame of its own when the next
+  // instruction comes, so the worker runs it while the rest is built. Held at most
   // kMaxHeldInstrs instructions (and never past the queue's own bounds).
   std::unordered_set<std::string> compile_signals_;
   std::vector<bool> scope_holds_;  // per open scope: whether it is compiled

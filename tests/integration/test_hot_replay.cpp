@@ -343,6 +343,13 @@ SplitFrameRuns run_split_frames(Steps steps, Loop::Rows rows = Loop::Rows::kWhol
   return r;
 }
 
+// Six steps on x [4, 8]: their losses.
+std::vector<float> six_steps(Loop& a) {
+  std::vector<float> losses;
+  for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
+  return losses;
+}
+
 }  // namespace
 
 TEST_CASE("hot paths: a stretch sent one instruction per frame is held back and replayed",
@@ -350,11 +357,7 @@ TEST_CASE("hot paths: a stretch sent one instruction per frame is held back and 
   // What a client's flusher does under load: every instruction in its own frame. Once the
   // stretch is a hot path, the dispatcher holds each frame's part back while it follows the
   // path and sends the whole as one HotRun; the losses are those of eager execution.
-  const SplitFrameRuns r = run_split_frames([](Loop& a) {
-    std::vector<float> losses;
-    for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
-    return losses;
-  });
+  const SplitFrameRuns r = run_split_frames(six_steps);
   CHECK(r.hot == r.eager);  // bitwise
   // Step 2 defines the path (its frames went out eagerly); steps 3-6 are held and replayed.
   CHECK(r.replays == 4);
@@ -365,13 +368,7 @@ TEST_CASE("hot paths: a sharded stretch sent one instruction per frame is held o
   // The same with every tensor's rows over two workers: each frame's part goes to both, with
   // the plan's exchanges between them. The dispatcher holds every batch of the frame (never one
   // member's alone: its peer would wait in an exchange for it) and replays both parts.
-  const SplitFrameRuns r = run_split_frames(
-      [](Loop& a) {
-        std::vector<float> losses;
-        for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
-        return losses;
-      },
-      Loop::Rows::kOverTwoWorkers);
+  const SplitFrameRuns r = run_split_frames(six_steps, Loop::Rows::kOverTwoWorkers);
   CHECK(r.hot == r.eager);  // bitwise
   CHECK(r.replays == 4);    // steps 3-6, as on one worker
 }
@@ -474,24 +471,14 @@ TEST_CASE("hot paths cut into segments (hot_path_segment): bitwise the eager los
 
 TEST_CASE("hot paths cut into segments, one instruction per frame: each segment goes as soon as "
           "it is whole", "[hot][replay]") {
-  const SplitFrameRuns r = run_split_frames(
-      [](Loop& a) {
-        std::vector<float> losses;
-        for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
-        return losses;
-      },
-      Loop::Rows::kWhole, {"--hot-path-segment=3"});
+  const SplitFrameRuns r =
+      run_split_frames(six_steps, Loop::Rows::kWhole, {"--hot-path-segment=3"});
   CHECK(r.hot == r.eager);  // bitwise
   CHECK(r.replays == 2 * 4);  // steps 3-6, each segment held until whole, then replayed
   // The same over two workers, with the plan's exchanges: each member's part of a segment held
   // (the frame's earlier segment sent), both parts replayed.
-  const SplitFrameRuns sharded = run_split_frames(
-      [](Loop& a) {
-        std::vector<float> losses;
-        for (int i = 0; i < 6; ++i) losses.push_back(a.step(1));
-        return losses;
-      },
-      Loop::Rows::kOverTwoWorkers, {"--hot-path-segment=3"});
+  const SplitFrameRuns sharded =
+      run_split_frames(six_steps, Loop::Rows::kOverTwoWorkers, {"--hot-path-segment=3"});
   CHECK(sharded.hot == sharded.eager);  // bitwise
   CHECK(sharded.replays == 2 * 4);
 
