@@ -55,10 +55,11 @@ Status Backend::run(const KernelArgs& args) {
 
 namespace {
 
-// A fused chain's tensor is float32 (unless `any_dtype`) and its storage holds its meta's bytes.
-Status check_fused_tensor(const char* what, const Tensor& t, bool any_dtype = false) {
+// A fused chain's tensor is float32 (unless `other_dtype`: that dtype fuses) and its storage
+// holds its meta's bytes.
+Status check_fused_tensor(const char* what, const Tensor& t, bool other_dtype = false) {
   if (t.poison || !t.storage) return failed_precondition("fused chain: {} has no value", what);
-  if (t.meta.dtype != DType::kFloat32 && !any_dtype)
+  if (t.meta.dtype != DType::kFloat32 && !other_dtype)
     return invalid_argument("fused chain: {} is {}, not float32", what, dtype_name(t.meta.dtype));
   if (t.meta.nbytes() < 0 || static_cast<uint64_t>(t.meta.nbytes()) > t.storage->bytes())
     return invalid_argument("fused chain: {} overruns its storage", what);
@@ -75,8 +76,8 @@ bool broadcasts_to(const Shape& operand, const Shape& out) {
 
 Status Backend::run_fused(const FusedArgs& args) {
   if (!fuses_chains()) return unimplemented("fused chains: not on {}", device_kind());
-  GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head, fuses_chain_casts()));
-  GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out, fuses_chain_casts()));
+  GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head, fuses_cast_dtype(args.head.meta.dtype)));
+  GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out, fuses_cast_dtype(args.out.meta.dtype)));
   if (args.tail != FusedTail::kNone) {
     if (!fuses_chain_tails()) return unimplemented("fused chains with a tail: not on {}", device_kind());
     if (args.out.meta.dtype != DType::kFloat32)

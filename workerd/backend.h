@@ -167,9 +167,11 @@ class Backend {
   // as an op of its own after the fused part.
   virtual bool fuses_chain_tails() const { return fuses_chains(); }
   // Whether a fused chain may begin with a cast of its head to float32 and end with a cast of
-  // its value to another dtype (FusedArgs: head and out of any dtype); else the casts run as
-  // ops of their own, outside the fused part.
+  // its value to another dtype (FusedArgs: head and out of other dtypes); else the casts run as
+  // ops of their own, outside the fused part. fuses_cast_dtype(): which dtypes (all, unless the
+  // device says otherwise).
   virtual bool fuses_chain_casts() const { return false; }
+  virtual bool fuses_cast_dtype(DType d) const { return fuses_chain_casts(); }
   Status run_fused(const FusedArgs& args);
   // Matmuls with their transposes folded in (fusion.h, TransposeFold), on devices with the GEMM.
   // run_matmul_t() checks its arguments like run(): 2-D float32 operands whose inner dims

@@ -125,11 +125,13 @@ class Executor {
   void run_hot(uint64_t session, v1::Instr& in);
   // The fused chain starting at instruction k, when it ends by `limit`: run_fused_chain's answer
   // (0: none there, or nothing done).
-  uint32_t run_chain_at(uint64_t session, const HotPathDef& p, size_t k, uint32_t limit,
+  uint32_t run_chain_at(uint64_t session, HotPathDef& p, size_t k, uint32_t limit,
                         const v1::HotRun& run);
   // The chain's instructions (or its longest prefix that can be) as one fused kernel; returns
-  // where the fused part ends (the caller goes on from there), 0 when nothing was done.
-  uint32_t run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
+  // where the fused part ends (the caller goes on from there), 0 when nothing was done. A head
+  // cast from a dtype the device's kernels do not read runs first, on its own (the rest fuses
+  // from its result; the answer is then past it even when nothing else fused).
+  uint32_t run_fused_chain(uint64_t session, HotPathDef& p, const FusedChain& ch,
                            const v1::HotRun& run);
   // The segment's instructions recorded as one device graph and launched (Backend::begin_graph).
   // False when nothing was done (the caller runs them one by one): the device could not start

@@ -193,14 +193,14 @@ void Executor::run_segment_instrs(uint64_t session, HotPathDef& p,
   }
 }
 
-uint32_t Executor::run_chain_at(uint64_t session, const HotPathDef& p, size_t k, uint32_t limit,
+uint32_t Executor::run_chain_at(uint64_t session, HotPathDef& p, size_t k, uint32_t limit,
                                 const v1::HotRun& run) {
   if (p.chain_at.empty() || p.chain_at[k] < 0) return 0;
   const FusedChain& ch = p.chains[static_cast<size_t>(p.chain_at[k])];
   return ch.end <= limit ? run_fused_chain(session, p, ch, run) : 0;
 }
 
-uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const FusedChain& ch,
+uint32_t Executor::run_fused_chain(uint64_t session, HotPathDef& p, const FusedChain& ch,
                                    const v1::HotRun& run) {
   const uint64_t first_out = run.first_out();
   // A tensor of this session with a value, float32 (anything else: the eager way decides).
@@ -211,7 +211,11 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
   TensorMeta value;  // the chain's value after each step
   // The steps that can be fused: all of the chain, or the prefix before the first that cannot
   // (an operand of another dtype, a broadcast of the value itself): that one and the rest run
-  // one by one after it.
+  // one by one after it. Where the fused part begins: the chain's first instruction, or the one after it when that is
+  // a cast from a dtype this device's kernels do not read (run on its own first: its result is
+  // the head). What returns before the fused part ran says how far the chain was run (`none`).
+  uint32_t begin = ch.begin;
+  auto none = [&] { return begin == ch.begin ? 0u : begin; };
   uint32_t end = ch.begin;
   FusedTail tail = FusedTail::kNone;
   const bool casts = backend_.fuses_chain_casts();
@@ -221,16 +225,24 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
       // A cast is no step of the kernel's: the head's conversion to float32 (first), the
       // value unchanged (float32 to float32), or the out's conversion (last fused).
       if (!casts) break;
-      if (k == ch.begin) {
+      if (k == begin) {
         head = float32_tensor(session, p, p.refs[p.ref_begin[k]], run, true);
-        if (!head) return 0;
+        if (!head) return none();
+        if (!backend_.fuses_cast_dtype(head->meta.dtype)) {
+          if (k != ch.begin) return none();
+          bind_instr(p, k, run);
+          run_instr(session, p.instrs[k]);
+          begin = k + 1;
+          continue;
+        }
         value = head->meta;
       }
       metas_.assign(1, value);
       auto meta = infer_meta(dec.op, metas_, dec.attrs);
       if (!meta.is_ok() || meta->shape != head->meta.shape) break;
       if (value.dtype != DType::kFloat32 && meta->dtype != DType::kFloat32) break;
-      const bool converts_out = k > ch.begin && meta->dtype != DType::kFloat32;
+      if (!backend_.fuses_cast_dtype(meta->dtype)) break;  // (this device converts fewer)
+      const bool converts_out = k > begin && meta->dtype != DType::kFloat32;
       value = *meta;
       if (converts_out) {
         end = k + 1;
@@ -261,9 +273,9 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
     }
     FusedStep st{dec.op};
     metas_.clear();
-    if (k == ch.begin) {
-      head = usable(p.refs[rb]);
-      if (!head) return 0;
+    if (k == begin) {
+      head = usable(p.refs[rb + vi]);
+      if (!head) return none();
       value = head->meta;
     }
     if (value.dtype != DType::kFloat32) break;  // (a cast to another dtype ends the chain)
@@ -292,20 +304,20 @@ uint32_t Executor::run_fused_chain(uint64_t session, const HotPathDef& p, const 
     value = *meta;
     steps.push_back(st);
   }
-  if (end - ch.begin < 2) return 0;  // nothing worth a fused pass: one by one
+  if (end < begin + 2) return none();  // nothing worth a fused pass: one by one
   // Every result handle of the fused part must be free (else the eager way reports it).
-  for (uint32_t k = ch.begin; k < end; ++k)
-    if (tensors_.count(first_out + static_cast<uint64_t>(p.result[k]))) return 0;
-  if (!backend_.supports(p.decoded[end - 1]->op)) return 0;
+  for (uint32_t k = begin; k < end; ++k)
+    if (tensors_.count(first_out + static_cast<uint64_t>(p.result[k]))) return none();
+  if (!backend_.supports(p.decoded[end - 1]->op)) return none();
   // Its last result is made (the rest of the path reads it); the others never are.
   const uint64_t out_handle = first_out + static_cast<uint64_t>(p.result[end - 1]);
   Tensor out;
   out.meta = value;
   auto storage = backend_.alloc(static_cast<size_t>(value.nbytes()));
-  if (!storage.is_ok()) return 0;  // eager reports the failure, op by op
+  if (!storage.is_ok()) return none();  // eager reports the failure, op by op
   out.storage = std::move(*storage);
-  if (!backend_.run_fused(FusedArgs{*head, steps, out, session, tail}).is_ok()) return 0;
-  const uint64_t ops = end - ch.begin;
+  if (!backend_.run_fused(FusedArgs{*head, steps, out, session, tail}).is_ok()) return none();
+  const uint64_t ops = end - begin;
   for (uint64_t i = 0; i < ops; ++i) count_op();
   bump(fused_ops_, ops);
   put(session, out_handle, std::move(out));

@@ -10,6 +10,11 @@
 // compiler contracting a multiply of one step and an add of the next into one FMA, which eager
 // execution, writing every result to memory, never does): results are bitwise the eager kernels'.
 //
+// A chain may also begin with its head's cast to float32 and end with its value's cast out
+// (mixed precision: float16 / bfloat16 storage, float32 math): the head is read and the result
+// written in their own dtype, converted as the eager cast kernel converts (on the device, the same
+// PTX conversions cuda_fp16.h / cuda_bf16.h emit; built for the host, convert.h's).
+//
 // Device-generic: the CUDA backend compiles the source with NVRTC and launches it; the sim device
 // compiles it too (where NVRTC is present) and runs the CPU's fused chain in its place.
 #pragma once
@@ -35,8 +40,14 @@ struct FusedKernelStep {
 // same codegen version: it names the cached binaries on disk).
 struct FusedKernelSignature {
   std::vector<FusedKernelStep> steps;
+  DType head = DType::kFloat32;  // read as this, converted to float32 (generated_cast_dtype)
+  DType out = DType::kFloat32;   // the value converted to this, written as it
   std::string key() const;
 };
+
+// The dtypes a generated program reads its head / writes its result in (float32, float16,
+// bfloat16): a device running generated kernels fuses casts from and to these only.
+bool generated_cast_dtype(DType d);
 
 // The signature of a launch's chain (tensor operands' modes from their shapes). Tails are not
 // part of generated kernels: a device that generates them does not fuse tails.
@@ -72,8 +83,8 @@ struct FusedLaunchParams {
   std::vector<float> scalars;
   std::vector<FusedOperandParam> operands;
   std::vector<void*> pointers;  // head, out, n, then the steps' (into this object: keep it)
-  const float* head = nullptr;
-  float* out = nullptr;
+  const void* head = nullptr;   // (of the signature's head dtype)
+  void* out = nullptr;          // (of its out dtype)
   int64_t n = 0;
 };
 void fill_launch_params(const FusedArgs& args, const FusedKernelSignature& sig,

@@ -80,6 +80,12 @@ class StreamBackend : public Backend {
 
   bool fuses_chains() const override { return static_cast<bool>(make_fused_); }
   bool fuses_chain_tails() const override { return false; }
+  // Generated kernels read a float16 / bfloat16 head and write such a result themselves
+  // (device/fused_kernel_source.h); other dtypes' casts run as ops of their own.
+  bool fuses_chain_casts() const override { return fuses_chains(); }
+  bool fuses_cast_dtype(DType d) const override {
+    return fuses_chains() && device::generated_cast_dtype(d);
+  }
   // The fused-kernel cache (null before the first fused chain, or when it could not be made).
   FusedKernelCache* fused_kernels() {
     std::lock_guard<std::mutex> lock(fused_mu_);

@@ -165,7 +165,8 @@ Status SimBackend::run_fused_kernel(const FusedArgs& args) {
       st = resource_exhausted("out of memory for temporaries");
     }
     if (!st.is_ok())
-      report_kernel_failure(l->session, l->out.handle, l->steps.back().op,
+      report_kernel_failure(l->session, l->out.handle,
+                            l->steps.empty() ? OpId::k_cast : l->steps.back().op,  // (casts alone)
                             l->out.storage ? l->out.storage->error_slot() : nullptr, st);
   });
 }

@@ -4,6 +4,7 @@
 // writes them as host code, which test_fused_host runs against the eager CPU kernels.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "workerd/device/fused_kernel_source.h"
@@ -32,11 +33,27 @@ inline std::vector<FusedKernelSignature> cases() {
     out.push_back(s);
   }
   // The chain: ((x * a + b).relu() * c).exp(), b a bias.
-  out.push_back({{{OpId::k_mul, FusedArg::kScalar},
-                  {OpId::k_add, FusedArg::kTensor, false, OperandMode::kRepeat},
-                  {OpId::k_relu},
-                  {OpId::k_mul, FusedArg::kScalar},
-                  {OpId::k_exp}}});
+  const FusedKernelSignature chain{{{OpId::k_mul, FusedArg::kScalar},
+                                    {OpId::k_add, FusedArg::kTensor, false, OperandMode::kRepeat},
+                                    {OpId::k_relu},
+                                    {OpId::k_mul, FusedArg::kScalar},
+                                    {OpId::k_exp}}};
+  out.push_back(chain);
+  // Mixed precision: 16-bit heads read and 16-bit results written by the program (casts fused),
+  // and a chain of casts alone (float16 -> float32 -> bfloat16).
+  for (auto [from, to] : {std::pair{DType::kFloat16, DType::kFloat32},
+                          std::pair{DType::kFloat32, DType::kBFloat16},
+                          std::pair{DType::kBFloat16, DType::kFloat16},
+                          std::pair{DType::kFloat16, DType::kFloat16}}) {
+    FusedKernelSignature s = chain;
+    s.head = from;
+    s.out = to;
+    out.push_back(s);
+  }
+  FusedKernelSignature casts_only;
+  casts_only.head = DType::kFloat16;
+  casts_only.out = DType::kBFloat16;
+  out.push_back(casts_only);
   return out;
 }
 

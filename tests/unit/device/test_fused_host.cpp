@@ -19,6 +19,7 @@
 #include "libgtcore/shape_rules.h"
 #include "require_ok.h"
 #include "workerd/cpu/cpu_backend.h"
+#include "workerd/kernels/convert.h"  // (before the programs: they include it, a no-op then)
 #include "workerd/kernels/elementwise_math.h"
 
 // ---- what the generated programs need from CUDA, on the host: one thread runs the whole
@@ -62,14 +63,15 @@ struct Rig {
   CpuBackend be{CpuBackendOptions{0, 1, 0}};
   std::mt19937 rng{7};
 
-  Tensor make(const Shape& s, double lo, double hi) {
+  Tensor make(const Shape& s, double lo, double hi, DType dt = DType::kFloat32) {
     Tensor t;
-    t.meta = TensorMeta{s, DType::kFloat32};
+    t.meta = TensorMeta{s, dt};
     auto st = be.alloc(static_cast<size_t>(t.meta.nbytes()));
     GT_REQUIRE_OK(st);
     t.storage = std::move(*st);
     std::uniform_real_distribution<float> d(static_cast<float>(lo), static_cast<float>(hi));
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+    if (dt == DType::kFloat32)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
     return t;
   }
   Tensor run(OpId op, std::vector<const Tensor*> ins, const OpAttrs& a = {}) {
@@ -90,6 +92,12 @@ struct Rig {
 bool same_bits(float a, float b) {
   if (a != a || b != b) return a != a && b != b;
   return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+// Element i of float32 / float16 / bfloat16 tensors a and b: the same bits (any NaN for float32).
+bool same_element(const Tensor& a, const Tensor& b, int64_t i) {
+  if (a.meta.dtype == DType::kFloat32) return same_bits(a.data<float>()[i], b.data<float>()[i]);
+  return a.data<uint16_t>()[i] == b.data<uint16_t>()[i];
 }
 
 }  // namespace
@@ -118,11 +126,18 @@ TEST_CASE("generated fused programs, run on the host, are bitwise the eager CPU 
     const FusedKernelSignature& sig = cases[c];
     INFO(sig.key());
     CHECK(std::string(kGtHostKernels[c].key) == sig.key());
-    // Eager: each step as its own kernel; the steps for the fused program alongside.
+    // Eager: each step as its own kernel (after the head's cast to float32, before the value's
+    // cast out: the eager cast kernels); the steps for the fused program alongside.
     std::vector<Tensor> keep;
-    keep.reserve(sig.steps.size());
+    keep.reserve(sig.steps.size() + 3);
     std::vector<FusedStep> steps;
-    const Tensor* v = &head;
+    const Tensor* in = &head;  // the program's head
+    if (sig.head != DType::kFloat32) {
+      keep.push_back(r.run(OpId::k_cast, {&head}, make_cast(sig.head)));
+      in = &keep.back();
+      keep.push_back(r.run(OpId::k_cast, {in}, make_cast(DType::kFloat32)));
+    }
+    const Tensor* v = keep.empty() ? &head : &keep.back();
     float scalar = 1.25f;
     for (const FusedKernelStep& st : sig.steps) {
       FusedStep f{st.op, st.arg, st.value_right};
@@ -141,21 +156,25 @@ TEST_CASE("generated fused programs, run on the host, are bitwise the eager CPU 
       steps.push_back(f);
       v = &keep.back();
     }
+    if (sig.out != DType::kFloat32) {
+      keep.push_back(r.run(OpId::k_cast, {v}, make_cast(sig.out)));
+      v = &keep.back();
+    }
     // Fused: the program on the host, through the launch's parameter pointers.
-    Tensor out = r.make(s, 0, 0);
+    Tensor out = r.make(s, 0, 0, sig.out);
     std::memset(out.storage->data(), 0xff, static_cast<size_t>(out.meta.nbytes()));
-    const FusedArgs args{head, steps, out, 0};
+    const FusedArgs args{*in, steps, out, 0};
     const FusedKernelSignature derived = signature_of(args);
     REQUIRE(derived.key() == sig.key());  // the operands give the modes the case names
     FusedLaunchParams params;
     fill_launch_params(args, derived, params);
     kGtHostKernels[c].call(params.pointers.data());
     int bad = 0;
+    REQUIRE(v->meta.dtype == out.meta.dtype);
     for (int64_t i = 0; i < out.numel() && bad < 5; ++i)
-      if (!same_bits(out.data<float>()[i], v->data<float>()[i])) {
+      if (!same_element(out, *v, i)) {
         ++bad;
-        UNSCOPED_INFO("element " << i << ": eager " << v->data<float>()[i] << ", generated "
-                                 << out.data<float>()[i]);
+        UNSCOPED_INFO("element " << i << " differs from eager's");
       }
     CHECK(bad == 0);
   }

@@ -31,11 +31,12 @@ bool is_elf(const std::string& bin) { return bin.size() > 64 && bin.compare(0, 4
 
 }  // namespace
 
-TEST_CASE("every fusable op compiles with NVRTC in every form a step takes", "[device][nvrtc]") {
+TEST_CASE("every fusable op compiles with NVRTC in every form a step takes, 16-bit heads and "
+          "results too", "[device][nvrtc]") {
   auto compiler = nvrtc();
   CHECK(compiler->id().find("sm_90") != std::string::npos);
   const auto cases = fused_test::cases();
-  int unary = 0, binary = 0;
+  int unary = 0, binary = 0, mixed = 0;
   for (const FusedKernelSignature& sig : cases) {
     const FusedKernelSource src = fused_kernel_source(sig);
     INFO(src.key);
@@ -44,12 +45,15 @@ TEST_CASE("every fusable op compiles with NVRTC in every form a step takes", "[d
     REQUIRE(bin.is_ok());
     CHECK(is_elf(*bin));
     CHECK(bin->find(src.name) != std::string::npos);  // the kernel is there under its name
+    if (sig.head != DType::kFloat32 || sig.out != DType::kFloat32) ++mixed;
+    if (sig.steps.empty()) continue;  // (casts alone)
     const FusedKernelStep& last = sig.steps.back();
     if (sig.steps.size() == 3 && last.arg == FusedArg::kNone) ++unary;
     if (sig.steps[0].arg == FusedArg::kScalar && sig.steps.size() == 12) ++binary;
   }
   CHECK(binary == 6);  // add sub mul div maximum minimum
   CHECK(unary >= 10);
+  CHECK(mixed == 5);  // 16-bit heads and results (their conversions in PTX), casts alone
 }
 
 TEST_CASE("a program NVRTC rejects reports NVRTC's log", "[device][nvrtc]") {

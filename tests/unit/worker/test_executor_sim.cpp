@@ -22,6 +22,10 @@
 
 using namespace gt;
 using gt::test::add_request;
+using gt::test::bound;
+using gt::test::hot_run;
+using gt::test::local;
+using gt::test::path_of;
 using gt::test::free_here;
 using gt::test::op;
 using gt::test::Outbox;
@@ -503,5 +507,99 @@ TEST_CASE("sim device: a session issues at most device_queue_ops ahead of the de
   ex.enqueue(std::move(end));
   REQUIRE(out.wait_reply(8) != Clock::time_point{});
   CHECK(ops() < 100);  // of 300
+  ex.stop();
+}
+
+TEST_CASE("sim device: a mixed-precision chain is one generated kernel, its casts in it, and an int32 "
+          "head's cast runs on its own and the rest fuses", "[worker][sim][hot][fused]") {
+  // Generated kernels read float16 / bfloat16 heads and write such results themselves
+  // (device/fused_kernel_source.h); other dtypes' casts are ops of their own. The sim device
+  // generates and compiles each chain's program as CUDA would (the first runs go op by op while
+  // it compiles), then runs the CPU's fused chain in its place: results bitwise eager's.
+  SimBackend backend(sim_options(0, 0));
+  Outbox out;
+  Executor ex(backend, [&](v1::WorkerMessage&& m) { out.push(std::move(m)); }, 64 << 20);
+  ex.start();
+  uint64_t next_request = 1;
+  auto run = [&](v1::WorkerBatch b) {
+    b.set_session(1);
+    ex.enqueue(std::make_unique<v1::WorkerBatch>(std::move(b)));
+  };
+  auto fetch = [&](uint64_t handle) {
+    v1::WorkerBatch b;
+    const uint64_t id = next_request++;
+    add_request(b, id, v1::Request::FETCH, handle);
+    run(std::move(b));
+    REQUIRE(out.wait_reply(id) != Clock::time_point{});
+    return out.fetched(id);
+  };
+  auto fused_ops = [&] {
+    v1::WorkerLoad l;
+    ex.fill_load(&l);
+    return l.fused_ops();
+  };
+  // 1: float32 [64, 300], 2: a bias [300], 3: 40 x 1 as float16, 4: as int32.
+  {
+    v1::WorkerBatch b;
+    *b.add_instrs() = op(OpId::k_randn, 1, {}, make_random(Shape{64, 300}, DType::kFloat32, 11, 0));
+    *b.add_instrs() = op(OpId::k_randn, 2, {}, make_random(Shape{300}, DType::kFloat32, 12, 0));
+    *b.add_instrs() = op(OpId::k_mul, 5, {1}, make_binary_scalar(ScalarSide::kRight, 40.0, false));
+    *b.add_instrs() = op(OpId::k_cast, 3, {5}, make_cast(DType::kFloat16));
+    *b.add_instrs() = op(OpId::k_cast, 4, {5}, make_cast(DType::kInt32));
+    run(std::move(b));
+  }
+  // h.float() * 1.5 + bias, relu, .bfloat16(): eagerly from each head, and as hot path 9.
+  const std::vector<v1::Instr> chain = {
+      op(OpId::k_cast, 1, {bound(0)}, make_cast(DType::kFloat32)),
+      op(OpId::k_mul, 1, {local(0)}, make_binary_scalar(ScalarSide::kRight, 1.5, false)),
+      op(OpId::k_add, 1, {local(1), bound(1)}),
+      op(OpId::k_relu, 1, {local(2)}),
+      op(OpId::k_cast, 1, {local(3)}, make_cast(DType::kBFloat16))};
+  v1::WorkerBatch tmp;
+  for (size_t k = 0; k < chain.size(); ++k) {
+    *tmp.add_instrs() = chain[k];
+    if (k > 0) free_here(tmp, {local(k - 1)});
+  }
+  {
+    v1::WorkerBatch b;
+    *b.add_hot_define() = path_of(tmp, 9, 2);
+    for (uint64_t head : {3, 4}) {  // eagerly into 200.. / 300..
+      const uint64_t base = head == 3 ? 200 : 300;
+      *b.add_instrs() = op(OpId::k_cast, base, {head}, make_cast(DType::kFloat32));
+      *b.add_instrs() = op(OpId::k_mul, base + 1, {base}, make_binary_scalar(ScalarSide::kRight, 1.5, false));
+      *b.add_instrs() = op(OpId::k_add, base + 2, {base + 1, 2});
+      *b.add_instrs() = op(OpId::k_relu, base + 3, {base + 2});
+      *b.add_instrs() = op(OpId::k_cast, base + 4, {base + 3}, make_cast(DType::kBFloat16));
+    }
+    run(std::move(b));
+  }
+  const std::string want16 = fetch(204).first, want32 = fetch(304).first;
+  REQUIRE(want16.size() == 64 * 300 * 2);  // bfloat16
+  REQUIRE(want32.size() == 64 * 300 * 2);
+  CHECK(want16 != want32);  // (float16's rounding of the head shows)
+  // Runs until each head's chain went through its compiled kernel (at most ~10 s).
+  for (const uint64_t head : {3, 4}) {
+    const uint64_t fused = head == 3 ? 5 : 4;  // int32: the head's cast on its own
+    bool saw_fused = false;
+    for (uint64_t i = 0; i < 500 && !saw_fused; ++i) {
+      const uint64_t first = 1000 + 10 * i, before = fused_ops();
+      v1::WorkerBatch b;
+      *b.add_instrs() = hot_run(9, {head, 2}, first);
+      run(std::move(b));
+      const auto got = fetch(first + 4);
+      CHECK(got.second.empty());
+      CHECK(got.first == (head == 3 ? want16 : want32));  // bitwise, fused or not
+      const uint64_t delta = fused_ops() - before;
+      CHECK((delta == 0 || delta == fused));
+      saw_fused = delta == fused;
+      v1::WorkerBatch done;
+      free_here(done, {first + 4});
+      if (head == 4) free_here(done, {first});  // (the cast's own result, freed in the path)
+      run(std::move(done));
+      if (!saw_fused) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(saw_fused);
+  }
+  CHECK(out.errors().empty());
   ex.stop();
 }
