@@ -35,12 +35,21 @@ bool same_bits(double a, double b) {
   return std::memcmp(&a, &b, sizeof a) == 0;  // (-0.0 and 0.0 differ)
 }
 
-// The chain eagerly on the GPU (one kernel per step) and fused; compared bit for bit.
-void check_chain(const Pair& head, const std::vector<Step>& chain, const std::string& what) {
+// The chain eagerly on the GPU (one kernel per step) and fused; compared bit for bit. A head of
+// another dtype is cast to float32 first and the value cast to `out_dtype` last (eagerly: the
+// cast kernels; fused: the generated program's conversions).
+void check_chain(const Pair& head, const std::vector<Step>& chain, const std::string& what,
+                 DType out_dtype = DType::kFloat32) {
   CudaBackend& g = *backends()->gpu;
   // Eager: each step's result feeds the next.
   std::vector<RunResult> results;
+  results.reserve(chain.size() + 2);
   const Pair* v = &head;
+  if (head.meta().dtype != DType::kFloat32) {
+    results.push_back(run_both(OpId::k_cast, make_cast(DType::kFloat32), {v}));
+    GT_REQUIRE_OK(results.back().gpu);
+    v = &results.back().out;
+  }
   for (const Step& s : chain) {
     OpAttrs attrs;
     std::vector<const Pair*> ins{v};
@@ -53,13 +62,19 @@ void check_chain(const Pair& head, const std::vector<Step>& chain, const std::st
     GT_REQUIRE_OK(results.back().gpu);
     v = &results.back().out;
   }
+  if (out_dtype != DType::kFloat32) {
+    results.push_back(run_both(OpId::k_cast, make_cast(out_dtype), {v}));
+    GT_REQUIRE_OK(results.back().gpu);
+    v = &results.back().out;
+  }
   // Fused: the kernel is compiled off this thread; until it is ready run_fused declines.
   std::vector<FusedStep> steps;
   for (const Step& s : chain)
     steps.push_back(FusedStep{s.op, s.arg, s.value_right, s.scalar, s.operand ? &s.operand->g : nullptr});
-  auto storage = g.alloc(static_cast<size_t>(head.meta().nbytes()));
+  const TensorMeta out_meta{head.meta().shape, out_dtype};
+  auto storage = g.alloc(static_cast<size_t>(out_meta.nbytes()));
   GT_REQUIRE_OK(storage);
-  worker::Tensor out{head.meta(), *storage, nullptr};
+  worker::Tensor out{out_meta, *storage, nullptr};
   FusedArgs args{head.g, steps, out, 1};
   Status st = g.run_fused(args);
   if (!st.is_ok()) {
@@ -128,4 +143,28 @@ TEST_CASE("cuda: fused chains are bitwise the eager kernels, every fusable op in
   const auto st = be->gpu->fused_kernels()->stats();
   CHECK(st.failed == 0);
   CHECK(st.ready == st.compiled + st.disk_hits);
+}
+
+TEST_CASE("cuda: fused chains with 16-bit heads and results are bitwise the eager casts and "
+          "kernels", "[.gpu]") {
+  GT_REQUIRE_GPU();
+  REQUIRE(be->gpu->fuses_chains());
+  REQUIRE(be->gpu->fuses_cast_dtype(DType::kFloat16));
+  REQUIRE_FALSE(be->gpu->fuses_cast_dtype(DType::kInt32));
+  std::mt19937 rng(23);
+  const Shape s{37, 129};
+  const Pair h16 = random_pair(s, DType::kFloat16, rng, -3, 3);
+  const Pair hb16 = random_pair(s, DType::kBFloat16, rng, -3, 3);
+  const Pair x = random_pair(s, DType::kFloat32, rng, -3, 3);
+  const Pair bias = random_pair(Shape{129}, DType::kFloat32, rng, 0.5, 2);
+  const std::vector<Step> chain = {{OpId::k_mul, FusedArg::kScalar, false, 1.7f},
+                                   {OpId::k_add, FusedArg::kTensor, false, 0, &bias},
+                                   {OpId::k_relu},
+                                   {OpId::k_mul, FusedArg::kScalar, false, 0.3f},
+                                   {OpId::k_exp}};
+  check_chain(h16, chain, "float16 head");
+  check_chain(x, chain, "bfloat16 result", DType::kBFloat16);
+  check_chain(hb16, chain, "bfloat16 head, float16 result", DType::kFloat16);
+  check_chain(h16, {}, "float16 to bfloat16, casts alone", DType::kBFloat16);
+  CHECK(be->gpu->fused_kernels()->stats().failed == 0);
 }
