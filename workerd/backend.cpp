@@ -76,8 +76,10 @@ bool broadcasts_to(const Shape& operand, const Shape& out) {
 
 Status Backend::run_fused(const FusedArgs& args) {
   if (!fuses_chains()) return unimplemented("fused chains: not on {}", device_kind());
-  GT_RETURN_IF_ERROR(check_fused_tensor("the head", args.head, fuses_cast_dtype(args.head.meta.dtype)));
-  GT_RETURN_IF_ERROR(check_fused_tensor("the result", args.out, fuses_cast_dtype(args.out.meta.dtype)));
+  GT_RETURN_IF_ERROR(
+      check_fused_tensor("the head", args.head, fuses_cast_dtype(args.head.meta.dtype)));
+  GT_RETURN_IF_ERROR(
+      check_fused_tensor("the result", args.out, fuses_cast_dtype(args.out.meta.dtype)));
   if (args.tail != FusedTail::kNone) {
     if (!fuses_chain_tails()) return unimplemented("fused chains with a tail: not on {}", device_kind());
     if (args.out.meta.dtype != DType::kFloat32)

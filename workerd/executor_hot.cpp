@@ -211,9 +211,10 @@ uint32_t Executor::run_fused_chain(uint64_t session, HotPathDef& p, const FusedC
   TensorMeta value;  // the chain's value after each step
   // The steps that can be fused: all of the chain, or the prefix before the first that cannot
   // (an operand of another dtype, a broadcast of the value itself): that one and the rest run
-  // one by one after it. Where the fused part begins: the chain's first instruction, or the one after it when that is
-  // a cast from a dtype this device's kernels do not read (run on its own first: its result is
-  // the head). What returns before the fused part ran says how far the chain was run (`none`).
+  // one by one after it. Where the fused part begins: the chain's first instruction, or the one
+  // after it when that is a cast from a dtype this device's kernels do not read (run on its own
+  // first: its result is the head). What returns before the fused part ran says how far the
+  // chain was run (`none`).
   uint32_t begin = ch.begin;
   auto none = [&] { return begin == ch.begin ? 0u : begin; };
   uint32_t end = ch.begin;

@@ -493,7 +493,8 @@ TEST_CASE("hot paths cut into segments, one instruction per frame: each segment 
   REQUIRE(hits == 4);  // steps 2 and 3, two segments each
   const uint64_t h = a.next++, z = a.next++, y = a.next++;
   a.c.send(batch_of({make_instr(OpId::k_matmul, h, {1, 3})}));
-  v1::ClientMessage rest = batch_of({make_instr(OpId::k_add, z, {h, 4}), make_instr(OpId::k_relu, y, {z})});
+  v1::ClientMessage rest =
+      batch_of({make_instr(OpId::k_add, z, {h, 4}), make_instr(OpId::k_relu, y, {z})});
   rest.mutable_batch()->set_segment_end(true);  // (as a compiled scope's client marks it)
   a.c.send(rest);
   RawClient watcher(d.address());

@@ -510,8 +510,8 @@ TEST_CASE("sim device: a session issues at most device_queue_ops ahead of the de
   ex.stop();
 }
 
-TEST_CASE("sim device: a mixed-precision chain is one generated kernel, its casts in it, and an int32 "
-          "head's cast runs on its own and the rest fuses", "[worker][sim][hot][fused]") {
+TEST_CASE("sim device: a mixed-precision chain is one generated kernel, its casts in it, and "
+          "an int32 head's cast runs on its own and the rest fuses", "[worker][sim][hot][fused]") {
   // Generated kernels read float16 / bfloat16 heads and write such results themselves
   // (device/fused_kernel_source.h); other dtypes' casts are ops of their own. The sim device
   // generates and compiles each chain's program as CUDA would (the first runs go op by op while
@@ -566,7 +566,8 @@ TEST_CASE("sim device: a mixed-precision chain is one generated kernel, its cast
     for (uint64_t head : {3, 4}) {  // eagerly into 200.. / 300..
       const uint64_t base = head == 3 ? 200 : 300;
       *b.add_instrs() = op(OpId::k_cast, base, {head}, make_cast(DType::kFloat32));
-      *b.add_instrs() = op(OpId::k_mul, base + 1, {base}, make_binary_scalar(ScalarSide::kRight, 1.5, false));
+      *b.add_instrs() =
+          op(OpId::k_mul, base + 1, {base}, make_binary_scalar(ScalarSide::kRight, 1.5, false));
       *b.add_instrs() = op(OpId::k_add, base + 2, {base + 1, 2});
       *b.add_instrs() = op(OpId::k_relu, base + 3, {base + 2});
       *b.add_instrs() = op(OpId::k_cast, base + 4, {base + 3}, make_cast(DType::kBFloat16));
