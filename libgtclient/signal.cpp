@@ -34,11 +34,28 @@ std::string scope_provider() {
   return g_stack.back().name + '\x1f' + g_stack.back().backward;
 }
 
+// The dispatcher runs a backward-pass scope under its backward signal: the frame's, else the
+// config's, else the scope's own name (dispatcherd/signals.cpp, effective_name). When that is the
+// innermost scope open now -- a compiled function's backward pass inside the function, say --
+// entering it changes nothing there (scope, sharding, compile mode), and it is not sent: an enter
+// and an exit per graph node saved. (This client's own config of the name decides: the
+// dispatcher reads a session's configs before the server's.)
+bool maps_to_innermost(const std::string& name, const std::string& backward) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (!backward.empty() || g_stack.empty() || g_stack.back().name != name) return false;
+  auto it = g_configs.find(name);
+  return it != g_configs.end() && it->second.backward_signal.empty();
+}
+
 autograd::ScopeToken backward_hook(const std::string& forward_scope) {
   if (forward_scope.empty()) return nullptr;
   auto sep = forward_scope.find('\x1f');
   std::string name = forward_scope.substr(0, sep);
   std::string backward = sep == std::string::npos ? "" : forward_scope.substr(sep + 1);
+  if (maps_to_innermost(name, backward)) {
+    ++g_depth;
+    return std::shared_ptr<void>(nullptr, [](void*) { --g_depth; });
+  }
   detail::Session::get().signal_enter(name, backward, /*backward_pass=*/true);
   ++g_depth;
   return std::shared_ptr<void>(nullptr, [name](void*) {

@@ -166,6 +166,15 @@ def test_compiled_training_step_is_one_replayed_path_per_call():
     # plan, not planned again (dispatcherd/client_session_plan.cpp).
     assert after.get("hot_path_plans_reused", 0) - before.get("hot_path_plans_reused", 0) == 3
     assert losses[-1] < first  # it trains
+    # The backward pass inside the function runs under the function's own scope: its per-node
+    # backward scopes would change nothing on the dispatcher and are not sent. A call is the
+    # plain body's instructions and the scope's enter and exit.
+    compiled = (int(after["instructions"]) - int(before["instructions"])) / 3
+    plain_before = _my_session()
+    for _ in range(3):
+        body().item()
+    plain = (int(_my_session()["instructions"]) - int(plain_before["instructions"])) / 3
+    assert compiled == plain + 2
 
 
 _DATA_PARALLEL = r'''
