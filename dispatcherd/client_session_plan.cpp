@@ -89,8 +89,9 @@ void ClientSession::feed_instr(v1::Instr& in) {
   // A long stretch is cut by length too (hot_paths.h): a whole segment, and the frees that
   // came after its last instruction, are a stretch of their own once the next instruction
   // arrives (or the client's frame says the segment ended: ClientSession::run_batch).
-  if (!is_annotation(in) && hot_.segment_full()) end_stretch(/*by_length=*/true);
-  if (is_annotation(in)) {
+  const bool annotation = is_annotation(in);
+  if (!annotation && hot_.segment_full()) end_stretch(/*by_length=*/true);
+  if (annotation) {
     // A boundary (it changes how later instructions are planned) ends a buffered stretch under
     // the scopes it was buffered in; another annotation is only recorded in its signature.
     if (buffer_.active &&

@@ -186,7 +186,7 @@ HotPathDetector::Cut HotPathDetector::cut(bool by_length) {
   // The next segment's length: twice this one's after a length cut (a long stretch is cut
   // O(log n) times), `segment` again after any other cut.
   segment_cuts_ = by_length ? std::min<uint32_t>(segment_cuts_ + 1, 32) : 0;
-  segment_end_ = opts_.segment == 0 ? 0 : uint64_t{opts_.segment} << segment_cuts_;
+  segment_end_ = uint64_t{opts_.segment} << segment_cuts_;  // (0 stays 0: no length cuts)
   c.instructions = instructions_;
   if (instructions_ == 0 && !tainted_) {  // only frees, or nothing: not a stretch
     reset();

@@ -155,6 +155,8 @@ class Executor {
                                const v1::HotRun& run, bool any_dtype = false) const;
   // Instruction k of a path with the run's handles put in (the path keeps its own copy).
   void bind_instr(HotPathDef& p, size_t k, const v1::HotRun& run);
+  // Instruction k (no upload in it) bound and run as run_instr would, logged at trace level.
+  void run_bound_instr(uint64_t session, HotPathDef& p, size_t k, const v1::HotRun& run);
   // The segment's instructions through run_instr, with its own frees in stream order.
   void run_segment_instrs(uint64_t session, HotPathDef& p, const HotPathDef::GraphSegment& seg,
                           const v1::HotRun& run);

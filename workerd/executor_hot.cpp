@@ -173,9 +173,14 @@ bool Executor::run_graph_segment(uint64_t session, HotPathDef& p, HotPathDef::Gr
   return true;
 }
 
+void Executor::run_bound_instr(uint64_t session, HotPathDef& p, size_t k, const v1::HotRun& run) {
+  bind_instr(p, k, run);
+  if (spdlog::should_log(spdlog::level::trace)) log_instr(session, p.instrs[k]);
+  run_instr(session, p.instrs[k]);
+}
+
 void Executor::run_segment_instrs(uint64_t session, HotPathDef& p,
                                   const HotPathDef::GraphSegment& seg, const v1::HotRun& run) {
-  const bool log_instrs = spdlog::should_log(spdlog::level::trace);
   size_t next_free = 0;
   for (uint32_t k = seg.begin; k < seg.end;) {
     while (next_free < seg.frees.size() && seg.frees[next_free].at <= k)
@@ -186,9 +191,7 @@ void Executor::run_segment_instrs(uint64_t session, HotPathDef& p,
       k = end;
       continue;
     }
-    bind_instr(p, k, run);
-    if (log_instrs) log_instr(session, p.instrs[k]);
-    run_instr(session, p.instrs[k]);
+    run_bound_instr(session, p, k, run);
     ++k;
   }
 }
@@ -231,8 +234,7 @@ uint32_t Executor::run_fused_chain(uint64_t session, HotPathDef& p, const FusedC
         if (!head) return none();
         if (!backend_.fuses_cast_dtype(head->meta.dtype)) {
           if (k != ch.begin) return none();
-          bind_instr(p, k, run);
-          run_instr(session, p.instrs[k]);
+          run_bound_instr(session, p, k, run);
           begin = k + 1;
           continue;
         }

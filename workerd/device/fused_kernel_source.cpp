@@ -140,9 +140,11 @@ FusedKernelSignature signature_of(const FusedArgs& args) {
   return sig;
 }
 
+const char* fused_storage_type(DType d) {
+  return d == DType::kFloat32 ? "float" : "unsigned short";
+}
+
 namespace {
-// The C++ element type a program reads or writes `d` as (raw bits for the 16-bit floats).
-const char* storage_type(DType d) { return d == DType::kFloat32 ? "float" : "unsigned short"; }
 // The head element `x` as float32, and float32 `v` as an out element.
 std::string load_expr(DType d, const std::string& x) {
   switch (d) {
@@ -192,7 +194,8 @@ FusedKernelSource fused_kernel_source(const FusedKernelSignature& sig) {
       "  const long long stride = (long long)gridDim.x * blockDim.x;\n"
       "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {{\n"
       "    float v = {};\n{}    out[i] = {};\n  }}\n}}\n",
-      kPrelude, src.key, src.name, storage_type(sig.head), storage_type(sig.out), params,
+      kPrelude, src.key, src.name, fused_storage_type(sig.head), fused_storage_type(sig.out),
+      params,
       load_expr(sig.head, "head[i]"), body, store_expr(sig.out, "v"));
   return src;
 }

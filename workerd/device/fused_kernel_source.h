@@ -48,6 +48,8 @@ struct FusedKernelSignature {
 // The dtypes a generated program reads its head / writes its result in (float32, float16,
 // bfloat16): a device running generated kernels fuses casts from and to these only.
 bool generated_cast_dtype(DType d);
+// The C++ element type a program's head or result of dtype `d` has ("float", or raw 16 bits).
+const char* fused_storage_type(DType d);
 
 // The signature of a launch's chain (tensor operands' modes from their shapes). Tails are not
 // part of generated kernels: a device that generates them does not fuse tails.

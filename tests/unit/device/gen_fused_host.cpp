@@ -26,12 +26,8 @@ int main(int argc, char** argv) {
     const FusedKernelSource src = fused_kernel_source(cases[c]);
     text += "namespace gt_host_case_" + std::to_string(c) + " {\n" + src.source + "\n";
     // The caller: pointers[0..2] are head, out, n; then one per step with an operand.
-    // (16-bit float heads and results are raw bits in the program)
-    auto storage = [](gt::DType d) {
-      return d == gt::DType::kFloat32 ? "float" : "unsigned short";
-    };
-    std::string args = std::string("gt_param<const ") + storage(cases[c].head) +
-                       "*>(p[0]), gt_param<" + storage(cases[c].out) +
+    std::string args = std::string("gt_param<const ") + fused_storage_type(cases[c].head) +
+                       "*>(p[0]), gt_param<" + fused_storage_type(cases[c].out) +
                        "*>(p[1]), gt_param<long long>(p[2])";
     int next = 3;
     for (const FusedKernelStep& st : cases[c].steps) {
