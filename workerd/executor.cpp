@@ -134,6 +134,7 @@ void Executor::complete_locked(uint64_t first, uint64_t count) {
 void Executor::maybe_ack(bool more) {
   // Ack when the queue ran dry (the dispatcher's window reopens promptly), and under sustained
   // load every kAckEvery instructions or kAckInterval, whichever comes first.
+  std::lock_guard<std::mutex> order(ack_mu_);
   v1::WorkerMessage m;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -155,6 +156,7 @@ void Executor::maybe_ack(bool more) {
 void Executor::send_timings() {
   // Sent by the thread running the batch (busy_ is held: no other ack is being built), with the
   // executed prefix as it stands, so it is an ordinary ack to the dispatcher.
+  std::lock_guard<std::mutex> order(ack_mu_);
   v1::WorkerMessage m;
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -278,6 +278,10 @@ class Executor {
   std::vector<uint64_t> unacked_done_;       // first seqs completed since the last ack
   uint64_t unacked_count_ = 0;               // instructions completed since the last ack
   std::chrono::steady_clock::time_point last_ack_{};
+  // Held while an ack is built and sent (before mu_): the executor thread and the I/O thread
+  // (a turn run inline) both send acks, and one built first must not leave second -- the
+  // dispatcher ignores an ack whose prefix is older than one it has (and what it says done).
+  std::mutex ack_mu_;
   bool stopping_ = false;
   bool busy_ = false;  // a batch is executing (on the executor or inline)
   bool reset_requested_ = false;

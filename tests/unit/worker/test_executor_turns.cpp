@@ -130,3 +130,64 @@ TEST_CASE("sessions take turns: a small op does not wait for another session's l
   CHECK(out.last_executed_seq() == heavy_count + 1);
   ex.stop();
 }
+
+TEST_CASE("acks leave in the order of their executed prefix, whichever thread sends them",
+          "[worker][acks]") {
+  // The executor thread acks the batches it runs and the I/O thread acks those it runs inline
+  // (frees, syncs); the dispatcher ignores an ack older than one it has, so one built first
+  // must be sent first. Two sessions: one's small ops queued, the other's frees run inline.
+  // The executor thread's sends are slow (a socket that blocks a moment), which is when an
+  // ack built after one of them could overtake it.
+  CpuBackend backend(CpuBackendOptions{0, 1, 0});
+  Outbox out;
+  const std::thread::id io_thread = std::this_thread::get_id();
+  Executor ex(
+      backend,
+      [&](v1::WorkerMessage&& m) {
+        if (std::this_thread::get_id() != io_thread)
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        out.push(std::move(m));
+      },
+      1 << 20);
+  ex.start();
+  uint64_t seq = 0, h = 1;
+  int inline_runs = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto a = std::make_unique<v1::WorkerBatch>();
+    a->set_session(1);
+    a->set_first_seq(seq);
+    *a->add_instrs() = op(OpId::k_zeros, h, {}, make_shape_dtype(Shape{4}, DType::kFloat32));
+    free_here(*a, {h});
+    seq += 2;
+    ++h;
+    ex.enqueue(std::move(a));
+    auto b = std::make_unique<v1::WorkerBatch>();
+    b->set_session(2);
+    b->set_first_seq(seq);
+    free_here(*b, {1000000 + static_cast<uint64_t>(i)});  // (a handle never made: a no-op free)
+    seq += 1;
+    // Often the executor has finished `a` by now and is sending its ack: `b` then runs here.
+    std::this_thread::sleep_for(std::chrono::microseconds(i % 2 ? 5 : 40));
+    if (ex.try_execute_inline(*b)) ++inline_runs;
+    else ex.enqueue(std::move(b));
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  while (ex.executed_seq() < seq && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ex.stop();
+  REQUIRE(ex.executed_seq() == seq);
+  INFO(inline_runs << " batches of frees ran inline");
+  std::lock_guard<std::mutex> lk(out.mu);
+  uint64_t last = 0;
+  size_t acks = 0, behind = 0;
+  for (auto& [t, m] : out.sent) {
+    if (!m.has_ack()) continue;
+    ++acks;
+    if (m.ack().executed_seq() < last) ++behind;
+    last = std::max(last, m.ack().executed_seq());
+  }
+  CHECK(acks > 0);
+  CHECK(inline_runs > 0);
+  CHECK(last == seq);
+  CHECK(behind == 0);
+}
