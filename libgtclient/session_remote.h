@@ -163,6 +163,7 @@ class RemoteSession : public Session {
 
   std::mutex write_mu_;                // one writer on the socket at a time
   v1::ClientMessage sending_;          // guarded by write_mu_
+  void clear_sent();                   // sending_ after its frame went out (write_mu_ held)
   // sending_'s frame: its uploads' payloads are written from sending_ itself (FrameParts).
   FrameParts wparts_;                  // guarded by write_mu_
   v1::Instr direct_instr_;             // emit_upload_direct's, guarded by write_mu_
