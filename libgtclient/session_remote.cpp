@@ -230,6 +230,7 @@ bool RemoteSession::flush_queue() {
     queue_.Swap(&sending_);
     queued_ = 0;
     queued_payload_ = 0;
+    hold_overflow_ = false;
   }
   space_cv_.notify_all();
   Status st = send_frames(sending_);
@@ -314,6 +315,7 @@ std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs
     queue_.Swap(&sending_);
     queued_ = 0;
     queued_payload_ = 0;
+    hold_overflow_ = false;
   }
   space_cv_.notify_all();
   OpAttrs no_data = attrs;
@@ -359,7 +361,11 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
            (queued_payload_ > 0 && queued_payload_ + payload > max_queued_payload());
   };
   if (full()) {
-    if (flusher_sleeping_) {  // the queue goes out now; this thread waits for the space
+    // The queue goes out now, held by a compiled scope or not (a held one waited for a flush
+    // that never came: the scope then reaches the dispatcher in parts, which runs it eagerly);
+    // this thread waits for the space.
+    hold_overflow_ = true;
+    if (flusher_sleeping_) {
       flusher_sleeping_ = false;
       flusher_cv_.notify_one();
     }
@@ -403,7 +409,9 @@ void RemoteSession::send_whole_segment(std::unique_lock<std::mutex>& lk) {
   lk.lock();
 }
 
-bool RemoteSession::holding_locked() const { return hold_depth_ > 0 && queued_ < kMaxHeldInstrs; }
+bool RemoteSession::holding_locked() const {
+  return hold_depth_ > 0 && !hold_overflow_ && queued_ < kMaxHeldInstrs;
+}
 
 void RemoteSession::wake_flusher_locked() {
   if (flusher_sleeping_ && !holding_locked()) {

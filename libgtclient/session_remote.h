@@ -147,6 +147,9 @@ class RemoteSession : public Session {
   // Before the next instruction is queued: a whole segment goes out now (`lk` holds mu_).
   void send_whole_segment(std::unique_lock<std::mutex>& lk);
   bool holding_locked() const;
+  // The queue filled up (emit waits for its space) while a compiled scope held it: it goes out
+  // now, and the scope's later instructions in frames of their own. Until the queue is sent.
+  bool hold_overflow_ = false;
   void wake_flusher_locked();
   bool stopping_ = false;
   bool reader_active_ = false;

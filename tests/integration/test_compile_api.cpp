@@ -145,3 +145,24 @@ TEST_CASE("gt::compile without segments: nothing runs before the function's end"
           "[hot][client]") {
   check_segments(0);
 }
+
+TEST_CASE("gt::compile whose uploads fill the client's queue sends it in parts instead of hanging",
+          "[hot][client]") {
+  // Over TCP (no shared memory) uploads under 1 MiB travel queued, and the queue holds at most
+  // 16 MiB of them: a compiled scope that held its queue past that waited for a flush it
+  // blocked (the client hung in its upload). 24 MiB of uploads in one call, twice.
+  Daemons d(DaemonOptions{1});
+  gt::connect(d.address());
+  constexpr int kUploads = 30;
+  constexpr int64_t kElems = 200000;  // 0.8 MB each
+  std::vector<std::vector<float>> host;
+  for (int i = 0; i < kUploads; ++i) host.emplace_back(kElems, static_cast<float>(i));
+  auto body = [&] {
+    gt::Tensor total = gt::zeros({});
+    for (const auto& h : host) total = total + gt::from_vector(h, {kElems}).sum();
+    return total;
+  };
+  auto step = gt::compile(body);
+  const float want = static_cast<float>(kElems) * (kUploads * (kUploads - 1) / 2);  // sum of i
+  for (int call = 0; call < 2; ++call) CHECK(step().item<float>() == want);
+}
