@@ -10,7 +10,12 @@
 // thread, /proc schedstat): the daemons are found as this process's descendants (the embedded
 // default) or given with --daemon-pids P,P,... (daemons started by hand).
 //
+// --profile eager|loop|compiled runs that variant's steps alone (after the warm-up) and prints
+// their median: for a profiler (perf record -p, valgrind --tool=callgrind on this process or a
+// daemon started by hand; two step counts' difference is a step's cost).
+//
 // Usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR] [--daemon-pids P,P,...]
+//                     [--profile eager|loop|compiled]
 #include <gt/gt.h>
 
 #include <unistd.h>
@@ -43,6 +48,7 @@ struct Args {
   int warmup = 5;
   double lr = 0.01;
   std::vector<pid_t> daemon_pids;
+  std::string profile;  // eager | loop | compiled: that variant's steps alone (no reference)
 };
 
 Args parse(int argc, char** argv) {
@@ -58,9 +64,16 @@ Args parse(int argc, char** argv) {
         if (*p == ',') ++p;
         else if (*p) break;
       }
+    } else if (s == "--profile" && i + 1 < argc) {
+      a.profile = argv[++i];
+      if (a.profile != "eager" && a.profile != "loop" && a.profile != "compiled") {
+        std::fprintf(stderr, "gt-bench-mlp: --profile takes eager, loop or compiled\n");
+        std::exit(2);
+      }
     } else {
       std::fprintf(stderr,
-                   "usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR] [--daemon-pids P,...]\n");
+                   "usage: gt-bench-mlp [--steps N] [--warmup W] [--lr LR] [--daemon-pids P,...]\n"
+                   "                    [--profile eager|loop|compiled]\n");
       std::exit(2);
     }
   }
@@ -275,6 +288,20 @@ int main(int argc, char** argv) {
     for (const auto& s : gt::worker_stats()) n += s.ops_executed;
     return n;
   };
+  if (!args.profile.empty()) {
+    // One variant alone, for a profiler attached to this process or the daemons (perf,
+    // callgrind: the difference of two step counts is what a step costs).
+    mode = args.profile == "compiled" ? kCompiled : args.profile == "loop" ? kAuto : kEager;
+    for (int i = 0; i < args.warmup; ++i) gt_step();
+    for (int i = 0; i < args.steps; ++i) {
+      const double t0 = now_s();
+      gt_step();
+      gt_t.push_back(now_s() - t0);
+    }
+    std::printf("gt-bench-mlp --profile %s: median %.3f ms/step over %d steps\n",
+                args.profile.c_str(), median(gt_t) * 1e3, args.steps);
+    return 0;
+  }
   for (int i = 0; i < args.warmup; ++i) {
     gt_losses.push_back(gt_step());
     ref_losses.push_back(ref.step(local));
