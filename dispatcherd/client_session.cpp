@@ -91,6 +91,7 @@ void ClientSession::end_stretch(bool by_length) {
   // A buffered stretch (client_session_plan.cpp) goes from its hot path's plan, or is planned
   // now, before the cut, as on arrival.
   bool from_plan = false;
+  const bool empty = hot_.stretch_empty() && !buffer_.active;
   if (buffer_.active) {
     const uint64_t path = hot_.matching_path();
     from_plan = path != 0 && apply_plan(path);
@@ -101,9 +102,12 @@ void ClientSession::end_stretch(bool by_length) {
   const bool hot = c.outcome == HotPathDetector::Outcome::kDefined ||
                    c.outcome == HotPathDetector::Outcome::kHit;
   // Per-instruction records (the instruction log, trace-level lines) need the instructions.
-  if (hot && !from_plan && span_.started && span_.eligible && opts_.hot_path_replay &&
-      !log_instrs_ && !log_->enabled())
-    replay_by_reference(c.path);
+  const bool by_reference = hot && !from_plan && span_.started && span_.eligible &&
+                            opts_.hot_path_replay && !log_instrs_ && !log_->enabled();
+  if (by_reference) replay_by_reference(c.path);
+  // Held here until its end and replayed: the replies to requests that end it say so (an empty
+  // stretch, two requests in a row, leaves what the last one said).
+  if (!empty) last_stretch_replayed_ = from_plan || by_reference;
   span_ = StretchSpan{};
   stretch_log_.clear();
   if (!log_->enabled()) return;

@@ -303,6 +303,8 @@ class ClientSession {
   SignalState signals_;
   HotPathDetector hot_;
   StretchSpan span_;
+  // The last stretch a cut ended was held until its end and replayed (Reply.hot_stretch).
+  bool last_stretch_replayed_ = false;
   Held held_;
   std::unique_ptr<asio::steady_timer> hold_timer_;
   uint64_t hold_generation_ = 0;  // which arming the pending deadline belongs to

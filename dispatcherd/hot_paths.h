@@ -100,6 +100,8 @@ class HotPathDetector {
   // The hot path the stretch so far is, whole (0: none, or tainted). Its lookup is kept for the
   // cut that follows (the signature is hashed once).
   uint64_t matching_path();
+  // Nothing of a stretch since the last cut (frees at most): cutting it changes nothing.
+  bool stretch_empty() const { return instructions_ == 0 && !tainted_; }
   // The current stretch has reached its segment's length (HotPathOptions::segment): the session
   // cuts it here, with cut(true).
   bool segment_full() const {

@@ -29,7 +29,9 @@ void ClientSession::process_request(const v1::Request& r) {
   pr->client_request_id = r.request_id();
   pr->kind = r.kind();
   pr->seq = ++requests_;
+  pr->hot_stretch = last_stretch_replayed_;
   pr->reply.mutable_reply()->set_request_id(r.request_id());
+  pr->reply.mutable_reply()->set_hot_stretch(pr->hot_stretch);
   // The instruction log names each worker's part (worker:request id, as in its EXEC line's
   // requests=), so gt-trace can draw the request to the worker and back.
   fmt::memory_buffer routes;
@@ -160,6 +162,7 @@ void ClientSession::relay_fetch(const WorkerState& w, const PendingRequest& pr, 
   }
   head.set_request_id(pr.client_request_id);
   head.set_last(last);
+  head.set_hot_stretch(pr.hot_stretch);
   if (last) observe_latency(pr);
   if (last && log_->enabled())
     log_->write("REPLY", source_of(*conn_), "FETCH", meta ? meta->total_bytes() : 0,

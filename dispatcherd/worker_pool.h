@@ -76,6 +76,7 @@ struct PendingRequest {
   uint64_t fetch_relayed = 0;  // FETCH: bytes relayed so far (chunks must come in order)
   uint64_t shm_region = 0;     // FETCH into the client's shared memory: the region's size
   uint64_t seq = 0;           // order among the session's requests (ClientSession::requests_)
+  bool hot_stretch = false;   // Reply.hot_stretch, on every reply to it
   std::chrono::steady_clock::time_point received_at = std::chrono::steady_clock::now();
   v1::ServerMessage reply;  // accumulated errors / stats
 };

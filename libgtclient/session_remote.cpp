@@ -36,6 +36,11 @@ constexpr size_t kMaxQueuedPayloadBytes = size_t{16} << 20;
 // A compiled scope's instructions are held back at most this many (the dispatcher's default
 // hot_path_max_length: a longer stretch is no hot path anyway).
 constexpr size_t kMaxHeldInstrs = 4096;
+// A stretch held because the dispatcher holds it too (Reply.hot_stretch) waits at most this long
+// in the client before it goes (the dispatcher's own hold deadline), and the flusher stops
+// polling for it after this many polls with nothing held.
+constexpr auto kAutoHoldMax = std::chrono::milliseconds(2);
+constexpr int kAutoHoldIdlePolls = 100;
 constexpr int kConnectTimeoutMs = 10000;
 // A fetch chunk at least this large is read from the socket straight into its destination
 // (fetch_into) instead of through the frame decoder and a copy.
@@ -209,10 +214,36 @@ RemoteSession::~RemoteSession() {
 
 void RemoteSession::flusher_loop() {
   std::unique_lock<std::mutex> lk(mu_);
+  int idle_polls = 0;
+  uint64_t requests_seen = 0;
   while (true) {
     while ((queue_empty(queue_) || holding_locked()) && !stopping_) {
       flusher_sleeping_ = true;
-      flusher_cv_.wait(lk);
+      if (!auto_hold_ || hold_depth_ > 0) {
+        flusher_cv_.wait(lk);
+        continue;
+      }
+      // While steps are sent whole (auto_hold_) this thread polls: what is held goes at most
+      // kAutoHoldMax after it first sees it, as the dispatcher holds a stretch (a program that
+      // stops short of a whole step, without a sync, is not left waiting), and frees queued
+      // after a step went go within a poll. A program that stops syncing stops the polls.
+      const auto now = std::chrono::steady_clock::now();
+      if (!queue_empty(queue_)) {
+        idle_polls = 0;
+        if (held_since_ == std::chrono::steady_clock::time_point{}) {
+          held_since_ = now;
+        } else if (now - held_since_ >= kAutoHoldMax) {
+          auto_released_ = true;
+          continue;
+        }
+      } else if (next_request_id_ != requests_seen) {
+        requests_seen = next_request_id_;
+        idle_polls = 0;
+      } else if (++idle_polls > kAutoHoldIdlePolls) {
+        auto_hold_ = false;
+        continue;
+      }
+      flusher_cv_.wait_for(lk, kAutoHoldMax);
     }
     flusher_sleeping_ = false;
     if (stopping_) return;
@@ -231,6 +262,7 @@ bool RemoteSession::flush_queue() {
     queued_ = 0;
     queued_payload_ = 0;
     hold_overflow_ = false;
+    held_since_ = {};
   }
   space_cv_.notify_all();
   Status st = send_frames(sending_);
@@ -312,6 +344,7 @@ std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs
     if (holding_locked()) return std::nullopt;
     id = is_in_place(op) ? 0 : next_id_++;
     if (!lost_.empty()) return id;  // ops after a lost session are dropped; the next sync raises
+    ++stretch_instrs_;
     queue_.Swap(&sending_);
     queued_ = 0;
     queued_payload_ = 0;
@@ -391,6 +424,15 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   for (uint64_t i : inputs) in->add_inputs(i);
   ++queued_;
   if (hold_depth_ > 0) ++held_ops_;
+  ++stretch_instrs_;
+  if (auto_holding_locked() && stretch_instrs_ >= last_stretch_) {
+    // As long as the last stretch: whole (a loop's step). It goes now, from this thread (a
+    // hand-off to the flusher would cost a wake-up); what follows is sent as it comes.
+    auto_released_ = true;
+    lk.unlock();
+    flush_queue();
+    return id;
+  }
   wake_flusher_locked();
   return id;
 }
@@ -410,7 +452,11 @@ void RemoteSession::send_whole_segment(std::unique_lock<std::mutex>& lk) {
 }
 
 bool RemoteSession::holding_locked() const {
-  return hold_depth_ > 0 && !hold_overflow_ && queued_ < kMaxHeldInstrs;
+  return (hold_depth_ > 0 || auto_holding_locked()) && !hold_overflow_ && queued_ < kMaxHeldInstrs;
+}
+
+bool RemoteSession::auto_holding_locked() const {
+  return auto_hold_ && !auto_released_ && hold_depth_ == 0 && last_stretch_ > 1;
 }
 
 void RemoteSession::wake_flusher_locked() {
@@ -448,7 +494,8 @@ void RemoteSession::signal_exit(const std::string& name) {
   std::lock_guard<std::mutex> lk(mu_);
   if (!lost_.empty()) return;
   if (!scope_holds_.empty()) {
-    if (scope_holds_.back()) --hold_depth_;
+    // A compiled scope goes when it ends (its function's result may be waited for at once).
+    if (scope_holds_.back() && --hold_depth_ == 0) auto_released_ = true;
     scope_holds_.pop_back();
   }
   auto* ev = append_annotation_locked()->mutable_signal();  // (wakes the flusher once released)
@@ -478,7 +525,9 @@ void RemoteSession::free(uint64_t id) {
   auto* b = queue_.mutable_batch();
   b->add_frees(id);
   b->add_free_at(static_cast<uint32_t>(b->instrs_size()));
-  wake_flusher_locked();  // memory on the worker comes back even if no op follows
+  // Memory on the worker comes back even if no op follows: at once, or, while steps are sent
+  // whole (auto_hold_), with the next frame (the step's fetch) or the flusher's next poll.
+  if (!auto_hold_) wake_flusher_locked();
 }
 
 RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t id) {
@@ -491,6 +540,11 @@ RemoteSession::Pending RemoteSession::request(v1::Request::Kind kind, uint64_t i
     std::lock_guard<std::mutex> lk(mu_);
     if (!lost_.empty()) throw_sync(lost_code_, "gt: session lost: " + lost_);
     rid = next_request_id_++;
+    // The stretch the dispatcher cuts here ends: the next is held (auto_hold_) until it has as
+    // many instructions as this one.
+    last_stretch_ = stretch_instrs_;
+    stretch_instrs_ = 0;
+    auto_released_ = false;
     pending_.emplace(rid, std::move(init));
     auto* r = queue_.mutable_batch()->add_requests();
     r->set_request_id(rid);
@@ -761,6 +815,7 @@ void RemoteSession::on_frame_locked(std::string_view body) {
     }
   }
   if (r->last()) {
+    note_hot_stretch_locked(r->hot_stretch());
     p.done = true;
     reply_cv_.notify_all();
   }
@@ -817,6 +872,7 @@ bool RemoteSession::receive_payload_direct(std::unique_lock<std::mutex>& lk, int
   if (have > 0) std::memcpy(dst, body.data() + l.payload_begin, have);
   decoder_.discard_buffered();  // all of it was this frame's; the rest is read below
   const bool last = rx_head_.last();
+  const bool hot_stretch = rx_head_.hot_stretch();
   lk.unlock();
   Status st = read_exact(fd_, dst + have, l.payload_bytes - have, wait_ms);
   lk.lock();
@@ -832,10 +888,23 @@ bool RemoteSession::receive_payload_direct(std::unique_lock<std::mutex>& lk, int
   last_rx_ = std::chrono::steady_clock::now();
   p.received += l.payload_bytes;
   if (last) {
+    note_hot_stretch_locked(hot_stretch);
     p.done = true;
     reply_cv_.notify_all();
   }
   return true;
+}
+
+void RemoteSession::note_hot_stretch_locked(bool hot) {
+  // The dispatcher held the stretch this request ended until its end (a hot path's replay): the
+  // next one, the same again in a loop, goes whole too, from this side (one frame instead of
+  // one per flush while it is built). Not where segments are sent as they fill.
+  const bool was = auto_hold_;
+  auto_hold_ = hot && hot_segment_ == 0;
+  if (auto_hold_ && !was && flusher_sleeping_) {  // it bounds the hold: it polls while this lasts
+    flusher_sleeping_ = false;
+    flusher_cv_.notify_one();
+  }
 }
 
 }  // namespace gt::detail

@@ -150,6 +150,17 @@ class RemoteSession : public Session {
   // The queue filled up (emit waits for its space) while a compiled scope held it: it goes out
   // now, and the scope's later instructions in frames of their own. Until the queue is sent.
   bool hold_overflow_ = false;
+  // Plain loops: when the dispatcher said it held the last stretch to its end and replayed it
+  // (Reply.hot_stretch), the client holds the next one as well, until it has as many
+  // instructions as the last (then this thread sends it), a request, or kAutoHoldMax: one frame
+  // per step instead of one per flush (the dispatcher would hold them anyway).
+  uint64_t stretch_instrs_ = 0;  // instructions since the last request
+  uint64_t last_stretch_ = 0;    // the stretch before
+  bool auto_hold_ = false;       // the last reply's hot_stretch
+  bool auto_released_ = false;   // this stretch's held part has gone (whole, or timed out)
+  std::chrono::steady_clock::time_point held_since_;  // when the flusher first saw it held
+  bool auto_holding_locked() const;
+  void note_hot_stretch_locked(bool hot);
   void wake_flusher_locked();
   bool stopping_ = false;
   bool reader_active_ = false;

@@ -166,3 +166,60 @@ TEST_CASE("gt::compile whose uploads fill the client's queue sends it in parts i
   const float want = static_cast<float>(kElems) * (kUploads * (kUploads - 1) / 2);  // sum of i
   for (int call = 0; call < 2; ++call) CHECK(step().item<float>() == want);
 }
+
+namespace {
+
+// The one session's figure `key` in the dispatcher's /api/status (no sync: what the client has
+// sent so far).
+int session_figure(int port, const std::string& key) {
+  const HttpReply r = http_get(port, "/api/status");
+  REQUIRE(r.code == 200);
+  const size_t sessions = r.body.find("\"sessions\":[");
+  REQUIRE(sessions != std::string::npos);
+  return json_uint(r.body.substr(sessions), key);
+}
+
+}  // namespace
+
+TEST_CASE("a plain loop whose step is replayed is sent a step at a time, and held 2 ms at most",
+          "[hot][client]") {
+  // Once the dispatcher says it held a step to its end and replayed it (Reply.hot_stretch),
+  // the client holds the next one too and sends it whole: a step built slowly (as from Python)
+  // is one frame, not a frame per flush. Results stay the eager loop's.
+  const std::string dir = temp_dir(), port_file = dir + "/http.port";
+  Daemons d(DaemonOptions{1, {"--http-port", "0", "--http-port-file", port_file}});
+  const int port = read_port_file(port_file);
+  gt::connect(d.address());
+  const gt::Tensor x = gt::from_vector(std::vector<float>{-2, -1, 0, 1, 2, 3}, {2, 3});
+  auto slow = [] { std::this_thread::sleep_for(std::chrono::microseconds(300)); };
+  auto step = [&] {
+    gt::Tensor a = x * 2.0 + 1.0;
+    slow();
+    gt::Tensor r = a.relu();
+    slow();
+    gt::Tensor s = (r * 3.0).sum(1);
+    slow();
+    return (s - 1.0).sum();
+  };
+  const float want = step().item<float>();  // rows 3 + 45, less 1 each
+  CHECK(want == 46.0f);
+  for (int i = 0; i < 4; ++i) CHECK(step().item<float>() == want);  // detected, replayed
+  const int frames_before = session_figure(port, "frames");
+  constexpr int kSteps = 10;
+  for (int i = 0; i < kSteps; ++i) CHECK(step().item<float>() == want);
+  const int frames = session_figure(port, "frames") - frames_before;
+  INFO(frames << " frames for " << kSteps << " steps");
+  CHECK(frames <= 3 * kSteps);  // the step whole, its fetch, at times its frees (as it comes: >= 4 a step)
+
+  // A stretch that stops short of a whole step, with no sync after it, still goes: the client
+  // holds it at most kAutoHoldMax (2 ms) after its flusher sees it.
+  const int received = session_figure(port, "instructions");
+  gt::Tensor partial = x * 2.0 + 1.0;
+  int now = received;
+  for (int waited = 0; waited < 2000 && now == received; waited += 5) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    now = session_figure(port, "instructions");
+  }
+  CHECK(now > received);
+  CHECK(partial.sum().item<float>() == 12.0f);  // 2x + 1 over -2 .. 3
+}
