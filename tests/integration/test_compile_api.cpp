@@ -30,28 +30,53 @@ int json_uint(const std::string& body, const std::string& key) {
   return std::atoi(body.c_str() + at + k.size());
 }
 
-HotCounts counts(int port) {
-  gt::synchronize();  // everything sent so far has reached the dispatcher
+// The one session's entry in the dispatcher's /api/status (no sync: what the client has sent
+// so far).
+std::string session_status(int port) {
   const HttpReply r = http_get(port, "/api/status");
   REQUIRE(r.code == 200);
   INFO(r.body);
   const size_t sessions = r.body.find("\"sessions\":[");
   REQUIRE(sessions != std::string::npos);
-  const std::string s = r.body.substr(sessions);
+  return r.body.substr(sessions);
+}
+
+int session_figure(int port, const std::string& key) { return json_uint(session_status(port), key); }
+
+HotCounts counts(int port) {
+  gt::synchronize();  // everything sent so far has reached the dispatcher
+  const std::string s = session_status(port);
   return HotCounts{json_uint(s, "hot_paths"), json_uint(s, "hot_path_hits")};
 }
 
 std::vector<float> values(const gt::Tensor& t) { return t.to_vector<float>(); }
 
+// Daemons (one CPU worker, `dispatcher_args` added) with their HTTP port, this process's session
+// connected to them (one session per process: each case runs in its own), and the cases' input.
+struct Rig {
+  explicit Rig(std::vector<std::string> dispatcher_args = {})
+      : port_file(temp_dir() + "/http.port"), d(options(port_file, std::move(dispatcher_args))) {
+    port = read_port_file(port_file);
+    gt::connect(d.address());
+    x = gt::from_vector(std::vector<float>{-2, -1, 0, 1, 2, 3}, {2, 3});  // (once connected)
+  }
+  static DaemonOptions options(const std::string& port_file, std::vector<std::string> args) {
+    args.insert(args.begin(), {"--http-port", "0", "--http-port-file", port_file});
+    return DaemonOptions{1, std::move(args)};
+  }
+  std::string port_file;
+  Daemons d;
+  int port = 0;
+  gt::Tensor x;
+};
+
 }  // namespace
 
 TEST_CASE("gt::compile: a hot path at the first call, hits after, results unchanged",
           "[hot][client]") {
-  const std::string dir = temp_dir(), port_file = dir + "/http.port";
-  Daemons d(DaemonOptions{1, {"--http-port", "0", "--http-port-file", port_file}});
-  const int port = read_port_file(port_file);
-  gt::connect(d.address());
-  const gt::Tensor x = gt::from_vector(std::vector<float>{-2, -1, 0, 1, 2, 3}, {2, 3});
+  Rig rig;
+  const int port = rig.port;
+  const gt::Tensor& x = rig.x;
   auto body = [](const gt::Tensor& t) { return ((t * 2.0 + 1.0).relu() * 3.0).sum(1); };
   const std::vector<float> want = values(body(x));  // eager, before anything is compiled
   CHECK(want == std::vector<float>{3, 45});  // rows of relu(2t + 1) * 3, summed
@@ -84,11 +109,7 @@ namespace {
 int replays_when(int port, int want, int wait_ms) {
   int got = -1;
   for (int waited = 0; waited <= wait_ms; waited += 10) {
-    const HttpReply r = http_get(port, "/api/status");
-    REQUIRE(r.code == 200);
-    const size_t sessions = r.body.find("\"sessions\":[");
-    REQUIRE(sessions != std::string::npos);
-    got = json_uint(r.body.substr(sessions), "hot_path_replays");
+    got = session_figure(port, "hot_path_replays");
     if (got >= want) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -102,12 +123,9 @@ int replays_when(int port, int want, int wait_ms) {
 // With no segments (`segment` 0) nothing goes before the function's end. (One session per
 // process: each case runs in its own.)
 void check_segments(int segment) {
-  const std::string dir = temp_dir(), port_file = dir + "/http.port";
-  Daemons d(DaemonOptions{1, {"--http-port", "0", "--http-port-file", port_file,
-                              "--hot-path-segment", std::to_string(segment)}});
-  const int port = read_port_file(port_file);
-  gt::connect(d.address());
-  const gt::Tensor x = gt::from_vector(std::vector<float>{-2, -1, 0, 1, 2, 3}, {2, 3});
+  Rig rig({"--hot-path-segment", std::to_string(segment)});
+  const int port = rig.port;
+  const gt::Tensor& x = rig.x;
   int replays_before = 0, replays_inside = -1;
   bool watch = false;
   auto body = [&](const gt::Tensor& t) {
@@ -167,30 +185,14 @@ TEST_CASE("gt::compile whose uploads fill the client's queue sends it in parts i
   for (int call = 0; call < 2; ++call) CHECK(step().item<float>() == want);
 }
 
-namespace {
-
-// The one session's figure `key` in the dispatcher's /api/status (no sync: what the client has
-// sent so far).
-int session_figure(int port, const std::string& key) {
-  const HttpReply r = http_get(port, "/api/status");
-  REQUIRE(r.code == 200);
-  const size_t sessions = r.body.find("\"sessions\":[");
-  REQUIRE(sessions != std::string::npos);
-  return json_uint(r.body.substr(sessions), key);
-}
-
-}  // namespace
-
 TEST_CASE("a plain loop whose step is replayed is sent a step at a time, and held 2 ms at most",
           "[hot][client]") {
   // Once the dispatcher says it held a step to its end and replayed it (Reply.hot_stretch),
   // the client holds the next one too and sends it whole: a step built slowly (as from Python)
   // is one frame, not a frame per flush. Results stay the eager loop's.
-  const std::string dir = temp_dir(), port_file = dir + "/http.port";
-  Daemons d(DaemonOptions{1, {"--http-port", "0", "--http-port-file", port_file}});
-  const int port = read_port_file(port_file);
-  gt::connect(d.address());
-  const gt::Tensor x = gt::from_vector(std::vector<float>{-2, -1, 0, 1, 2, 3}, {2, 3});
+  Rig rig;
+  const int port = rig.port;
+  const gt::Tensor& x = rig.x;
   auto slow = [] { std::this_thread::sleep_for(std::chrono::microseconds(300)); };
   auto step = [&] {
     gt::Tensor a = x * 2.0 + 1.0;
