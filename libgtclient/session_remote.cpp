@@ -341,10 +341,13 @@ std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs
   uint64_t id = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    if (holding_locked()) return std::nullopt;
+    // A compiled scope keeps it in its queue; a plain loop's held step (auto_hold_) goes now,
+    // with the upload from the caller's memory (the copy into the queue would cost more than
+    // the frame it saves).
+    if (hold_depth_ > 0 && holding_locked()) return std::nullopt;
     id = is_in_place(op) ? 0 : next_id_++;
     if (!lost_.empty()) return id;  // ops after a lost session are dropped; the next sync raises
-    ++stretch_instrs_;
+    if (++stretch_instrs_ >= last_stretch_) auto_released_ = true;  // (the step is whole)
     queue_.Swap(&sending_);
     queued_ = 0;
     queued_payload_ = 0;
