@@ -258,17 +258,21 @@ bool RemoteSession::flush_queue() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (queue_empty(queue_)) return false;
-    queue_.Swap(&sending_);
-    queued_ = 0;
-    queued_payload_ = 0;
-    hold_overflow_ = false;
-    held_since_ = {};
+    take_queue_locked();
   }
   space_cv_.notify_all();
   Status st = send_frames(sending_);
   clear_sent();
   if (!st.is_ok()) mark_lost(st.message());
   return true;
+}
+
+void RemoteSession::take_queue_locked() {
+  queue_.Swap(&sending_);
+  queued_ = 0;
+  queued_payload_ = 0;
+  hold_overflow_ = false;
+  held_since_ = {};
 }
 
 void RemoteSession::clear_sent() {
@@ -347,11 +351,8 @@ std::optional<uint64_t> RemoteSession::emit_upload_direct(OpId op, const OpAttrs
     if (hold_depth_ > 0 && holding_locked()) return std::nullopt;
     id = is_in_place(op) ? 0 : next_id_++;
     if (!lost_.empty()) return id;  // ops after a lost session are dropped; the next sync raises
-    if (++stretch_instrs_ >= last_stretch_) auto_released_ = true;  // (the step is whole)
-    queue_.Swap(&sending_);
-    queued_ = 0;
-    queued_payload_ = 0;
-    hold_overflow_ = false;
+    count_stretch_instr_locked();  // (whole or not, what is held goes with it)
+    take_queue_locked();
   }
   space_cv_.notify_all();
   OpAttrs no_data = attrs;
@@ -401,10 +402,7 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
     // that never came: the scope then reaches the dispatcher in parts, which runs it eagerly);
     // this thread waits for the space.
     hold_overflow_ = true;
-    if (flusher_sleeping_) {
-      flusher_sleeping_ = false;
-      flusher_cv_.notify_one();
-    }
+    wake_flusher_locked();
     space_cv_.wait(lk, [&] { return !full() || !lost_.empty(); });
   }
   queued_payload_ += payload;
@@ -427,11 +425,9 @@ uint64_t RemoteSession::emit(OpId op, const OpAttrs& attrs, std::span<const uint
   for (uint64_t i : inputs) in->add_inputs(i);
   ++queued_;
   if (hold_depth_ > 0) ++held_ops_;
-  ++stretch_instrs_;
-  if (auto_holding_locked() && stretch_instrs_ >= last_stretch_) {
-    // As long as the last stretch: whole (a loop's step). It goes now, from this thread (a
-    // hand-off to the flusher would cost a wake-up); what follows is sent as it comes.
-    auto_released_ = true;
+  if (count_stretch_instr_locked()) {
+    // A whole step goes now, from this thread (a hand-off to the flusher would cost a
+    // wake-up); what follows is sent as it comes.
     lk.unlock();
     flush_queue();
     return id;
@@ -462,8 +458,19 @@ bool RemoteSession::auto_holding_locked() const {
   return auto_hold_ && !auto_released_ && hold_depth_ == 0 && last_stretch_ > 1;
 }
 
+bool RemoteSession::count_stretch_instr_locked() {
+  ++stretch_instrs_;
+  if (!auto_holding_locked() || stretch_instrs_ < last_stretch_) return false;
+  auto_released_ = true;  // as long as the last stretch: whole (a loop's step)
+  return true;
+}
+
 void RemoteSession::wake_flusher_locked() {
-  if (flusher_sleeping_ && !holding_locked()) {
+  if (!holding_locked()) notify_flusher_locked();
+}
+
+void RemoteSession::notify_flusher_locked() {
+  if (flusher_sleeping_) {
     flusher_sleeping_ = false;
     flusher_cv_.notify_one();
   }
@@ -904,10 +911,7 @@ void RemoteSession::note_hot_stretch_locked(bool hot) {
   // one per flush while it is built). Not where segments are sent as they fill.
   const bool was = auto_hold_;
   auto_hold_ = hot && hot_segment_ == 0;
-  if (auto_hold_ && !was && flusher_sleeping_) {  // it bounds the hold: it polls while this lasts
-    flusher_sleeping_ = false;
-    flusher_cv_.notify_one();
-  }
+  if (auto_hold_ && !was) notify_flusher_locked();  // it bounds the hold: it polls meanwhile
 }
 
 }  // namespace gt::detail

@@ -160,8 +160,13 @@ class RemoteSession : public Session {
   bool auto_released_ = false;   // this stretch's held part has gone (whole, or timed out)
   std::chrono::steady_clock::time_point held_since_;  // when the flusher first saw it held
   bool auto_holding_locked() const;
+  // Counts an instruction of the stretch; true when it makes a held step whole (it goes now).
+  bool count_stretch_instr_locked();
   void note_hot_stretch_locked(bool hot);
-  void wake_flusher_locked();
+  void wake_flusher_locked();    // when the queue is not held
+  void notify_flusher_locked();  // if it sleeps, whatever holds
+  // queue_ becomes sending_ (write_mu_ and mu_ held), the queue's counts and hold start again.
+  void take_queue_locked();
   bool stopping_ = false;
   bool reader_active_ = false;
   std::string lost_;                   // non-empty once the session is gone
