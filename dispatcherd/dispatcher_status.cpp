@@ -120,6 +120,7 @@ v1::StatusReport Dispatcher::status(const std::string& only_user) const {
     ws->set_fused_kernels_compiled(w.load.fused_kernels_compiled());
     ws->set_fused_kernels_from_disk(w.load.fused_kernels_from_disk());
     ws->set_fused_kernels_failed(w.load.fused_kernels_failed());
+    ws->set_early_fetches(w.load.early_fetches());
     w.ops_rate.history(ws->mutable_ops_per_s_history());
   }
   for (const auto& [sid, session] : sessions_) {

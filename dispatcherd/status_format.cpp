@@ -164,6 +164,9 @@ std::string format_prometheus(const v1::StatusReport& s) {
   per_item(m, "gt_worker_fused_kernels_failed_total", "counter",
            "Fused-chain kernels that failed to compile or load (run op by op).", ws,
            worker_labels, [](const W& w) { return w.fused_kernels_failed(); });
+  per_item(m, "gt_worker_early_fetches_total", "counter",
+           "Fetches answered while the hot path before them still ran (their values final).", ws,
+           worker_labels, [](const W& w) { return w.early_fetches(); });
   per_item(m, "gt_worker_heartbeat_age_seconds", "gauge", "Seconds since the worker was heard from.",
            ws, worker_labels, [](const W& w) { return fmt::format("{:.3f}", w.heartbeat_age_s()); });
 

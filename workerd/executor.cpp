@@ -294,8 +294,16 @@ bool Executor::run_batch(v1::WorkerBatch& b, int* next, int* next_free, bool may
       free_handle(session, b.frees((*next_free)++));
     v1::Instr& in = *b.mutable_instrs((*next)++);
     if (log_instrs) log_instr(session, in);
-    if (in.op() == 0 && in.comm() == 0 && in.has_hot()) run_hot(session, in);
-    else run_instr(session, in);
+    if (in.op() == 0 && in.comm() == 0 && in.has_hot()) {
+      // The batch's last instruction: FETCHes after it may be answered while the path still
+      // runs (nothing after it in the batch can change what they read). Not while traced: the
+      // timings go before the replies.
+      early_batch_ = early_fetches_on_ && *next == n && !tracing_ ? &b : nullptr;
+      run_hot(session, in);
+      early_batch_ = nullptr;
+    } else {
+      run_instr(session, in);
+    }
     // Another session waits: take turns once this one has had its slice. Or the session has
     // issued as much as the device may have queued for it (device pacing): it waits for its
     // completions.
@@ -898,6 +906,7 @@ void Executor::fill_load(v1::WorkerLoad* l) const {
   l->set_fused_kernels_compiled(bs.fused_kernels_compiled);
   l->set_fused_kernels_from_disk(bs.fused_kernels_from_disk);
   l->set_fused_kernels_failed(bs.fused_kernels_failed);
+  l->set_early_fetches(early_fetches_.load(std::memory_order_relaxed));
   if (peer_) {
     PeerStats ps = peer_->stats();
     l->set_peer_bytes_sent(ps.bytes_sent);

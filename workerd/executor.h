@@ -57,6 +57,9 @@ class Executor {
   // Hot paths recorded as device graphs where the device has them (the worker option
   // device_graphs; on by default). Set before start().
   void set_device_graphs(bool on) { device_graphs_ = on; }
+  // FETCHes queued behind a hot path's run answered as soon as their values are final
+  // (begin_final_fetches; the worker option early_fetches, on by default). Set before start().
+  void set_early_fetches(bool on) { early_fetches_on_ = on; }
   // On an asynchronous device, at most about this many of a session's ops are issued ahead of
   // the device (0: no bound): past it the session waits for its completions while others run,
   // so the executor never blocks on a full launch queue (every session would wait behind it)
@@ -146,6 +149,22 @@ class Executor {
   bool run_folded_matmul(uint64_t session, HotPathDef& p, const TransposeFold& f,
                          const v1::HotRun& run);
 
+  // executor_early_fetch.cpp: FETCHes answered before the HotRun they wait behind ends
+  // (ARCHITECTURE §7). A training step fetches its loss after its backward pass and update; the
+  // loss is final once the forward pass made it. While a HotRun that ends its batch runs, the
+  // leading FETCHes of that batch, then those of the session's next batch when it holds nothing
+  // else, are answered in request order at the point of the run where their tensors are final
+  // (made, and written by none of the path's later instructions), so the client goes on while
+  // the rest of the path runs. begin_final_fetches plans the batch's own (early_batch_),
+  // answer_final_fetches (before instruction k) answers those due and takes the next batch's,
+  // end_final_fetches answers what it took and drops the answered ones from the batch.
+  void begin_final_fetches(const HotPathDef& p, const v1::HotRun& run);
+  void answer_final_fetches(uint64_t session, const HotPathDef& p, const v1::HotRun& run, size_t k);
+  void end_final_fetches(uint64_t session);
+  // Appends `req` to early_ with the instruction count after which it is due; false when it is
+  // not a FETCH that may be answered before the run ends (it and what follows wait).
+  bool plan_final_fetch(const HotPathDef& p, const v1::HotRun& run, const v1::Request& req);
+  void take_next_batch_fetches(uint64_t session, const HotPathDef& p, const v1::HotRun& run);
   // Instruction k's result handle is not taken (eager execution would report it).
   bool result_free(const HotPathDef& p, size_t k, const v1::HotRun& run) const;
   // A path reference's tensor in this run if it is this session's, float32 (any dtype with
@@ -244,6 +263,7 @@ class Executor {
   std::atomic<uint64_t> graph_instantiations_{0};  // of them, new executable graphs (no update)
   std::atomic<uint64_t> graph_fallbacks_{0};       // captures that failed: run eagerly again
   bool device_graphs_ = true;
+  bool early_fetches_on_ = true;
   // Device pacing (set_device_queue_ops): per session, ops issued and not yet known done
   // (guarded by mu_); the issue budget of the batch running now (executor thread).
   uint64_t device_queue_ops_ = 512;
@@ -306,6 +326,20 @@ class Executor {
   std::vector<const Tensor*> inputs_;
   std::vector<TensorMeta> metas_;
   std::vector<FusedStep> fused_steps_;
+  // Early FETCH answers (begin_final_fetches): the running batch when its HotRun is its last
+  // instruction; the FETCHes planned, in request order (its own first, then those taken from
+  // the session's next batch), each with the instruction count after which it is due; how many
+  // are answered and how many are the batch's own; whether the next batch may still be looked
+  // at (once: its FETCHes are taken after the batch's own are answered).
+  struct EarlyFetch {
+    v1::Request req;
+    uint32_t due;
+  };
+  v1::WorkerBatch* early_batch_ = nullptr;
+  std::vector<EarlyFetch> early_;
+  size_t early_answered_ = 0, early_own_ = 0;
+  bool early_next_batch_ = false;
+  std::atomic<uint64_t> early_fetches_{0};  // FETCHes answered before their HotRun ended
   // Per instruction of the running path, what its TransposeFold did with it this run.
   enum FoldState : uint8_t { kFoldNone, kFoldPutOff };
   std::vector<uint8_t> fold_state_;

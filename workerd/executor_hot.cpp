@@ -67,7 +67,9 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
   auto free_result = [&](uint32_t instr) {
     free_handle(session, run.first_out() + static_cast<uint64_t>(p->result[instr]));
   };
+  if (early_batch_) begin_final_fetches(*p, run);
   for (size_t k = 0; k < n;) {
+    if (early_batch_) answer_final_fetches(session, *p, run, k);
     while (next_free < p->frees.size() && p->frees[next_free].at <= k)
       free_result(p->frees[next_free++].instr);
     if (!p->segment_at.empty() && p->segment_at[k] >= 0) {
@@ -102,6 +104,7 @@ void Executor::run_hot(uint64_t session, v1::Instr& in) {
     ++k;
   }
   while (next_free < p->frees.size()) free_result(p->frees[next_free++].instr);
+  if (early_batch_) end_final_fetches(session);
 }
 
 const Tensor* Executor::float32_tensor(uint64_t session, const HotPathDef& p, uint64_t ref,

@@ -105,6 +105,13 @@ void FairQueue::comm_done(const v1::WorkerBatch* batch) {
   if (!comm_.empty() && comm_.front() == batch) comm_.pop_front();
 }
 
+v1::WorkerBatch* FairQueue::next_unstarted(uint64_t session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end() || it->second.empty()) return nullptr;
+  Entry& e = it->second.front();
+  return e.next == 0 && e.next_free == 0 ? e.batch.get() : nullptr;
+}
+
 bool FairQueue::runnable() const {
   for (uint64_t session : order_) {
     auto it = sessions_.find(session);

@@ -55,6 +55,10 @@ class FairQueue {
   // A batch holding communication finished: the next one in arrival order may run.
   void comm_done(const v1::WorkerBatch* batch);
 
+  // The session's next batch when nothing of it has run yet, else null (the executor answers
+  // its FETCHes while the batch before it runs: Executor::take_next_batch_fetches). Valid
+  // while the caller holds the lock guarding the queue.
+  v1::WorkerBatch* next_unstarted(uint64_t session);
   bool runnable() const;  // pop() would return a batch
   void set_paused(uint64_t session, bool paused);
   bool paused(uint64_t session) const { return paused_.count(session) != 0; }

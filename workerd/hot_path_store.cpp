@@ -15,10 +15,8 @@ namespace {
 void find_chains(HotPathDef& d, bool casts) {
   const size_t n = d.instrs.size();
   std::vector<uint32_t> uses(n, 0);
-  std::vector<bool> freed(n, false);
   for (uint64_t r : d.refs)
     if ((r & 1) == 0) ++uses[r >> 1];
-  for (const HotPathDef::Free& f : d.frees) freed[f.instr] = true;
   d.decoded.assign(n, std::nullopt);
   auto fusable = [&](size_t k) {
     const v1::Instr& in = d.instrs[k];
@@ -35,7 +33,7 @@ void find_chains(HotPathDef& d, bool casts) {
   // k continues the chain ending at k - 1.
   auto links = [&](size_t k) {
     const uint64_t prev = static_cast<uint64_t>(k - 1) << 1;
-    if (uses[k - 1] != 1 || !freed[k - 1]) return false;
+    if (uses[k - 1] != 1 || !d.freed[k - 1]) return false;
     for (uint32_t i = d.ref_begin[k]; i < d.ref_begin[k + 1]; ++i)
       if (d.refs[i] == prev) return true;
     return false;
@@ -167,7 +165,13 @@ Status check_and_build(const v1::HotPath& p, HotPathDef& d) {
       d.tag_int[k] = comm_tag_int(*c);
       d.tag_offset[k] = static_cast<uint64_t>(in.ints(d.tag_int[k]));
     }
-    if (in.out() == 1) d.result[k] = d.results++;
+    if (in.out() == 1) {
+      d.result[k] = d.results++;
+      d.result_instr.push_back(static_cast<uint32_t>(k));
+    } else {
+      d.writes.push_back(static_cast<uint32_t>(k));
+    }
+    d.has_comm = d.has_comm || comm;
     for (uint64_t r : in.inputs()) {
       const bool bound = (r & 1) != 0;
       const uint64_t i = r >> 1;
@@ -188,14 +192,14 @@ Status check_and_build(const v1::HotPath& p, HotPathDef& d) {
   if (p.frees_size() != p.free_at_size())
     return invalid_argument("hot path {}: {} frees with {} positions", p.id(), p.frees_size(),
                             p.free_at_size());
-  std::vector<bool> freed(n, false);
+  d.freed.assign(n, 0);
   for (int i = 0; i < p.frees_size(); ++i) {
     const uint32_t k = p.frees(i), at = p.free_at(i);
     // A result is freed once, after the instruction that makes it, in stream order.
-    if (k >= n || d.result[k] < 0 || freed[k] || at <= k || at > n ||
+    if (k >= n || d.result[k] < 0 || d.freed[k] || at <= k || at > n ||
         (i > 0 && at < p.free_at(i - 1)))
       return invalid_argument("hot path {}: bad free {} of instruction {} at {}", p.id(), i, k, at);
-    freed[k] = true;
+    d.freed[k] = 1;
     d.frees.push_back(HotPathDef::Free{at, k});
   }
   return Status::ok();

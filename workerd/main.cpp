@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   lo.reconnect_ms = o.reconnect_ms;
   lo.turn_us = o.turn_us;
   lo.device_graphs = o.device_graphs;
+  lo.early_fetches = o.early_fetches;
   lo.device_queue_ops = o.device_queue_ops;
   lo.exit_on_disconnect = o.exit_on_disconnect;
   // Derived: the row names a file, the link needs the secret in it (read once, now).

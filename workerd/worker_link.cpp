@@ -39,6 +39,7 @@ WorkerLink::WorkerLink(asio::io_context& io, Backend& backend, WorkerLinkOptions
       backoff_ms_(opts_.reconnect_ms) {
   executor_.set_peer_link(peer_);
   executor_.set_device_graphs(opts_.device_graphs);
+  executor_.set_early_fetches(opts_.early_fetches);
   executor_.set_device_queue_ops(opts_.device_queue_ops);
   executor_.set_payload_sender(
       [this](std::string_view header, std::string_view payload) { send_direct_parts(header, payload); });

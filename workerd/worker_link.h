@@ -29,6 +29,7 @@ struct WorkerLinkOptions {
   std::string worker_secret;
   int64_t turn_us = 2000;  // a session's turn on the executor while others wait (FairQueue)
   bool device_graphs = true;  // hot paths as device graphs (Executor::set_device_graphs)
+  bool early_fetches = true;  // fetches answered inside hot paths (Executor::set_early_fetches)
   uint64_t device_queue_ops = 512;  // device pacing (Executor::set_device_queue_ops)
 };
 

@@ -1,5 +1,7 @@
 // The CPU kernels' shared helpers: dtype conversion of contiguous runs, converted views of
 // inputs and the broadcasting copy.
+#include <sched.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -68,9 +70,15 @@ bool wide_simd() {
 }
 
 int max_threads() {
+  // The CPUs this process may run on (taskset, systemd's CPUAffinity=, a container's cpuset),
+  // not the machine's: a worker pinned to one core that split its kernels for two would run
+  // both halves on that core, one after the other, with a helper spinning in between.
   static const int n = [] {
-    unsigned h = std::thread::hardware_concurrency();
-    return static_cast<int>(h == 0 ? 1 : h > 8 ? 8 : h);
+    cpu_set_t set;
+    int h = 0;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) h = CPU_COUNT(&set);
+    if (h <= 0) h = static_cast<int>(std::thread::hardware_concurrency());
+    return h <= 0 ? 1 : h > 8 ? 8 : h;
   }();
   return n;
 }
