@@ -3,15 +3,25 @@
 #
 #   USAGE="bench/x_overhead.sh"; ROUNDS=5; source "$(dirname "$0")/overhead_common.sh" "$@"
 #   start_pair NAME [dispatcher flags...] [-- worker flags...]   # PAIR_PIDS[NAME]="dpid,wpid"
+#   on_client_cpus CMD...                                        # CMD where the client runs
 #   median "1 3 2"                                               # 2
+# --pinned: each worker on the machine's last CPU, dispatchers and clients (on_client_cpus) on
+# the others: the worker's compute does not share its cores with the client and dispatcher, as
+# on a host with cores to spare (on a 2-core machine, one each).
 JSON=0
+PINNED=0
 while (( $# )); do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
     --json) JSON=1; shift ;;
-    *) echo "usage: $USAGE [--rounds N] [--json]" >&2; exit 2 ;;
+    --pinned) PINNED=1; shift ;;
+    *) echo "usage: $USAGE [--rounds N] [--json] [--pinned]" >&2; exit 2 ;;
   esac
 done
+LAST_CPU=$(( $(nproc --all) - 1 ))
+if (( PINNED )) && (( LAST_CPU < 1 )); then echo "--pinned needs 2 CPUs" >&2; exit 2; fi
+pin_worker() { if (( PINNED )); then taskset -c "$LAST_CPU" "$@"; else "$@"; fi; }
+on_client_cpus() { if (( PINNED )); then taskset -c "0-$(( LAST_CPU - 1 ))" "$@"; else "$@"; fi; }
 B=${GT_BIN_DIR:-build/bin}
 D=$(mktemp -d /tmp/gt-overhead-bench-XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
@@ -22,11 +32,11 @@ start_pair() {
   while (( $# )) && [[ $1 != -- ]]; do dflags+=("$1"); shift; done
   (( $# )) && shift
   wflags=("$@")
-  "$B/gt-dispatcherd" --port 0 --port-file "$D/$name.port" --unix-socket "$D/$name.sock" \
+  on_client_cpus "$B/gt-dispatcherd" --port 0 --port-file "$D/$name.port" --unix-socket "$D/$name.sock" \
     --log-level warn "${dflags[@]}" >"$D/$name.dispatcher.log" 2>&1 &
   local dp=$!
   for _ in $(seq 100); do [[ -s $D/$name.port ]] && break; sleep 0.05; done
-  "$B/gt-workerd" --dispatcher "unix:$D/$name.sock" --log-level warn "${wflags[@]}" \
+  pin_worker "$B/gt-workerd" --dispatcher "unix:$D/$name.sock" --log-level warn "${wflags[@]}" \
     >"$D/$name.worker.log" 2>&1 &
   PAIR_PIDS[$name]="$dp,$!"
 }
