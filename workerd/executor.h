@@ -158,7 +158,7 @@ class Executor {
   // the rest of the path runs. begin_final_fetches plans the batch's own (early_batch_),
   // answer_final_fetches (before instruction k) answers those due and takes the next batch's,
   // end_final_fetches answers what it took and drops the answered ones from the batch.
-  void begin_final_fetches(const HotPathDef& p, const v1::HotRun& run);
+  void begin_final_fetches(HotPathDef& p, const v1::HotRun& run);
   void answer_final_fetches(uint64_t session, const HotPathDef& p, const v1::HotRun& run, size_t k);
   void end_final_fetches(uint64_t session);
   // Appends `req` to early_ with the instruction count after which it is due; false when it is

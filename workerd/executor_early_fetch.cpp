@@ -15,11 +15,13 @@
 // and every request after one that is not answered early (replies keep their request order).
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "workerd/executor.h"
 
 namespace gt::worker {
 
-void Executor::begin_final_fetches(const HotPathDef& p, const v1::HotRun& run) {
+void Executor::begin_final_fetches(HotPathDef& p, const v1::HotRun& run) {
   early_.clear();
   early_answered_ = 0;
   early_next_batch_ = !p.has_comm;
@@ -34,6 +36,17 @@ void Executor::begin_final_fetches(const HotPathDef& p, const v1::HotRun& run) {
     }
   }
   early_own_ = early_.size();
+  // On a device with graphs a segment runs whole: one that a FETCH is due inside is cut there
+  // (for this run and the next ones), so its answer leaves while the rest of the path runs.
+  if (p.segments.empty()) return;
+  for (const EarlyFetch& f : early_) {
+    const bool inside = std::any_of(p.segments.begin(), p.segments.end(), [&](const auto& s) {
+      return s.begin < f.due && f.due < s.end;
+    });
+    if (inside && hot_.cut_segments(p, f.due, [this](OpId op) { return backend_.capturable(op); }))
+      spdlog::debug("hot path: its graph segment is cut at instruction {} (a fetch is due there)",
+                    f.due);
+  }
 }
 
 bool Executor::plan_final_fetch(const HotPathDef& p, const v1::HotRun& run,

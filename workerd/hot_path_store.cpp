@@ -2,6 +2,8 @@
 // transposes their matmuls can fold in, and their graph segments.
 #include "workerd/hot_path_store.h"
 
+#include <algorithm>
+
 #include "libgtcore/comm.h"
 #include "workerd/kernels/op_traits.h"
 
@@ -125,10 +127,11 @@ void find_segments(HotPathDef& d, const std::function<bool(OpId)>& capturable) {
     auto op = op_from_wire(d.instrs[k].op());
     return op && capturable(*op);
   };
+  auto cut = [&](size_t e) { return std::binary_search(d.cuts.begin(), d.cuts.end(), e); };
   size_t k = 0;
   while (k < n) {
     size_t e = k;
-    while (e < n && recordable(e)) ++e;
+    while (e < n && recordable(e) && (e == k || !cut(e))) ++e;
     if (e - k >= 2) {
       d.segment_at[k] = static_cast<int32_t>(d.segments.size());
       HotPathDef::GraphSegment seg{static_cast<uint32_t>(k), static_cast<uint32_t>(e), nullptr, {}};
@@ -241,6 +244,18 @@ void HotPathStore::forget(uint64_t session, uint64_t id) {
   drop_graphs(it->second);
   s->second.paths.erase(it);
   --paths_;
+}
+
+bool HotPathStore::cut_segments(HotPathDef& d, uint32_t at,
+                                const std::function<bool(OpId)>& capturable) {
+  if (d.cuts.size() >= HotPathDef::kMaxCuts || at == 0 || at >= d.instrs.size()) return false;
+  auto pos = std::lower_bound(d.cuts.begin(), d.cuts.end(), at);
+  if (pos != d.cuts.end() && *pos == at) return false;
+  d.cuts.insert(pos, at);
+  drop_graphs(d);
+  d.segments.clear();
+  find_segments(d, capturable);
+  return true;
 }
 
 void HotPathStore::drop_session(uint64_t session) {

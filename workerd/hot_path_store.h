@@ -65,6 +65,10 @@ struct HotPathDef {
   };
   std::vector<GraphSegment> segments;
   std::vector<int32_t> segment_at;
+  // Where segments must end (ascending): the points of a run where a FETCH behind it is due
+  // (Executor::begin_final_fetches), so that its answer need not wait for the whole path.
+  std::vector<uint32_t> cuts;
+  static constexpr size_t kMaxCuts = 4;
   // Transposes folded into matmuls (fusion.h, TransposeFold; empty where the device has no
   // transposed GEMM): the folds, and per instruction its role: kNoFold, the fold's index for its
   // matmul, kFoldedOperand for a permute a fold takes over.
@@ -102,6 +106,10 @@ class HotPathStore {
   Status define(uint64_t session, const v1::HotPath& p, const HotPathDevice& device);
   HotPathDef* find(uint64_t session, uint64_t id);
   void forget(uint64_t session, uint64_t id);
+  // Ends d's graph segments at instruction `at` from now on (a new cut; at most kMaxCuts): the
+  // segments are found again and their executable graphs dropped (each is instantiated anew at
+  // its next run). Returns whether anything changed.
+  bool cut_segments(HotPathDef& d, uint32_t at, const std::function<bool(OpId)>& capturable);
   void drop_session(uint64_t session);
   void clear();
   size_t size() const { return paths_; }  // paths held, all sessions

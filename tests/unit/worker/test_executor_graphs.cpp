@@ -276,9 +276,12 @@ CrossSessionCapture capture_beside_a_freed_block(uint64_t max_memory_bytes) {
   v1::WorkerBatch hot = batch(3);
   *hot.add_hot_define() = p;
   *hot.add_instrs() = hot_run(2, {1}, 10);
-  add_request(hot, 1, v1::Request::FETCH, 1);
-  add_request(hot, 2, v1::Request::FETCH, 10);
   ex.execute(hot);
+  // (In a batch of their own: y's fetch in the run's batch would cut the path's one segment.)
+  v1::WorkerBatch fetches = batch(3);
+  add_request(fetches, 1, v1::Request::FETCH, 1);
+  add_request(fetches, 2, v1::Request::FETCH, 10);
+  ex.execute(fetches);
   CrossSessionCapture c;
   for (uint64_t r : {1, 2}) REQUIRE(out.wait_reply(r) != gt::test::Clock::time_point{});
   ex.fill_load(&c.load);
@@ -452,4 +455,45 @@ TEST_CASE("sim device: with fused kernels off, chains run op by op", "[worker][s
   for (uint64_t y : {103, 113, 123}) CHECK(r.fetch(y).first == eager);
   CHECK(r.load().fused_ops() == 0);
   CHECK(r.backend.fused_kernels() == nullptr);
+}
+
+TEST_CASE("sim device: a fetch due inside a graph segment cuts the segment there, and is answered "
+          "before the rest of the path is launched", "[worker][sim][hot][graph][early]") {
+  Rig r;
+  make_inputs(r);
+  // The layer, then s = y.sum() and t = y * 2: one segment of six, y (instruction 3) fetched.
+  auto tail = [](auto add, uint64_t y, uint64_t s, uint64_t t) {
+    add(op(OpId::k_sum, s, {y}, make_reduce(kAllDims, false)));
+    add(op(OpId::k_mul, t, {y}, make_binary_scalar(ScalarSide::kRight, 2.0, false)));
+  };
+  v1::WorkerBatch eager = r.batch();
+  layer(&eager, nullptr, [](uint64_t k) { return 200 + k; }, 1, 2, 3, {200, 201, 202, 203});
+  tail([&](v1::Instr i) { *eager.add_instrs() = i; }, 203, 204, 205);
+  r.run(std::move(eager));
+  v1::HotPath path = layer_path(9);
+  tail([&](v1::Instr i) { *path.add_instrs() = i; }, local(3), 1, 1);
+
+  std::vector<uint64_t> ids;
+  for (uint64_t first : {100, 110, 120}) {
+    v1::WorkerBatch hot = r.batch();
+    if (first == 100) *hot.add_hot_define() = path;
+    *hot.add_instrs() = hot_run(9, {1, 2, 3}, first);
+    ids.push_back(r.next_request++);
+    add_request(hot, ids.back(), v1::Request::FETCH, first + 3);  // y: final after 4 of 6
+    r.run(std::move(hot));
+  }
+  const auto [y, py] = r.fetch(203);
+  REQUIRE(y.size() == 16 * 8 * sizeof(float));
+  for (uint64_t id : ids) {
+    REQUIRE(r.out.wait_reply(id) != gt::test::Clock::time_point{});
+    CHECK(r.out.fetched(id).first == y);  // bitwise eager's
+  }
+  CHECK(r.fetch(124).first == r.fetch(204).first);
+  CHECK(r.fetch(125).first == r.fetch(205).first);
+  CHECK(r.out.errors().empty());
+  const v1::WorkerLoad l = r.load();
+  CHECK(l.early_fetches() == 3);
+  CHECK(l.graph_launches() == 6);        // two segments a run: [0, 4) and [4, 6)
+  CHECK(l.graph_instantiations() == 2);  // cut before the first run's capture, updated after
+  CHECK(l.graph_fallbacks() == 0);
 }
