@@ -28,7 +28,6 @@ for _ in $(seq "$ROUNDS"); do
     LOCAL[$name]+="$(sed -n 's/^  in-process CpuBackend, same ops: *median \([0-9.]*\) ms.*/\1/p' <<<"$out") "
   done
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 for name in off on; do
   declare "eager_$name=$(median "${EAGER[$name]}")" "loop_$name=$(median "${LOOP[$name]}")" \
           "hot_$name=$(median "${HOT[$name]}")" "local_$name=$(median "${LOCAL[$name]}")"

@@ -38,19 +38,18 @@ for r in $(seq "$ROUNDS"); do
     COMPILED[$name]+="$(mlp_step_ms compiled "$out") "
   done
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 eager_on=$(median "${EAGER[on]}"); eager_off=$(median "${EAGER[off]}")
 loop_on=$(median "${LOOP[on]}"); loop_off=$(median "${LOOP[off]}")
 comp_on=$(median "${COMPILED[on]}"); comp_off=$(median "${COMPILED[off]}")
 if (( JSON )); then
   printf '{"rounds": %d, "sim_launch_us": %s, "sim_launch_cpu_us": %s, "sim_capture_cpu_us": %s, "eager_ms": %s, "eager_graphs_worker_ms": %s, "loop_graphs_ms": %s, "loop_no_graphs_ms": %s, "loop_graphs_over_no_graphs": %s, "compiled_graphs_ms": %s, "compiled_no_graphs_ms": %s, "compiled_graphs_over_no_graphs": %s}\n' \
-    "$ROUNDS" "$LAUNCH_US" "$LAUNCH_CPU_US" "$CAPTURE_CPU_US" "$eager_off" "$eager_on" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off")" \
-    "$comp_on" "$comp_off" "$(ratio "$comp_on" "$comp_off")"
+    "$ROUNDS" "$LAUNCH_US" "$LAUNCH_CPU_US" "$CAPTURE_CPU_US" "$eager_off" "$eager_on" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off" 2)" \
+    "$comp_on" "$comp_off" "$(ratio "$comp_on" "$comp_off" 2)"
 else
   printf 'sim worker: launch %s us of host time + %s us latency, %s us per recorded node; median of %d rounds, ms per MLP step\n' \
     "$LAUNCH_CPU_US" "$LAUNCH_US" "$CAPTURE_CPU_US" "$ROUNDS"
   printf '| %-30s | %14s | %14s | %6s |\n' "" "device graphs" "no graphs" "ratio"
-  printf '| %-30s | %14s | %14s | %6s |\n' "eager (no hot path)" "$eager_on" "$eager_off" "$(ratio "$eager_on" "$eager_off")"
-  printf '| %-30s | %14s | %14s | %6s |\n' "plain loop (hot path found)" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off")"
-  printf '| %-30s | %14s | %14s | %6s |\n' "under gt::compile" "$comp_on" "$comp_off" "$(ratio "$comp_on" "$comp_off")"
+  printf '| %-30s | %14s | %14s | %6s |\n' "eager (no hot path)" "$eager_on" "$eager_off" "$(ratio "$eager_on" "$eager_off" 2)"
+  printf '| %-30s | %14s | %14s | %6s |\n' "plain loop (hot path found)" "$loop_on" "$loop_off" "$(ratio "$loop_on" "$loop_off" 2)"
+  printf '| %-30s | %14s | %14s | %6s |\n' "under gt::compile" "$comp_on" "$comp_off" "$(ratio "$comp_on" "$comp_off" 2)"
 fi

@@ -25,7 +25,6 @@ for _ in $(seq "$ROUNDS"); do
     LOOP_CPU[$name]+="$(mlp_cpu_us loop dispatcher "$out") "
   done
 done
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 declare -A M
 for fig in HOT LOOP HOT_CPU LOOP_CPU; do
   for name in planned plans; do

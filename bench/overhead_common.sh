@@ -5,6 +5,7 @@
 #   start_pair NAME [dispatcher flags...] [-- worker flags...]   # PAIR_PIDS[NAME]="dpid,wpid"
 #   on_client_cpus CMD...                                        # CMD where the client runs
 #   median "1 3 2"                                               # 2
+#   ratio 1 3 [DECIMALS]                                         # 0.333 (3 places unless given)
 # --pinned: each worker on the machine's last CPU, dispatchers and clients (on_client_cpus) on
 # the others: the worker's compute does not share its cores with the client and dispatcher, as
 # on a host with cores to spare (on a 2-core machine, one each).
@@ -20,8 +21,10 @@ while (( $# )); do
 done
 LAST_CPU=$(( $(nproc --all) - 1 ))
 if (( PINNED )) && (( LAST_CPU < 1 )); then echo "--pinned needs 2 CPUs" >&2; exit 2; fi
-pin_worker() { if (( PINNED )); then taskset -c "$LAST_CPU" "$@"; else "$@"; fi; }
-on_client_cpus() { if (( PINNED )); then taskset -c "0-$(( LAST_CPU - 1 ))" "$@"; else "$@"; fi; }
+# Command prefixes (taskset execs the command: $! is the daemon's own pid).
+PIN_WORKER=() PIN_CLIENT=()
+if (( PINNED )); then PIN_WORKER=(taskset -c "$LAST_CPU") PIN_CLIENT=(taskset -c "0-$(( LAST_CPU - 1 ))"); fi
+on_client_cpus() { "${PIN_CLIENT[@]}" "$@"; }
 B=${GT_BIN_DIR:-build/bin}
 D=$(mktemp -d /tmp/gt-overhead-bench-XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
@@ -32,11 +35,11 @@ start_pair() {
   while (( $# )) && [[ $1 != -- ]]; do dflags+=("$1"); shift; done
   (( $# )) && shift
   wflags=("$@")
-  on_client_cpus "$B/gt-dispatcherd" --port 0 --port-file "$D/$name.port" --unix-socket "$D/$name.sock" \
+  "${PIN_CLIENT[@]}" "$B/gt-dispatcherd" --port 0 --port-file "$D/$name.port" --unix-socket "$D/$name.sock" \
     --log-level warn "${dflags[@]}" >"$D/$name.dispatcher.log" 2>&1 &
   local dp=$!
   for _ in $(seq 100); do [[ -s $D/$name.port ]] && break; sleep 0.05; done
-  pin_worker "$B/gt-workerd" --dispatcher "unix:$D/$name.sock" --log-level warn "${wflags[@]}" \
+  "${PIN_WORKER[@]}" "$B/gt-workerd" --dispatcher "unix:$D/$name.sock" --log-level warn "${wflags[@]}" \
     >"$D/$name.worker.log" 2>&1 &
   PAIR_PIDS[$name]="$dp,$!"
 }
@@ -61,4 +64,5 @@ mlp_cpu_us() {
   esac
   grep "$row" <<<"$3" | sed -n "s/.*$2 \([0-9]*\) us.*/\1/p"
 }
+ratio() { awk -v a="$1" -v b="$2" -v d="${3:-3}" 'BEGIN {printf "%.*f", d, a / b}'; }
 median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
