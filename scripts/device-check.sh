@@ -5,7 +5,8 @@
 # table (gt-bench-kernels: each kernel vs D2D copy, results checked), the service benchmarks
 # (gt-bench-gpu, then its TF32 GEMM pass), gt-bench and gt-bench-mlp through a CUDA worker beside
 # PyTorch on the same GPU (when a Python with CUDA torch is found), gt-bench-mlp with CUDA
-# graphs on and off and gt-bench-chain (fused NVRTC kernels; issue 11), two CUDA workers data parallel
+# graphs on and off, in segments and without early fetches, and gt-bench-chain (fused NVRTC
+# kernels; issue 11), two CUDA workers data parallel
 # on GPU 0 with peer_transport auto (must fall back to the staged link and say so) and, with two
 # GPUs, over NCCL (issue 5), and prints one summary table. A healthy run takes a few minutes on an
 # H200. One deadline bounds the whole run (GT_DEVICE_CHECK_BUDGET_S, 480 s by default, so give the
@@ -139,6 +140,9 @@ printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP hot step, graphs on
   "graphs off" - "faster" "$([[ $GRAPHS_RC == 0 ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP hot step, segments of 8" "${SEGMENTS_LINE:0:18}" \
   "whole (default)" - "faster?" "$([[ $GRAPHS_RC == 0 ]] && echo ran || echo FAIL)"
+printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "MLP hot step, early fetches" "${EARLY_LINE:0:18}" \
+  "early_fetches off" - "faster" "$([[ $GRAPHS_RC == 0 ]] && echo ran || echo FAIL)"
+echo "| (early fetches on vs off: $EARLY_LINE)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "fused chain 16M, loop" "${CHAIN_LINE:0:18}" \
   "GT eager" - ">=2.5x" "$([[ $CHAIN_RC == 0 && -n $CHAIN_LINE ]] && echo ran || echo FAIL)"
 printf '| %-28s | %-18s | %-18s | %-6s | %-7s | %s |\n' "2 CUDA workers, 1 GPU, auto" "${DP_LINE:0:18}" \
@@ -158,7 +162,7 @@ echo "logs: $LOGS"
 # the trap if the run is cut short (the device tool's limit: SIGTERM).
 TEST_RC=1; TEST_LINE="not run"; KERNELS_RC=1; BENCH_RC=1; TF32_RC=1; DP_RC=1; SVC_RC=1
 GRAPHS_RC=1; CHAIN_RC=1; NCCL_RC=0; NCCL_RESULT="not run"; SMALL_LINE=""; MLP_LINE=""
-GRAPHS_LINE=""; SEGMENTS_LINE=""; CHAIN_LINE=""; DP_LINE=""; DP_HOT_LINE=""; DP_FALLBACK=""
+GRAPHS_LINE=""; SEGMENTS_LINE=""; EARLY_LINE=""; CHAIN_LINE=""; DP_LINE=""; DP_HOT_LINE=""; DP_FALLBACK=""
 SUMMARY_DONE=0
 on_exit() {
   [[ -n "$UNPACK" ]] && rm -rf "$UNPACK"
@@ -341,14 +345,16 @@ fi
 # 3c. Hot paths as CUDA graphs (issue 11): gt-bench-mlp's hot-path steps through a CUDA worker
 # with device_graphs on and off, one after the other on the same GPU; then graphs on with the
 # dispatcher cutting stretches into segments (hot_path_segment 8: the first segment's graph runs
-# while the client builds the rest; off by default until this row shows it pays on a GPU host).
-echo "device-check: gt-bench-mlp with CUDA graphs on and off, and in segments"
+# while the client builds the rest; off by default until this row shows it pays on a GPU host);
+# then graphs on with early_fetches off (a step's loss answered only once its whole path ran).
+echo "device-check: gt-bench-mlp with CUDA graphs on and off, in segments, without early fetches"
 GRAPHS_RC=0
-declare -A GRAPH_STEP
+declare -A GRAPH_STEP GRAPH_LOOP
 touch "$LOGS/chain.log"
-for run in true false seg8; do
-  flag=$run; SEGMENT=0
+for run in true false seg8 noearly; do
+  flag=$run; SEGMENT=0; EARLY=true
   [[ $run == seg8 ]] && { flag=true; SEGMENT=8; }
+  [[ $run == noearly ]] && { flag=true; EARLY=false; }
   may_start "gt-bench-mlp, device graphs $flag, hot_path_segment $SEGMENT" || { GRAPHS_RC=1; continue; }
   GDIR=$(mktemp -d /tmp/gt-graphs-XXXXXX)
   "$BIN/gt-dispatcherd" --port 0 --port-file "$GDIR/port" --unix-socket "$GDIR/d.sock" \
@@ -356,12 +362,15 @@ for run in true false seg8; do
   GPID=$!
   for _ in $(seq 100); do [[ -s "$GDIR/port" ]] && break; sleep 0.1; done
   "$BIN/gt-workerd" --dispatcher "unix:$GDIR/d.sock" --device 0 --device-graphs=$flag \
-    --kernel-cache-dir "$GDIR/kernels" --log-level warn >"$LOGS/graphs-$run-worker.log" 2>&1 &
+    --early-fetches=$EARLY --kernel-cache-dir "$GDIR/kernels" --log-level warn \
+    >"$LOGS/graphs-$run-worker.log" 2>&1 &
   GWID=$!
   sleep 2
   GT_ADDRESS=127.0.0.1:$(cat "$GDIR/port" 2>/dev/null) timeout -k 10 "$(tmo 60)" stdbuf -oL \
     "$BIN/gt-bench-mlp" --steps 50 >"$LOGS/graphs-$run-mlp.log" 2>&1 || GRAPHS_RC=1
   GRAPH_STEP[$run]=$(sed -n 's/^  GT under gt::compile (hot path): *median \([0-9.]*\) ms.*/\1/p' \
+    "$LOGS/graphs-$run-mlp.log")
+  GRAPH_LOOP[$run]=$(sed -n 's/^  GT plain loop (hot path found): *median \([0-9.]*\) ms.*/\1/p' \
     "$LOGS/graphs-$run-mlp.log")
   cat "$LOGS/graphs-$run-mlp.log"
   if [[ $run == true ]] && may_start "gt-bench-chain"; then  # the fused chain (NVRTC kernels)
@@ -384,6 +393,7 @@ for run in true false seg8; do
 done
 GRAPHS_LINE="${GRAPH_STEP[true]:-?} vs ${GRAPH_STEP[false]:-?} ms"
 SEGMENTS_LINE="${GRAPH_STEP[seg8]:-?} vs ${GRAPH_STEP[true]:-?} ms"
+EARLY_LINE="${GRAPH_STEP[true]:-?} vs ${GRAPH_STEP[noearly]:-?} ms (loop ${GRAPH_LOOP[true]:-?} vs ${GRAPH_LOOP[noearly]:-?})"
 CHAIN_LINE=$(sed -n 's/^  GT loop (hot path replayed, fused) *\([0-9.]*\) *\([0-9.]*x\).*/\1 ms, \2 eager/p' "$LOGS/chain.log")
 MLP_LINE=$(grep -oE 'GT / torch = [0-9.]+x' "$LOGS/svc-mlp.log" | head -1)
 [[ -n "$MLP_LINE" ]] || MLP_LINE=$(sed -n 's/.*GT (client autograd + daemons): median \([0-9.]*\) ms.*/\1 ms (GT alone)/p' \
