@@ -76,7 +76,7 @@ struct HotPathDef {
   std::vector<int32_t> fold_at;
   static constexpr int32_t kNoFold = -1, kFoldedOperand = -2;
   // When a FETCH queued behind a run may be answered before the run ends
-  // (Executor::plan_final_fetches): the instruction making each result, whether the path
+  // (Executor::plan_final_fetch): the instruction making each result, whether the path
   // frees an instruction's result, the instructions without a result (in-place writes to their
   // first input), and whether the path exchanges with peers (then it never is).
   std::vector<uint32_t> result_instr;  // result number -> instruction

@@ -1,8 +1,9 @@
-// FETCHes answered before the HotRun they wait behind ends (workerd/executor_hot.cpp,
-// plan_final_fetches): a FETCH whose tensor the path has made and will not write again is
-// answered at that point of the run -- before the errors of the path's later instructions
-// are sent -- with eager execution's value; one the path writes later, one the batch frees, and
-// the FETCHes of a batch with instructions after its HotRun wait for the end, as eagerly.
+// FETCHes answered before the HotRun they wait behind ends (workerd/executor_early_fetch.cpp):
+// a FETCH whose tensor the path has made and will not write again is answered at that point of
+// the run -- before the errors of the path's later instructions are sent -- with eager
+// execution's value, whether it is in the run's batch or in the next batch of requests alone;
+// one the path writes later, one the batch frees, and the FETCHes of a batch with instructions
+// after its HotRun wait for the end, as eagerly.
 #include <catch2/catch.hpp>
 
 #include <memory>
