@@ -23,12 +23,10 @@ namespace gt::worker {
 
 void Executor::begin_final_fetches(HotPathDef& p, const v1::HotRun& run) {
   early_.clear();
-  early_answered_ = 0;
-  early_next_batch_ = !p.has_comm;
-  if (p.has_comm) {
-    early_own_ = 0;
-    return;
-  }
+  early_answered_ = early_own_ = 0;
+  early_next_batch_ = false;
+  if (p.has_comm) return;
+  early_next_batch_ = true;
   for (const v1::Request& req : early_batch_->requests()) {
     if (!plan_final_fetch(p, run, req)) {
       early_next_batch_ = false;  // (its FETCHes would overtake this one)
@@ -38,15 +36,10 @@ void Executor::begin_final_fetches(HotPathDef& p, const v1::HotRun& run) {
   early_own_ = early_.size();
   // On a device with graphs a segment runs whole: one that a FETCH is due inside is cut there
   // (for this run and the next ones), so its answer leaves while the rest of the path runs.
-  if (p.segments.empty()) return;
-  for (const EarlyFetch& f : early_) {
-    const bool inside = std::any_of(p.segments.begin(), p.segments.end(), [&](const auto& s) {
-      return s.begin < f.due && f.due < s.end;
-    });
-    if (inside && hot_.cut_segments(p, f.due, [this](OpId op) { return backend_.capturable(op); }))
+  for (const EarlyFetch& f : early_)
+    if (hot_.cut_segments(p, f.due, [this](OpId op) { return backend_.capturable(op); }))
       spdlog::debug("hot path: its graph segment is cut at instruction {} (a fetch is due there)",
                     f.due);
-  }
 }
 
 bool Executor::plan_final_fetch(const HotPathDef& p, const v1::HotRun& run,
@@ -89,8 +82,7 @@ void Executor::answer_final_fetches(uint64_t session, const HotPathDef& p, const
       // Not made: the batch's own wait for its end (finish_batch), those taken from the next
       // batch for the run's end (end_final_fetches), after every one before them.
       early_next_batch_ = false;
-      early_.resize(early_answered_ >= early_own_ ? early_.size() : early_answered_);
-      early_own_ = std::min(early_own_, early_.size());
+      if (early_answered_ < early_own_) early_.resize(early_own_ = early_answered_);
       return;
     }
     answer(session, req);

@@ -248,10 +248,11 @@ void HotPathStore::forget(uint64_t session, uint64_t id) {
 
 bool HotPathStore::cut_segments(HotPathDef& d, uint32_t at,
                                 const std::function<bool(OpId)>& capturable) {
-  if (d.cuts.size() >= HotPathDef::kMaxCuts || at == 0 || at >= d.instrs.size()) return false;
-  auto pos = std::lower_bound(d.cuts.begin(), d.cuts.end(), at);
-  if (pos != d.cuts.end() && *pos == at) return false;
-  d.cuts.insert(pos, at);
+  const bool spanned = std::any_of(d.segments.begin(), d.segments.end(),
+                                   [&](const auto& s) { return s.begin < at && at < s.end; });
+  if (!spanned || d.cuts.size() >= HotPathDef::kMaxCuts) return false;
+  // (Not a cut already: no segment spans one.)
+  d.cuts.insert(std::lower_bound(d.cuts.begin(), d.cuts.end(), at), at);
   drop_graphs(d);
   d.segments.clear();
   find_segments(d, capturable);

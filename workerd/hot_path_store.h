@@ -106,9 +106,9 @@ class HotPathStore {
   Status define(uint64_t session, const v1::HotPath& p, const HotPathDevice& device);
   HotPathDef* find(uint64_t session, uint64_t id);
   void forget(uint64_t session, uint64_t id);
-  // Ends d's graph segments at instruction `at` from now on (a new cut; at most kMaxCuts): the
-  // segments are found again and their executable graphs dropped (each is instantiated anew at
-  // its next run). Returns whether anything changed.
+  // Ends d's graph segments at instruction `at` from now on, when one spans it (a new cut; at
+  // most kMaxCuts): the segments are found again and their executable graphs dropped (each is
+  // instantiated anew at its next run). Returns whether anything changed.
   bool cut_segments(HotPathDef& d, uint32_t at, const std::function<bool(OpId)>& capturable);
   void drop_session(uint64_t session);
   void clear();
